@@ -1,0 +1,36 @@
+# The two commands a new machine needs: `make demo` (set up everything, run the seed JobFlow to Succeed) and
+# `make test` (the whole suite, as CI runs it). Everything else here is a step of those two.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+
+.PHONY: venv build cluster cluster-down cluster-status test unit demo clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $@
+
+venv: $(VENV)/.installed
+
+build: venv  ## build (or find cached) etcd, kube-apiserver, Volcano and kwok binaries
+	$(PY) -m devcluster build
+
+cluster: venv  ## start (or reuse) the local control plane; prints `export KUBECONFIG=...`
+	$(PY) -m devcluster up
+
+cluster-down: venv  ## stop exactly the processes `make cluster` started
+	$(PY) -m devcluster down
+
+cluster-status: venv
+	$(PY) -m devcluster status
+
+test: venv  ## every test: unit, property and real-cluster tiers
+	$(PY) -m pytest
+
+unit: venv  ## only the tests that need no cluster
+	$(PY) -m pytest tests/unit
+
+clean: cluster-down
+	rm -rf $(VENV) .devcluster

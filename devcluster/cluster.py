@@ -1,0 +1,232 @@
+"""Start the local control plane in the right order, reuse it while it is healthy, stop exactly what it started.
+
+Start order, each step waiting for the previous one to be ready:
+
+1. etcd (``/health``)                          5. kwok, then the fake nodes (``Ready=True``)
+2. kube-apiserver (``/readyz``)                6. vc-scheduler (it creates the ``root`` and ``default`` queues)
+3. Volcano's CRDs and ours (``Established``)   7. vc-controller-manager (its queue controller opens ``default``)
+4. kube-controller-manager (GC, namespaces)    8. Volcano's webhook manager (a dry-run vcjob comes back defaulted)
+
+No kubelet, node-lifecycle or service-account controller runs, so the API server's ServiceAccount and
+TaintNodesByCondition admission plugins are off (otherwise pods are rejected for lack of a default service account,
+and new nodes keep a not-ready taint that nothing removes).
+
+Everything listens on free loopback ports chosen at start. State (ports, token, PIDs) is saved in
+``.devcluster/state.json``; the kubeconfig is ``.devcluster/kubeconfig``; logs are in ``.devcluster/logs/``.
+"""
+
+from __future__ import annotations
+
+import secrets
+import shutil
+import ssl
+import time
+import urllib.request
+from pathlib import Path
+
+from kubernetes import client, config
+
+from devcluster import objects, pki, processes
+from devcluster.build import ensure_binaries, module_source_dir
+from devcluster.components import module_named
+from devcluster.state import ClusterState, write_kubeconfig
+
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_ROOT = REPO / ".devcluster"
+CONFIG = Path(__file__).parent / "config"
+POD_CIDR = "127.1.0.0/16"  # loopback, so tests can listen on a fake pod's IP
+READY_TIMEOUT = 90.0
+
+
+class ClusterError(RuntimeError):
+    """The cluster could not start or a component died; the message names it and what to do."""
+
+
+def api_client(state: ClusterState) -> client.ApiClient:
+    return config.new_client_from_config(config_file=str(state.kubeconfig))
+
+
+def _http_ok(url: str, token: str | None = None) -> bool:
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"} if token else {})
+    context = ssl._create_unverified_context() if url.startswith("https") else None
+    try:
+        with urllib.request.urlopen(request, timeout=2, context=context) as response:
+            return response.status == 200
+    except OSError:
+        return False
+
+
+def healthy(state: ClusterState) -> bool:
+    """Every process alive, the API server ready and the ``default`` queue Open."""
+    if state.dead_components() or not _http_ok(f"{state.server}/readyz", state.token):
+        return False
+    try:
+        with api_client(state) as api:
+            return objects.queue_state(api, "default") == "Open"
+    except Exception:
+        return False
+
+
+def assert_alive(state: ClusterState) -> None:
+    """Raise ClusterError with the tail of its log when any component has died."""
+    dead = state.dead_components()
+    if dead:
+        parts = [f"{c.name} (pid {c.pid}) is not running any more; last lines of {c.log}:\n{c.log_tail()}"
+                 for c in dead]
+        raise ClusterError("\n\n".join(parts) + "\n\nRun `make cluster-down && make cluster` to start afresh.")
+
+
+def _failure(component: processes.Component, problem: str) -> ClusterError:
+    tail = component.log_tail()
+    hint = ("a port it wanted was taken by another program; run `make cluster` again to pick new free ports"
+            if "address already in use" in tail else
+            "on a busy 2-core machine a retry often helps: `make cluster-down && make cluster`")
+    return ClusterError(f"{component.name} {problem}. Last lines of {component.log}:\n{tail}\nWhat to do: {hint}.")
+
+
+class _Starter:
+    """One start of the cluster: starts processes, records them, and fails with the right component's log."""
+
+    def __init__(self, root: Path, binaries: dict[str, Path], log) -> None:
+        self.root, self.binaries, self.log = root, binaries, log
+        self.state = ClusterState(root=str(root), apiserver_port=processes.free_port(),
+                                  etcd_port=processes.free_port(), webhook_port=processes.free_port(),
+                                  token=secrets.token_hex(16))
+
+    def start(self, name: str, args: list[str], **kwargs) -> processes.Component:
+        component = processes.start(name, self.binaries[name], args, log_dir=self.state.log_dir, **kwargs)
+        self.state.components.append(component)
+        self.state.save()
+        return component
+
+    def wait(self, what: str, check, component: processes.Component, timeout: float = READY_TIMEOUT) -> None:
+        started = time.monotonic()
+
+        def still_running() -> None:
+            if not component.alive():
+                raise _failure(component, "exited while starting")
+
+        try:
+            objects.poll(what, check, timeout=timeout, on_tick=still_running)
+        except objects.NotReady as error:
+            raise _failure(component, str(error)) from None
+        self.log(f"devcluster: {what}: ok ({time.monotonic() - started:.1f} s)")
+
+    def run(self) -> ClusterState:
+        state, data = self.state, self.root / "data"
+        admin = str(state.kubeconfig)
+        etcd_peer = processes.free_port()
+        etcd = self.start("etcd", [
+            "--name=default", f"--data-dir={data / 'etcd'}",
+            f"--listen-client-urls=http://127.0.0.1:{state.etcd_port}",
+            f"--advertise-client-urls=http://127.0.0.1:{state.etcd_port}",
+            f"--listen-peer-urls=http://127.0.0.1:{etcd_peer}",
+            f"--initial-advertise-peer-urls=http://127.0.0.1:{etcd_peer}",
+            f"--initial-cluster=default=http://127.0.0.1:{etcd_peer}",
+            "--unsafe-no-fsync=true", "--auto-compaction-retention=1", "--log-level=warn",
+        ])
+        self.wait("etcd /health", lambda: _http_ok(f"http://127.0.0.1:{state.etcd_port}/health"), etcd)
+
+        sa_key, sa_pub = pki.service_account_keys(data / "pki")
+        (data / "tokens.csv").write_text(f"{state.token},admin,admin,system:masters\n")
+        apiserver = self.start("kube-apiserver", [
+            f"--etcd-servers=http://127.0.0.1:{state.etcd_port}",
+            "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", f"--secure-port={state.apiserver_port}",
+            f"--cert-dir={data / 'pki'}", f"--token-auth-file={data / 'tokens.csv'}", "--authorization-mode=RBAC",
+            f"--service-account-issuer=https://127.0.0.1:{state.apiserver_port}",
+            f"--service-account-key-file={sa_pub}", f"--service-account-signing-key-file={sa_key}",
+            "--service-cluster-ip-range=10.96.0.0/24", "--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
+            "--allow-privileged=true", "--endpoint-reconciler-type=none", "--profiling=false",
+            "--enable-priority-and-fairness=false", "--v=1",
+        ])
+        self.wait("kube-apiserver /readyz", lambda: _http_ok(f"{state.server}/readyz", state.token), apiserver)
+        write_kubeconfig(state)
+
+        with api_client(state) as api:
+            volcano_src = module_source_dir(module_named("volcano"), "volcano.sh/volcano")
+            ours = sorted((REPO / "manifests" / "crds").glob("*.yaml"))
+            docs = objects.crd_documents([*(volcano_src / "config/crd/volcano/bases").glob("*.yaml"), *ours])
+            self.log(f"devcluster: installing {len(docs)} CRDs (Volcano's and manifests/crds)")
+            names = objects.create_crds(api, docs)
+            self.wait("CRDs Established", lambda: objects.crds_established(api, names), apiserver)
+
+            self.start("kube-controller-manager", [
+                f"--kubeconfig={admin}", "--controllers=garbage-collector-controller,namespace-controller",
+                "--leader-elect=false", "--secure-port=0", "--concurrent-gc-syncs=5",
+                "--concurrent-namespace-syncs=2", "--v=1",
+            ])
+
+            kwok_home = data / "kwok-home"
+            kwok_home.mkdir(parents=True, exist_ok=True)
+            kwok = self.start("kwok", [
+                f"--kubeconfig={admin}", f"--config={CONFIG / 'kwok-stages.yaml'}",
+                "--manage-nodes-with-label-selector=type=kwok", f"--cidr={POD_CIDR}", "--node-ip=127.0.0.1",
+            ], env={"HOME": str(kwok_home), "PATH": "/usr/bin:/bin"})
+            nodes = objects.install_fake_nodes(api)
+            self.wait(f"fake nodes {', '.join(nodes)} Ready", lambda: objects.nodes_ready(api, nodes), kwok)
+
+            scheduler = self.start("vc-scheduler", [
+                f"--kubeconfig={admin}", "--leader-elect=false", "--scheduler-name=volcano",
+                f"--scheduler-conf={CONFIG / 'volcano-scheduler.conf'}", "--default-queue=default",
+                "--cache-dumper=false", "--schedule-period=500ms", "--v=2",
+            ])
+            self.wait("queue `default` created", lambda: objects.queue_state(api, "default") is not None,
+                      scheduler)
+            controllers = self.start("vc-controller-manager", [
+                f"--kubeconfig={admin}", "--leader-elect=false", "--scheduler-name=volcano", "--worker-threads=3",
+                "--controllers=job-controller,pg-controller,queue-controller,gc-controller", "--v=2",
+            ])
+            self.wait("queue `default` Open", lambda: objects.queue_state(api, "default") == "Open", controllers)
+
+            cert = pki.loopback_serving_cert(data / "pki", "volcano-webhook")
+            objects.install_volcano_webhooks(api, port=state.webhook_port, ca_bundle=cert.ca_bundle)
+            webhook = self.start("vc-webhook-manager", [
+                f"--kubeconfig={admin}", "--listen-address=127.0.0.1", f"--port={state.webhook_port}",
+                f"--webhook-url=https://127.0.0.1:{state.webhook_port}", f"--tls-cert-file={cert.cert}",
+                f"--tls-private-key-file={cert.key}", f"--ca-cert-file={cert.ca}",
+                "--enabled-admission=/jobs/mutate,/jobs/validate", "--scheduler-name=volcano", "--v=2",
+            ])
+            self.wait("Volcano's webhook defaulting a dry-run vcjob", lambda: objects.volcano_webhook_answers(api),
+                      webhook)
+        return state
+
+
+def up(root: Path = DEFAULT_ROOT, *, log=print) -> tuple[ClusterState, bool]:
+    """Start the cluster, or reuse a healthy one. Returns (state, started_here)."""
+    existing = ClusterState.load(root)
+    if existing is not None:
+        if healthy(existing):
+            log(f"devcluster: reusing the running cluster at {existing.server}")
+            return existing, False
+        log("devcluster: the recorded cluster is not healthy; stopping what is left of it and starting afresh")
+        down(root, log=log)
+    binaries = ensure_binaries(log=log)
+    shutil.rmtree(root / "data", ignore_errors=True)
+    root.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    starter = _Starter(root, binaries, log)
+    try:
+        state = starter.run()
+    except BaseException:
+        for component in reversed(starter.state.components):
+            component.stop()
+        (root / "state.json").unlink(missing_ok=True)
+        raise
+    log(f"devcluster: cluster ready in {time.monotonic() - started:.1f} s")
+    return state, True
+
+
+def down(root: Path = DEFAULT_ROOT, *, log=print) -> None:
+    """Stop every process this project started (by PID, newest first) and remove the cluster's data."""
+    state = ClusterState.load(root)
+    if state is None:
+        log("devcluster: no cluster recorded; nothing to stop")
+        return
+    for component in reversed(state.components):
+        if component.alive():
+            log(f"devcluster: stopping {component.name} (pid {component.pid})")
+        component.stop()
+    (root / "state.json").unlink(missing_ok=True)
+    state.kubeconfig.unlink(missing_ok=True)
+    shutil.rmtree(root / "data", ignore_errors=True)
+    log("devcluster: stopped")

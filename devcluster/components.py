@@ -1,0 +1,91 @@
+"""Which binaries the local control plane needs, and from which pinned Go module each one is built.
+
+Each ``GoModule`` is a throwaway module under ``gomod/<name>/`` whose go.mod pins one upstream release (and go.sum
+pins every hash). The binaries of a module are built together, because they share almost all their dependencies.
+
+Version notes (measured on the module proxy this project can reach, 2026-11):
+
+- Volcano is pinned to v1.14.1, not 1.15.x: ``volcano.sh/apis`` v1.15.x is not served by the proxy (HTTP 403,
+  "This module version is not available"), and Volcano v1.15.1 does not compile against the newest apis the proxy
+  serves (v1.14.0: ``undefined: schedulingv1beta1.QueueAllocationGateKey``). v1.14.1 with apis v1.14.0 builds, and
+  its client libraries (k8s 1.34) are within the supported skew of kube-apiserver 1.35.
+- Kubernetes 1.35.3 is built through a module that replaces every staging module with its published version,
+  because k8s.io/kubernetes requires them at the non-existent v0.0.0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+GOMOD_DIR = Path(__file__).parent / "gomod"
+
+KUBERNETES_VERSION = "v1.35.3"
+VOLCANO_VERSION = "v1.14.1"
+ETCD_VERSION = "v3.6.5"
+KWOK_VERSION = "v0.8.0"
+
+
+@dataclass(frozen=True)
+class GoModule:
+    """One pinned module and the binaries (output name -> Go package) it yields."""
+
+    name: str
+    upstream: str
+    binaries: dict[str, str]
+    ldflags: str = "-s -w"
+
+    @property
+    def directory(self) -> Path:
+        return GOMOD_DIR / self.name
+
+
+def _k8s_ldflags(version: str) -> str:
+    """Version stamps, so ``--version`` and /version report the real release instead of v0.0.0-master."""
+    major, minor = version.lstrip("v").split(".")[:2]
+    flags = ["-s", "-w"]
+    for package in ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version"):
+        flags += [f"-X {package}.gitVersion={version}", f"-X {package}.gitMajor={major}",
+                  f"-X {package}.gitMinor={minor}"]
+    flags.append("-X k8s.io/component-base/version.gitTreeState=clean")
+    return " ".join(flags)
+
+
+MODULES: tuple[GoModule, ...] = (
+    GoModule(
+        name="etcd",
+        upstream=f"go.etcd.io/etcd/server/v3 {ETCD_VERSION}",
+        binaries={"etcd": "go.etcd.io/etcd/server/v3"},
+    ),
+    GoModule(
+        name="kubernetes",
+        upstream=f"k8s.io/kubernetes {KUBERNETES_VERSION}",
+        binaries={
+            "kube-apiserver": "k8s.io/kubernetes/cmd/kube-apiserver",
+            "kube-controller-manager": "k8s.io/kubernetes/cmd/kube-controller-manager",
+        },
+        ldflags=_k8s_ldflags(KUBERNETES_VERSION),
+    ),
+    GoModule(
+        name="volcano",
+        upstream=f"volcano.sh/volcano {VOLCANO_VERSION}",
+        binaries={
+            "vc-scheduler": "volcano.sh/volcano/cmd/scheduler",
+            "vc-controller-manager": "volcano.sh/volcano/cmd/controller-manager",
+            "vc-webhook-manager": "volcano.sh/volcano/cmd/webhook-manager",
+        },
+        ldflags=f"-s -w -X volcano.sh/volcano/pkg/version.Version={VOLCANO_VERSION}",
+    ),
+    GoModule(
+        name="kwok",
+        upstream=f"sigs.k8s.io/kwok {KWOK_VERSION}",
+        binaries={"kwok": "sigs.k8s.io/kwok/cmd/kwok"},
+    ),
+)
+
+
+def module_named(name: str) -> GoModule:
+    for module in MODULES:
+        if module.name == name:
+            return module
+    raise KeyError(f"no Go module named {name!r}; known: {', '.join(m.name for m in MODULES)}")

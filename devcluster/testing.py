@@ -1,0 +1,92 @@
+"""What tests get from the local cluster: API clients, namespaces, and waits that never hang on a dead component.
+
+``wait_until`` polls a condition; on every poll it first checks that all control-plane processes are alive, so a
+test whose Volcano controller crashed fails at once with that component's log instead of timing out much later.
+The pytest fixtures in ``tests/conftest.py`` are thin wrappers around this module.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+from kubernetes import client
+from kubernetes.client.rest import ApiException
+
+from devcluster import cluster
+from devcluster.state import ClusterState
+
+T = TypeVar("T")
+
+VCJOB = ("batch.volcano.sh", "v1alpha1", "jobs")
+
+
+class WaitTimeout(AssertionError):
+    """A condition a test waited for did not come true; says what and shows the last value seen."""
+
+
+@dataclass
+class LocalCluster:
+    state: ClusterState
+    api: client.ApiClient = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.api = cluster.api_client(self.state)
+
+    @property
+    def core(self) -> client.CoreV1Api:
+        return client.CoreV1Api(self.api)
+
+    @property
+    def custom(self) -> client.CustomObjectsApi:
+        return client.CustomObjectsApi(self.api)
+
+    def assert_alive(self) -> None:
+        cluster.assert_alive(self.state)
+
+    def wait_until(self, what: str, probe: Callable[[], T], *, timeout: float = 60, interval: float = 0.2) -> T:
+        """Poll ``probe`` until it returns something truthy, and return that."""
+        deadline = time.monotonic() + timeout
+        last: object = None
+        while True:
+            self.assert_alive()
+            try:
+                last = probe()
+            except ApiException as error:
+                last = f"API error {error.status}: {error.reason}"
+            else:
+                if last:
+                    return last
+            if time.monotonic() > deadline:
+                raise WaitTimeout(f"waited {timeout:.0f} s for {what}; last seen: {last!r}")
+            time.sleep(interval)
+
+    def create_namespace(self) -> str:
+        name = f"t-{uuid.uuid4().hex[:10]}"
+        self.core.create_namespace({"metadata": {"name": name, "labels": {"jobflow.dev/test": "true"}}})
+        return name
+
+    def delete_namespace(self, name: str) -> None:
+        try:
+            self.core.delete_namespace(name)
+        except ApiException as error:
+            if error.status != 404:
+                raise
+
+    def vcjob(self, namespace: str, name: str) -> dict | None:
+        try:
+            return self.custom.get_namespaced_custom_object(*VCJOB[:2], namespace, VCJOB[2], name)
+        except ApiException as error:
+            if error.status == 404:
+                return None
+            raise
+
+    def vcjob_phase(self, namespace: str, name: str) -> str | None:
+        job = self.vcjob(namespace, name)
+        return None if job is None else ((job.get("status") or {}).get("state") or {}).get("phase")
+
+    def close(self) -> None:
+        self.api.close()

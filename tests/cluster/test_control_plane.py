@@ -1,0 +1,166 @@
+"""The local control plane behaves like a real Volcano cluster: the tests that everything else builds on.
+
+vcjobs here go through the real Volcano webhook, job controller and scheduler; kwok plays the kubelet and ends each
+pod after the delay its ``kwok.jobflow.dev/run-for`` annotation asks for (``fail: "true"`` makes it fail).
+"""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from devcluster.testing import VCJOB, LocalCluster
+
+pytestmark = pytest.mark.cluster
+
+
+def vcjob(text: str) -> dict:
+    return yaml.safe_load(text)
+
+
+def create_vcjob(cluster: LocalCluster, namespace: str, body: dict) -> None:
+    cluster.custom.create_namespaced_custom_object(*VCJOB[:2], namespace, VCJOB[2], body)
+
+
+def record_phases(cluster: LocalCluster, namespace: str, name: str, *, until: set[str], timeout: float = 90):
+    """Poll the vcjob and return every (phase, status) snapshot seen, until its phase is in ``until``."""
+    seen: list[tuple[str, dict]] = []
+
+    def final() -> bool:
+        job = cluster.vcjob(namespace, name) or {}
+        status = job.get("status") or {}
+        phase = (status.get("state") or {}).get("phase")
+        if phase and (not seen or seen[-1][0] != phase):
+            seen.append((phase, status))
+        elif phase and seen:
+            seen[-1] = (phase, status)
+        return phase in until
+
+    cluster.wait_until(f"vcjob {name} to reach one of {sorted(until)}", final, timeout=timeout, interval=0.1)
+    return seen
+
+
+TWO_REPLICAS = """
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata: {name: two-pods}
+spec:
+  minAvailable: 2
+  schedulerName: volcano
+  queue: default
+  tasks:
+  - name: work
+    replicas: 2
+    template:
+      metadata:
+        annotations: {kwok.jobflow.dev/run-for: 3s}
+      spec:
+        restartPolicy: Never
+        containers: [{name: main, image: busybox}]
+"""
+
+
+def test_a_two_replica_vcjob_goes_pending_running_completed(cluster: LocalCluster, namespace: str) -> None:
+    create_vcjob(cluster, namespace, vcjob(TWO_REPLICAS))
+
+    seen = record_phases(cluster, namespace, "two-pods", until={"Completed", "Failed", "Terminated"})
+
+    phases = [phase for phase, _ in seen]
+    assert phases[-1] == "Completed"
+    assert phases.index("Pending") < phases.index("Running") < phases.index("Completed")
+    running = dict(seen)["Running"]
+    assert running["taskStatusCount"]["work"]["phase"] == {"Running": 2}
+    pods = cluster.core.list_namespaced_pod(namespace).items
+    assert sorted(p.status.phase for p in pods) == ["Succeeded", "Succeeded"]
+    # Volcano keeps the phase history in status.conditions (and drops the pod counters once Completed).
+    history = [c["status"] for c in dict(seen)["Completed"]["conditions"]]
+    assert history[-2:] == ["Running", "Completed"]
+
+
+FAILING_POD = """
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata: {name: failing}
+spec:
+  minAvailable: 1
+  schedulerName: volcano
+  queue: default
+  maxRetry: 2
+  policies: [{event: PodFailed, action: ACTION}]
+  tasks:
+  - name: work
+    replicas: 1
+    template:
+      metadata:
+        annotations: {kwok.jobflow.dev/fail: "true", kwok.jobflow.dev/run-for: 1s}
+      spec:
+        restartPolicy: Never
+        containers: [{name: main, image: busybox}]
+"""
+
+
+def test_a_failed_pod_under_terminatejob_terminates_the_vcjob(cluster: LocalCluster, namespace: str) -> None:
+    create_vcjob(cluster, namespace, vcjob(FAILING_POD.replace("ACTION", "TerminateJob")))
+
+    seen = record_phases(cluster, namespace, "failing", until={"Terminated", "Failed", "Completed"})
+
+    assert seen[-1][0] == "Terminated"
+
+
+def test_restartjob_with_maxretry_exhausted_ends_failed(cluster: LocalCluster, namespace: str) -> None:
+    create_vcjob(cluster, namespace, vcjob(FAILING_POD.replace("ACTION", "RestartJob")))
+
+    seen = record_phases(cluster, namespace, "failing", until={"Failed", "Terminated", "Completed"})
+
+    assert seen[-1][0] == "Failed"
+    assert seen[-1][1]["retryCount"] == 2
+    history = [c["status"] for c in seen[-1][1].get("conditions", [])]
+    assert history.count("Restarting") >= 1, history
+
+
+def test_volcano_webhook_defaults_a_bare_vcjob(cluster: LocalCluster, namespace: str) -> None:
+    bare = vcjob("""
+    apiVersion: batch.volcano.sh/v1alpha1
+    kind: Job
+    metadata: {name: bare}
+    spec:
+      tasks:
+      - replicas: 3
+        template: {spec: {restartPolicy: Never, containers: [{name: main, image: busybox}]}}
+    """)
+    create_vcjob(cluster, namespace, bare)
+
+    spec = cluster.vcjob(namespace, "bare")["spec"]
+
+    assert spec["queue"] == "default"
+    assert spec["schedulerName"] == "volcano"
+    assert spec["minAvailable"] == 3
+    assert spec["maxRetry"] == 3
+    assert spec["tasks"][0]["name"] == "default0"
+
+
+def test_volcano_webhook_rejects_an_invalid_vcjob(cluster: LocalCluster, namespace: str) -> None:
+    from kubernetes.client.rest import ApiException
+
+    invalid = vcjob(TWO_REPLICAS)
+    invalid["spec"]["minAvailable"] = -1
+    with pytest.raises(ApiException) as rejected:
+        create_vcjob(cluster, namespace, invalid)
+    assert rejected.value.status in (400, 422)
+    assert "minAvailable" in rejected.value.body
+
+
+def test_deleting_an_owner_deletes_its_dependents(cluster: LocalCluster, namespace: str) -> None:
+    owner = cluster.core.create_namespaced_config_map(namespace, {"metadata": {"name": "owner"}})
+    reference = {"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": owner.metadata.uid,
+                 "controller": True, "blockOwnerDeletion": True}
+    cluster.core.create_namespaced_config_map(namespace, {"metadata": {"name": "child",
+                                                                       "ownerReferences": [reference]}})
+
+    cluster.core.delete_namespaced_config_map("owner", namespace)
+
+    def child_gone() -> bool:
+        names = [c.metadata.name for c in cluster.core.list_namespaced_config_map(namespace).items]
+        return "child" not in names
+
+    assert cluster.wait_until("the garbage collector to delete the child", child_gone, timeout=30)
