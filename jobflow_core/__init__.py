@@ -1,0 +1,26 @@
+"""The pure core of a serverless JobFlow engine for Volcano: decisions only, no I/O.
+
+A JobFlow (``flow.volcano.sh/v1alpha1``) is a DAG of flows; each flow runs one Volcano job (vcjob) made from
+the JobTemplate of the same name, once the vcjobs of the flows it depends on are Completed. This package
+decides *what should happen*; the shell (``handlers/``) reads the cluster, calls :func:`plan`, and carries
+out the result. Nothing here imports a web framework or a Kubernetes client, reads a clock, or draws random
+numbers, so every decision can be tested from YAML alone and repeated safely.
+
+Where each fact is decided:
+
+* :mod:`~jobflow_core.models`: the API objects, field for field, with upstream's JSON names.
+* :mod:`~jobflow_core.naming`: vcjob names, ``createdBy`` labels, owner references, ownership.
+* :mod:`~jobflow_core.validation`: whether a spec is a DAG of well-named flows.
+* :mod:`~jobflow_core.phase`: the JobFlow phase, from one table.
+* :mod:`~jobflow_core.dependencies`: whether a flow may start.
+* :mod:`~jobflow_core.jobs`: the vcjob manifest of a flow.
+* :mod:`~jobflow_core.observation`: each flow next to its vcjob and its previous record.
+* :mod:`~jobflow_core.status`: the status, from one observation.
+* :mod:`~jobflow_core.events`: the events and reason words.
+* :mod:`~jobflow_core.planner`: all of the above, in order: :func:`plan`, :func:`templates_needed`.
+"""
+
+from jobflow_core.events import Event, EventType, Reason
+from jobflow_core.planner import Plan, plan, templates_needed
+
+__all__ = ["Event", "EventType", "Plan", "Reason", "plan", "templates_needed"]

@@ -1,0 +1,50 @@
+"""Kubernetes Events a plan asks the shell to record, and every reason word the core uses.
+
+An event is a value (type, reason, message); the shell records it on the JobFlow. The same reason words appear
+in ``status.state.reason``, so a user who sees a Warning can find the same explanation in the status.
+
+Because the shell may plan the same observation many times, the planner only returns an event for something
+*new*: a phase change, a blocker whose reason or message differs from the previous status, or (in
+``Plan.create_events``) a vcjob that is about to be created. Upstream's creation event is reproduced verbatim.
+"""
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from jobflow_core.models import JobFlowPhase
+
+
+class EventType(StrEnum):
+    NORMAL = "Normal"
+    WARNING = "Warning"
+
+
+class Reason(StrEnum):
+    CREATED = "Created"
+    """A vcjob was created (upstream's reason and message)."""
+    PHASE_CHANGED = "PhaseChanged"
+    INVALID_SPEC = "InvalidSpec"
+    """The spec failed validation; nothing runs until it is fixed."""
+    JOB_FAILED = "JobFailed"
+    """A vcjob ended Failed, Terminated or Aborted, so the JobFlow is Failed."""
+    JOB_NAME_CONFLICT = "JobNameConflict"
+    """A vcjob with a flow's job name exists but belongs to someone else."""
+    TEMPLATE_NOT_FOUND = "TemplateNotFound"
+    """A flow is ready but its JobTemplate does not exist."""
+
+
+@dataclass(frozen=True)
+class Event:
+    type: EventType
+    reason: Reason
+    message: str
+
+
+def job_created(job_name: str) -> Event:
+    """Upstream's event for a new vcjob, to record once the create succeeded."""
+    return Event(EventType.NORMAL, Reason.CREATED, f"create a job named {job_name}!")
+
+
+def phase_changed(*, jobflow: str, old: JobFlowPhase | None, new: JobFlowPhase) -> Event:
+    before = old.value if old else "(none)"
+    return Event(EventType.NORMAL, Reason.PHASE_CHANGED, f"JobFlow {jobflow}: {before} -> {new.value}")

@@ -1,0 +1,168 @@
+"""The JobFlow (``flow.volcano.sh/v1alpha1``): a DAG of flows, each one a vcjob made from a JobTemplate.
+
+The spec is a list of flows. A flow is named after the JobTemplate it runs and may depend on other flows
+(``dependsOn.targets``); it starts once every target's vcjob is Completed. ``probe`` and ``patch`` are part of
+the API but, as upstream, not acted on yet.
+
+The status is what ``kubectl get jf -o yaml`` shows and what other tools read, so its JSON names are upstream's
+exactly, including the misspelt ``unKnowJobs`` and the ``createTime`` of a condition. We add a few fields that
+upstream clients ignore and that answer "why is nothing happening?" (each marked "ours, additive" below).
+"""
+
+from enum import StrEnum
+
+from pydantic import Field
+
+from jobflow_core.models.base import Resource, Timestamp, WireModel
+from jobflow_core.models.vcjob import JobSpec, TaskState, VcJobPhase
+
+
+class JobFlowPhase(StrEnum):
+    """``status.state.phase``. Upstream spells the success phase ``Succeed``."""
+
+    SUCCEED = "Succeed"
+    TERMINATING = "Terminating"
+    FAILED = "Failed"
+    RUNNING = "Running"
+    PENDING = "Pending"
+
+
+class RetainPolicy(StrEnum):
+    """What happens to the vcjobs of a Succeed JobFlow. Unset behaves like ``retain``."""
+
+    RETAIN = "retain"
+    DELETE = "delete"
+
+
+class HttpHeader(WireModel):
+    name: str | None = None
+    value: str | None = None
+
+
+class HttpGet(WireModel):
+    task_name: str | None = Field(None, alias="taskName")
+    path: str | None = None
+    port: int | None = None
+    http_header: HttpHeader | None = Field(None, alias="httpHeader")
+
+
+class TcpSocket(WireModel):
+    task_name: str | None = Field(None, alias="taskName")
+    port: int | None = None
+
+
+class TaskStatus(WireModel):
+    """A probe that waits for a task of the target vcjob to reach ``phase``."""
+
+    task_name: str | None = Field(None, alias="taskName")
+    phase: str | None = None
+
+
+class Probe(WireModel):
+    http_get_list: list[HttpGet] | None = Field(None, alias="httpGetList")
+    tcp_socket_list: list[TcpSocket] | None = Field(None, alias="tcpSocketList")
+    task_status_list: list[TaskStatus] | None = Field(None, alias="taskStatusList")
+
+
+class DependsOn(WireModel):
+    """``targets`` are names of other flows in the same JobFlow."""
+
+    targets: list[str] | None = None
+    probe: Probe | None = None
+
+
+class Patch(WireModel):
+    job_spec: JobSpec | None = Field(None, alias="jobSpec")
+
+
+class Flow(WireModel):
+    """One node of the DAG; ``name`` is also the name of the JobTemplate it runs."""
+
+    name: str
+    depends_on: DependsOn | None = Field(None, alias="dependsOn")
+    patch: Patch | None = None
+
+
+class JobFlowSpec(WireModel):
+    flows: list[Flow] | None = None
+    job_retain_policy: RetainPolicy | None = Field(None, alias="jobRetainPolicy")
+
+
+class JobRunningHistory(WireModel):
+    """A span of time a vcjob spent in one phase; the current span has no ``endTimestamp``."""
+
+    start_timestamp: Timestamp | None = Field(None, alias="startTimestamp")
+    end_timestamp: Timestamp | None = Field(None, alias="endTimestamp")
+    state: VcJobPhase | None = None
+
+
+class FlowJobStatus(WireModel):
+    """Upstream's flow ``JobStatus``: the record of one vcjob the JobFlow created, kept after it is gone."""
+
+    name: str | None = None
+    state: VcJobPhase | None = None
+    start_timestamp: Timestamp | None = Field(None, alias="startTimestamp")
+    end_timestamp: Timestamp | None = Field(None, alias="endTimestamp")
+    restart_count: int | None = Field(None, alias="restartCount")
+    running_histories: list[JobRunningHistory] | None = Field(None, alias="runningHistories")
+
+
+class FlowCondition(WireModel):
+    """Upstream's flow ``Condition``, one per vcjob name. Note the JSON name ``createTime``."""
+
+    phase: VcJobPhase | None = None
+    create_time: Timestamp | None = Field(None, alias="createTime")
+    running_duration: str | None = Field(None, alias="runningDuration")
+    task_status_count: dict[str, TaskState] | None = Field(None, alias="taskStatusCount")
+
+
+class FlowState(WireModel):
+    """``status.state``.
+
+    ``reason`` and ``message`` are ours, additive: why the JobFlow is blocked or failed (a CamelCase reason such
+    as ``TemplateNotFound`` and a sentence saying what to do); omitted when nothing is wrong.
+    """
+
+    phase: JobFlowPhase | None = None
+    reason: str | None = None
+    message: str | None = None
+
+
+class WaitingFlow(WireModel):
+    """Ours, additive: a flow whose vcjob does not exist yet, what it waits for and why.
+
+    ``waitingFor`` lists the target flows that are not Completed yet; ``message`` says in words what holds the
+    flow back (unfinished targets, a missing JobTemplate, a name conflict, a failed JobFlow).
+    """
+
+    name: str
+    job_name: str = Field(alias="jobName")
+    waiting_for: list[str] | None = Field(None, alias="waitingFor")
+    message: str | None = None
+
+
+class JobFlowStatus(WireModel):
+    """``status``. Upstream's fields, with upstream's JSON names, then ours.
+
+    Ours, additive: ``progress`` (``"<completed flows>/<flows>"``, e.g. ``"3/5"``, for a printer column),
+    ``waitingFlows`` (see :class:`WaitingFlow`), ``observedGeneration`` (the ``metadata.generation`` this status
+    was computed from), and ``state.reason``/``state.message`` (see :class:`FlowState`).
+    """
+
+    pending_jobs: list[str] | None = Field(None, alias="pendingJobs")
+    running_jobs: list[str] | None = Field(None, alias="runningJobs")
+    failed_jobs: list[str] | None = Field(None, alias="failedJobs")
+    completed_jobs: list[str] | None = Field(None, alias="completedJobs")
+    terminated_jobs: list[str] | None = Field(None, alias="terminatedJobs")
+    un_know_jobs: list[str] | None = Field(None, alias="unKnowJobs")
+    job_status_list: list[FlowJobStatus] | None = Field(None, alias="jobStatusList")
+    conditions: dict[str, FlowCondition] | None = None
+    state: FlowState | None = None
+    progress: str | None = None
+    waiting_flows: list[WaitingFlow] | None = Field(None, alias="waitingFlows")
+    observed_generation: int | None = Field(None, alias="observedGeneration")
+
+
+class JobFlow(Resource):
+    spec: JobFlowSpec = Field(default_factory=JobFlowSpec)
+    status: JobFlowStatus | None = None

@@ -1,0 +1,166 @@
+"""The JobFlow status, computed from one observation and nothing else.
+
+The status must come out the same every time the same observation is planned, so that the shell can skip a
+write that would change nothing. It therefore never reads a clock: every time in it comes from the vcjobs
+themselves.
+
+For each vcjob the JobFlow knows (the flows' jobs in spec order, then jobs of flows no longer in the spec):
+
+* it is named in exactly one list, by its effective phase (:data:`JOB_LIST_OF_PHASE`). A vcjob that is gone
+  keeps the list of its recorded phase; a vcjob being created by this plan is pending.
+* ``jobStatusList`` has its record: ``startTimestamp`` is the vcjob's creation time; ``endTimestamp`` is its
+  ``status.state.lastTransitionTime`` once its phase is final, otherwise absent (upstream sends ``null``);
+  ``restartCount`` is ``status.retryCount``; ``runningHistories`` is derived from the vcjob's own
+  ``status.conditions`` (each condition opens a span that the next one closes), not from when we happened to
+  look. Records of vcjobs that are gone are kept: they are the only trace of them.
+* ``conditions[<vcjob>]`` has its phase, ``createTime``, ``runningDuration`` (the vcjob's own, or for a finished
+  vcjob ``lastTransitionTime - creationTimestamp`` in Go's duration format) and ``taskStatusCount``.
+
+Then the state (decided by the planner), ``progress``, ``waitingFlows`` and ``observedGeneration``. Empty
+lists are left out, as Go's ``omitempty`` does.
+"""
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Final
+
+from jobflow_core.durations import go_duration
+from jobflow_core.models import (
+    FlowCondition,
+    FlowJobStatus,
+    FlowState,
+    JobFlowStatus,
+    JobRunningHistory,
+    JobStatus,
+    VcJob,
+    VcJobPhase,
+    WaitingFlow,
+)
+from jobflow_core.observation import Observation
+from jobflow_core.phase import JobCategory, category_of, is_final
+
+JOB_LIST_OF_PHASE: Final = MappingProxyType(
+    {
+        VcJobPhase.NEW: "pendingJobs",
+        VcJobPhase.PENDING: "pendingJobs",
+        VcJobPhase.RUNNING: "runningJobs",
+        VcJobPhase.COMPLETED: "completedJobs",
+        VcJobPhase.FAILED: "failedJobs",
+        VcJobPhase.TERMINATED: "terminatedJobs",
+        VcJobPhase.ABORTING: "unKnowJobs",
+        VcJobPhase.ABORTED: "unKnowJobs",
+        VcJobPhase.RESTARTING: "unKnowJobs",
+        VcJobPhase.COMPLETING: "unKnowJobs",
+        VcJobPhase.TERMINATING: "unKnowJobs",
+    }
+)
+"""The status list (JSON name) that names a vcjob in each phase. ``""`` is pending here; upstream said unknown."""
+
+
+@dataclass(frozen=True)
+class _Known:
+    """One vcjob the status reports on: its name, effective phase, record and condition."""
+
+    name: str
+    phase: VcJobPhase | None
+    record: FlowJobStatus | None
+    condition: FlowCondition | None
+
+
+def build_status(
+    observation: Observation,
+    *,
+    creating: Iterable[str],
+    state: FlowState,
+    waiting: Sequence[WaitingFlow],
+) -> JobFlowStatus:
+    """The new status; ``creating`` names the flows whose vcjobs this plan creates."""
+    known = _known_jobs(observation, creating=set(creating))
+    lists: dict[str, list[str]] = {name: [] for name in JOB_LIST_OF_PHASE.values()}
+    for job in known:
+        if job.phase is not None:
+            lists[JOB_LIST_OF_PHASE[job.phase]].append(job.name)
+    done = sum(category_of(observation.phase_of(view.flow.name)) is JobCategory.DONE for view in observation.views)
+    return JobFlowStatus.model_validate(
+        {
+            **{name: jobs or None for name, jobs in lists.items()},
+            "jobStatusList": [job.record for job in known if job.record is not None] or None,
+            "conditions": {job.name: job.condition for job in known if job.condition is not None} or None,
+            "state": state,
+            "progress": f"{done}/{len(observation.views)}",
+            "waitingFlows": list(waiting) or None,
+            "observedGeneration": observation.jobflow.metadata.generation,
+        }
+    )
+
+
+def _known_jobs(observation: Observation, *, creating: set[str]) -> list[_Known]:
+    known = []
+    for view in observation.views:
+        if view.flow.name in creating:
+            known.append(_Known(view.job_name, VcJobPhase.NEW, _new_record(view.job_name), None))
+        elif view.job is not None:
+            known.append(_from_live(view.job, previous=view.condition))
+        else:
+            known.append(_Known(view.job_name, view.phase, view.record, view.condition))
+    reported = {job.name for job in known}
+    # vcjobs of flows that were removed from the spec: live ones as observed, vanished ones as recorded.
+    for job in observation.owned:
+        if job.name not in reported:
+            known.append(_from_live(job, previous=(observation.previous.conditions or {}).get(job.name)))
+            reported.add(job.name)
+    conditions = observation.previous.conditions or {}
+    for record in observation.previous.job_status_list or ():
+        if record.name and record.name not in reported:
+            known.append(_Known(record.name, record.state, record, conditions.get(record.name)))
+            reported.add(record.name)
+    return known
+
+
+def _new_record(name: str) -> FlowJobStatus:
+    return FlowJobStatus(name=name, restart_count=0)
+
+
+def _from_live(job: VcJob, *, previous: FlowCondition | None) -> _Known:
+    """A live vcjob's record and condition. Volcano drops a job's pod counters once it is Completed, so a
+    finished job without ``taskStatusCount`` keeps the last counts the JobFlow recorded for it."""
+    status = job.status or JobStatus()
+    phase = job.phase
+    created = job.metadata.creation_timestamp
+    ended = status.state.last_transition_time if status.state and is_final(phase) else None
+    record = FlowJobStatus(
+        name=job.name,
+        state=phase or None,
+        start_timestamp=created,
+        end_timestamp=ended,
+        restart_count=status.retry_count or 0,
+        running_histories=_histories(job) or None,
+    )
+    running_duration = status.running_duration
+    if running_duration is None and created and ended:
+        running_duration = go_duration(ended - created)
+    condition = FlowCondition(
+        phase=phase or None,
+        create_time=created,
+        running_duration=running_duration,
+        task_status_count=status.task_status_count
+        or (previous.task_status_count if previous is not None and is_final(phase) else None),
+    )
+    return _Known(job.name, phase, record, condition)
+
+
+def _histories(job: VcJob) -> list[JobRunningHistory]:
+    conditions = (job.status.conditions if job.status else None) or []
+    if not conditions:
+        if job.phase is VcJobPhase.NEW:
+            return []
+        return [JobRunningHistory(start_timestamp=job.metadata.creation_timestamp, state=job.phase)]
+    # Volcano appends a condition on every status update, so the same phase often repeats (Pending, Pending,
+    # Running, ...): a history span starts where the phase changes.
+    changes = [c for i, c in enumerate(conditions) if i == 0 or c.status != conditions[i - 1].status]
+    ends = [following.last_transition_time for following in changes[1:]] + [None]
+    return [
+        JobRunningHistory(start_timestamp=condition.last_transition_time, end_timestamp=end, state=condition.status)
+        for condition, end in zip(changes, ends, strict=True)
+    ]

@@ -1,0 +1,196 @@
+"""Checks a JobFlow spec can pass before anything runs, returned as values.
+
+A spec is valid when its flows form a DAG over names it defines, and when every name it will produce fits
+Kubernetes' limits. Each problem is a :class:`SpecError`; an empty list means "valid". The checks, in the order
+their errors are listed:
+
+1. every ``dependsOn.targets`` entry names a flow (only the first offender in spec order is reported, with
+   upstream's exact text ``jobflow Flow is not DAG: vertex is not defined: <name>``);
+2. no cycle, a flow depending on itself included (``jobflow Flow is not DAG: a -> b -> a``, the cycle spelled
+   out where upstream only says "not DAG");
+3. no two flows share a name (upstream silently kept the last one and then never finished, issue #5868);
+4. the label value ``<namespace>.<jobflow>`` fits in 63 characters;
+5. for each flow, in spec order: its vcjob name ``<jobflow>-<flow>`` is a DNS-1123 label (it also names the
+   vcjob's pods and services), and the label value ``<namespace>.<flow>`` fits in 63 characters.
+
+Every check is linear in flows plus edges. The cycle search is an iterative three-colour depth-first search:
+upstream's recursive path search is exponential on layered diamonds (reference G.8), and recursion would hit
+Python's stack limit long before 10,000 flows.
+
+JobTemplate specs are not checked here.
+"""
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from jobflow_core.models import Flow, JobFlow
+from jobflow_core.naming import (
+    CREATED_BY_JOBFLOW,
+    CREATED_BY_JOBTEMPLATE,
+    job_name,
+    jobflow_label_value,
+    jobtemplate_label_value,
+)
+
+MAX_NAME_LENGTH = 63
+"""The limit for a DNS-1123 label and for a label value."""
+
+_DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+
+
+@dataclass(frozen=True)
+class SpecError:
+    """One problem with a JobFlow spec: ``message`` says what is wrong, ``hint`` what to do about it.
+
+    ``message`` keeps upstream's exact wording where upstream has one, so that tools matching on it still work.
+    """
+
+    code: str
+    message: str
+    hint: str
+
+    def __str__(self) -> str:
+        return f"{self.message} ({self.hint})"
+
+
+def validate(jobflow: JobFlow) -> list[SpecError]:
+    """Every problem with ``jobflow``'s spec, in the order described in the module docstring."""
+    flows = jobflow.spec.flows or []
+    return [
+        *_undefined_target(flows),
+        *_cycle(flows),
+        *_duplicates(flows),
+        *_names(jobflow, flows),
+    ]
+
+
+def _targets(flow: Flow) -> list[str]:
+    return (flow.depends_on.targets if flow.depends_on else None) or []
+
+
+def _undefined_target(flows: Sequence[Flow]) -> list[SpecError]:
+    defined = {flow.name for flow in flows}
+    for flow in flows:
+        for target in _targets(flow):
+            if target not in defined:
+                return [
+                    SpecError(
+                        code="UndefinedTarget",
+                        message=f"jobflow Flow is not DAG: vertex is not defined: {target}",
+                        hint=f'flow "{flow.name}" depends on "{target}", which is not a flow of this JobFlow: '
+                        f'add a flow named "{target}" or remove it from dependsOn.targets',
+                    )
+                ]
+    return []
+
+
+def _cycle(flows: Sequence[Flow]) -> list[SpecError]:
+    edges: dict[str, list[str]] = {}
+    for flow in flows:
+        edges.setdefault(flow.name, []).extend(_targets(flow))
+    cycle = find_cycle(edges)
+    if cycle is None:
+        return []
+    return [
+        SpecError(
+            code="Cycle",
+            message=f"jobflow Flow is not DAG: {' -> '.join(cycle)}",
+            hint="a flow must not depend on itself, directly or through other flows: "
+            "remove one of these dependencies",
+        )
+    ]
+
+
+def find_cycle(edges: Mapping[str, Sequence[str]]) -> list[str] | None:
+    """A cycle in the graph ``edges`` (node -> the nodes it depends on), as ``[a, b, a]``, or None.
+
+    Nodes are explored in the mapping's order, so the answer is deterministic. Edges to nodes that are not keys
+    are ignored (they are reported as undefined targets instead).
+    """
+    finished: set[str] = set()
+    for root in edges:
+        if root in finished:
+            continue
+        # The current path, where each node sits on it, and how far we got through each node's edges.
+        path = [root]
+        on_path = {root: 0}
+        next_edge = [0]
+        while path:
+            node = path[-1]
+            targets = edges[node]
+            if next_edge[-1] == len(targets):
+                finished.add(node)
+                del on_path[node]
+                path.pop()
+                next_edge.pop()
+                continue
+            target = targets[next_edge[-1]]
+            next_edge[-1] += 1
+            if target in on_path:
+                return [*path[on_path[target]:], target]
+            if target in edges and target not in finished:
+                on_path[target] = len(path)
+                path.append(target)
+                next_edge.append(0)
+    return None
+
+
+def _duplicates(flows: Sequence[Flow]) -> list[SpecError]:
+    first_index: dict[str, int] = {}
+    errors = []
+    for index, flow in enumerate(flows):
+        if flow.name in first_index:
+            errors.append(
+                SpecError(
+                    code="DuplicateFlowName",
+                    message=f'duplicate flow name "{flow.name}": each flow must be unique',
+                    hint=f"flows[{index}] repeats flows[{first_index[flow.name]}]: rename or remove one of them",
+                )
+            )
+        else:
+            first_index[flow.name] = index
+    return errors
+
+
+def _names(jobflow: JobFlow, flows: Sequence[Flow]) -> list[SpecError]:
+    errors = []
+    jobflow_label = jobflow_label_value(namespace=jobflow.namespace, jobflow=jobflow.name)
+    if len(jobflow_label) > MAX_NAME_LENGTH:
+        errors.append(
+            _label_too_long(
+                CREATED_BY_JOBFLOW, jobflow_label, hint="shorten the JobFlow name (or use a shorter namespace)"
+            )
+        )
+    seen: set[str] = set()
+    for flow in flows:
+        if flow.name in seen:
+            continue
+        seen.add(flow.name)
+        vcjob = job_name(jobflow=jobflow.name, flow=flow.name)
+        if len(vcjob) > MAX_NAME_LENGTH or not _DNS1123_LABEL.fullmatch(vcjob):
+            errors.append(
+                SpecError(
+                    code="InvalidJobName",
+                    message=f'vcjob name "{vcjob}" of flow "{flow.name}" is not a DNS-1123 label '
+                    f"(at most {MAX_NAME_LENGTH} lowercase letters, digits and '-', "
+                    "starting and ending with a letter or digit)",
+                    hint="shorten or rename the JobFlow or the flow (and its JobTemplate)",
+                )
+            )
+        template_label = jobtemplate_label_value(namespace=jobflow.namespace, flow=flow.name)
+        if len(template_label) > MAX_NAME_LENGTH:
+            errors.append(
+                _label_too_long(
+                    CREATED_BY_JOBTEMPLATE, template_label, hint=f'shorten flow "{flow.name}" (and its JobTemplate)'
+                )
+            )
+    return errors
+
+
+def _label_too_long(key: str, value: str, *, hint: str) -> SpecError:
+    return SpecError(
+        code="LabelValueTooLong",
+        message=f'label {key} value "{value}" is {len(value)} characters long, more than {MAX_NAME_LENGTH}',
+        hint=hint,
+    )

@@ -1,0 +1,108 @@
+"""The JobFlow phase follows from one table of vcjob phases and one list of rules."""
+
+from datetime import timedelta
+
+import pytest
+
+from jobflow_core.durations import go_duration
+from jobflow_core.models import JobFlowPhase, VcJobPhase
+from jobflow_core.phase import FLOW_PHASE_RULES, JOB_PHASE_CATEGORY, JobCategory, decide_flow_phase, is_final
+
+P = VcJobPhase
+
+
+def phase(*job_phases: VcJobPhase | None, deleting: bool = False, spec_valid: bool = True) -> JobFlowPhase:
+    return decide_flow_phase(deleting=deleting, spec_valid=spec_valid, job_phases=job_phases)
+
+
+def test_the_category_table_covers_every_vcjob_phase_and_the_absence_of_a_vcjob():
+    assert set(JOB_PHASE_CATEGORY) == {None, *VcJobPhase}
+
+
+@pytest.mark.parametrize(
+    ("job_phase", "category"),
+    [
+        (None, JobCategory.WAITING),
+        (P.NEW, JobCategory.PENDING),
+        (P.PENDING, JobCategory.PENDING),
+        (P.RUNNING, JobCategory.ACTIVE),
+        (P.RESTARTING, JobCategory.ACTIVE),
+        (P.COMPLETING, JobCategory.ACTIVE),
+        (P.ABORTING, JobCategory.ACTIVE),
+        (P.TERMINATING, JobCategory.ACTIVE),
+        (P.COMPLETED, JobCategory.DONE),
+        (P.FAILED, JobCategory.FAILED),
+        (P.TERMINATED, JobCategory.FAILED),
+        (P.ABORTED, JobCategory.FAILED),
+    ],
+)
+def test_each_vcjob_phase_has_its_category(job_phase, category):
+    assert JOB_PHASE_CATEGORY[job_phase] is category
+
+
+def test_exactly_completed_failed_terminated_and_aborted_are_final():
+    assert {p for p in VcJobPhase if is_final(p)} == {P.COMPLETED, P.FAILED, P.TERMINATED, P.ABORTED}
+
+
+@pytest.mark.parametrize("job_phase", [None, *VcJobPhase])
+def test_every_vcjob_phase_alone_gives_a_jobflow_phase(job_phase):
+    expected = {
+        JobCategory.WAITING: JobFlowPhase.PENDING,
+        JobCategory.PENDING: JobFlowPhase.PENDING,
+        JobCategory.ACTIVE: JobFlowPhase.RUNNING,
+        JobCategory.DONE: JobFlowPhase.SUCCEED,
+        JobCategory.FAILED: JobFlowPhase.FAILED,
+    }[JOB_PHASE_CATEGORY[job_phase]]
+    assert phase(job_phase) is expected
+
+
+def test_the_rules_can_be_printed_as_a_table():
+    lines = [f"{rule.when:<50} {rule.phase}" for rule in FLOW_PHASE_RULES]
+    assert lines[0].startswith("the JobFlow is being deleted") and lines[-1].endswith("Pending")
+
+
+def test_no_flows_is_succeed():
+    assert phase() is JobFlowPhase.SUCCEED
+
+
+def test_a_jobflow_being_deleted_is_terminating_whatever_its_jobs_do():
+    assert phase(P.FAILED, P.RUNNING, deleting=True, spec_valid=False) is JobFlowPhase.TERMINATING
+
+
+def test_an_invalid_spec_is_failed():
+    assert phase(deleting=False, spec_valid=False) is JobFlowPhase.FAILED
+
+
+def test_one_failed_job_fails_the_jobflow_even_while_others_run():
+    assert phase(P.COMPLETED, P.RUNNING, P.TERMINATED, None) is JobFlowPhase.FAILED
+
+
+def test_every_job_completed_is_succeed_without_passing_through_running():
+    assert phase(P.COMPLETED, P.COMPLETED) is JobFlowPhase.SUCCEED
+
+
+def test_a_completed_job_and_a_flow_not_started_yet_is_running():
+    assert phase(P.COMPLETED, None) is JobFlowPhase.RUNNING
+
+
+def test_only_pending_and_waiting_flows_is_pending():
+    assert phase(P.NEW, P.PENDING, None) is JobFlowPhase.PENDING
+
+
+@pytest.mark.parametrize(
+    ("duration", "text"),
+    [
+        (timedelta(0), "0s"),
+        (timedelta(minutes=2, seconds=56), "2m56s"),
+        (timedelta(hours=1, seconds=5), "1h0m5s"),
+        (timedelta(minutes=1), "1m0s"),
+        (timedelta(hours=49), "49h0m0s"),
+        (timedelta(milliseconds=500), "500ms"),
+        (timedelta(seconds=1, milliseconds=500), "1.5s"),
+        (timedelta(microseconds=1_500), "1.5ms"),
+        (timedelta(microseconds=1), "1µs"),
+        (timedelta(seconds=-5), "-5s"),
+    ],
+)
+def test_durations_are_written_like_gos_duration_string(duration, text):
+    assert go_duration(duration) == text
