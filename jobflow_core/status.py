@@ -101,14 +101,14 @@ def _known_jobs(observation: Observation, *, creating: set[str]) -> list[_Known]
         if view.flow.name in creating:
             known.append(_Known(view.job_name, VcJobPhase.NEW, _new_record(view.job_name), None))
         elif view.job is not None:
-            known.append(_from_live(view.job, previous=view.condition))
+            known.append(_from_live(view.job))
         else:
             known.append(_Known(view.job_name, view.phase, view.record, view.condition))
     reported = {job.name for job in known}
     # vcjobs of flows that were removed from the spec: live ones as observed, vanished ones as recorded.
     for job in observation.owned:
         if job.name not in reported:
-            known.append(_from_live(job, previous=(observation.previous.conditions or {}).get(job.name)))
+            known.append(_from_live(job))
             reported.add(job.name)
     conditions = observation.previous.conditions or {}
     for record in observation.previous.job_status_list or ():
@@ -122,9 +122,7 @@ def _new_record(name: str) -> FlowJobStatus:
     return FlowJobStatus(name=name, restart_count=0)
 
 
-def _from_live(job: VcJob, *, previous: FlowCondition | None) -> _Known:
-    """A live vcjob's record and condition. Volcano drops a job's pod counters once it is Completed, so a
-    finished job without ``taskStatusCount`` keeps the last counts the JobFlow recorded for it."""
+def _from_live(job: VcJob) -> _Known:
     status = job.status or JobStatus()
     phase = job.phase
     created = job.metadata.creation_timestamp
@@ -144,8 +142,7 @@ def _from_live(job: VcJob, *, previous: FlowCondition | None) -> _Known:
         phase=phase or None,
         create_time=created,
         running_duration=running_duration,
-        task_status_count=status.task_status_count
-        or (previous.task_status_count if previous is not None and is_final(phase) else None),
+        task_status_count=status.task_status_count,
     )
     return _Known(job.name, phase, record, condition)
 

@@ -95,16 +95,6 @@ def test_repeated_conditions_of_one_phase_make_one_history_span():
         ("Pending", "05"), ("Running", "07"), ("Completed", "09")]
 
 
-def test_a_completed_job_keeps_the_task_counts_recorded_before_volcano_dropped_them():
-    running = vcjob(FLOW, "a", P.RUNNING).to_wire()
-    running["status"]["taskStatusCount"] = {"nginx": {"phase": {"Succeeded": 1}}}
-    before = status_of(VcJob.model_validate(running))
-    flow = FLOW.model_copy(update={"status": before})
-    completed = vcjob(FLOW, "a", P.COMPLETED, changed=T0 + timedelta(seconds=5))  # no taskStatusCount any more
-    after = status_of(completed, flow=flow).to_wire()
-    assert after["conditions"]["test-a"]["taskStatusCount"] == {"nginx": {"phase": {"Succeeded": 1}}}
-
-
 def test_a_vcjob_not_yet_seen_by_volcano_has_no_history_and_no_state():
     [record] = status_of(vcjob(FLOW, "a")).to_wire()["jobStatusList"]
     assert record == {"name": "test-a", "startTimestamp": "2026-01-02T03:04:05Z", "restartCount": 0}

@@ -1,0 +1,15 @@
+"""The event source: watches JobFlows, JobTemplates and the vcjobs JobFlows created, and POSTs every change to an
+HTTP sink (``K_SINK``) as a CloudEvent in exactly the format of Knative's ApiServerSource.
+
+It does what ApiServerSource does not, because a stateless reconciler depends on it:
+
+- it announces the objects that already exist when it starts (ApiServerSource swallows its initial list);
+- it re-announces every object periodically (``RESYNC_SECONDS``), a level-triggered safety net;
+- it re-lists after the API server answers 410 Gone, announcing what changed in the gap (deletes included);
+- a failing sink is retried with exponential backoff by a sender thread, while the watches go on; pending events
+  for the same object are coalesced (events are hints: the handler re-reads the truth), so memory stays bounded
+  by the number of objects, never by the length of an outage.
+
+Modules: ``resources`` (what is watched), ``cloudevent`` (the event format), ``outbox`` (coalescing and delivery),
+``watcher`` (list, watch, relist, resync), ``__main__`` (configuration from the environment).
+"""

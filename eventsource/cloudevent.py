@@ -1,0 +1,90 @@
+"""CloudEvents exactly as Knative's ApiServerSource sends them (binary HTTP mode).
+
+Attributes: ``type`` ``dev.knative.apiserver.{ref|resource}.{add|update|delete}``; ``source`` the API server URL;
+``subject`` the object's pseudo self-link; ``id`` a fresh UUID per event; ``time`` now; ``datacontenttype``
+``application/json``; extensions ``kind``, ``apiversion``, ``name``, ``namespace``, plus every extension in
+``K_CE_OVERRIDES``. Data: in Reference mode ``{"kind", "namespace", "name", "apiVersion"}``, in Resource mode the
+whole object.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from enum import StrEnum
+
+from cloudevents.core.bindings.http import to_binary_event
+from cloudevents.core.v1.event import CloudEvent
+
+from eventsource.resources import Resource
+
+
+class Mode(StrEnum):
+    REFERENCE = "Reference"
+    RESOURCE = "Resource"
+
+
+class Change(StrEnum):
+    ADD = "add"
+    UPDATE = "update"
+    DELETE = "delete"
+
+
+def event_type(mode: Mode, change: Change) -> str:
+    prefix = "ref" if mode is Mode.REFERENCE else "resource"
+    return f"dev.knative.apiserver.{prefix}.{change}"
+
+
+def parse_overrides(text: str | None) -> dict[str, str]:
+    """The extensions of ``K_CE_OVERRIDES`` (``{"extensions": {...}}``); empty or missing means none."""
+    if not text or not text.strip():
+        return {}
+    try:
+        extensions = json.loads(text).get("extensions") or {}
+    except (ValueError, AttributeError) as error:
+        raise ValueError(f'K_CE_OVERRIDES is not JSON of the form {{"extensions": {{...}}}}: {error}') from None
+    return {str(key): str(value) for key, value in extensions.items()}
+
+
+@dataclass(frozen=True)
+class Envelope:
+    """One outgoing event, before it is encoded for HTTP."""
+
+    resource: Resource
+    change: Change
+    obj: dict
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        meta = self.obj.get("metadata") or {}
+        return (self.resource.plural, meta.get("namespace", ""), meta.get("name", ""))
+
+
+def encode(envelope: Envelope, *, mode: Mode, source: str, overrides: dict[str, str],
+           now: datetime | None = None) -> tuple[dict[str, str], bytes]:
+    """(headers, body) of the binary-mode HTTP request for one event."""
+    meta = envelope.obj.get("metadata") or {}
+    namespace, name = meta.get("namespace", ""), meta.get("name", "")
+    resource = envelope.resource
+    if mode is Mode.REFERENCE:
+        data = {"kind": resource.kind, "namespace": namespace, "name": name, "apiVersion": resource.api_version}
+    else:
+        data = {"apiVersion": resource.api_version, "kind": resource.kind, **envelope.obj}
+    attributes = {
+        "specversion": "1.0",
+        "id": str(uuid.uuid4()),
+        "source": source,
+        "type": event_type(mode, envelope.change),
+        "subject": resource.subject(namespace, name),
+        "time": now or datetime.now(timezone.utc),
+        "datacontenttype": "application/json",
+        "kind": resource.kind,
+        "apiversion": resource.api_version,
+        "name": name,
+        "namespace": namespace,
+        **overrides,
+    }
+    message = to_binary_event(CloudEvent(attributes, data))
+    return dict(message.headers), message.body

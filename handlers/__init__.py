@@ -1,0 +1,30 @@
+"""The stateless JobFlow handler: a Flask app that gunicorn (or Knative Serving) runs.
+
+``POST /`` takes one CloudEvent (HTTP binary or structured mode), works out which JobFlow(s) it concerns,
+re-reads them and what they own from the API server, plans (``jobflow_core``), acts and writes the status.
+``POST /resync`` reconciles every JobFlow that can still change. ``GET /healthz`` answers while the process is up.
+
+Replies follow the Knative delivery contract: 2xx with an empty body when done (a body carrying an event would be
+re-injected by a Broker), 400 with a JSON error for an event that retrying cannot fix, 409 or 503 for a
+transient fault (a lost write race, the API server unreachable) so the event bus delivers it again.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import Any
+
+from flask import Flask
+
+
+def create_app(config: dict[str, Any] | None = None) -> Flask:
+    """The application factory. ``config`` may set ``KUBE`` (a ``KubeApi``) and ``CLOCK`` (tests do)."""
+    if not logging.getLogger().handlers:
+        logging.basicConfig(level=os.environ.get("LOG_LEVEL", "INFO"), format="%(asctime)s %(name)s %(message)s")
+    app = Flask(__name__)
+    app.config.update(config or {})
+    from handlers.routes import bp
+
+    app.register_blueprint(bp)
+    return app

@@ -1,0 +1,104 @@
+"""Turn one incoming CloudEvent into a hint: which object changed, so the reconciler knows what to re-read.
+
+Understood events (anything else is answered 400, because retrying it cannot help):
+
+- Knative ApiServerSource and our event source: ``dev.knative.apiserver.{ref,resource}.{add,update,delete}``,
+  identified by the ``kind`` and ``apiversion`` extensions (``name``, ``namespace`` too), or, for producers that
+  do not set them, by ``kind``/``apiVersion``/``metadata`` (Resource mode) or ``kind``/``apiVersion``/``name``/
+  ``namespace`` (Reference mode) in the JSON data.
+- Any other CloudEvent whose extensions or data name a JobFlow, JobTemplate or vcjob in that way (other buses).
+- ``dev.knative.sources.ping`` (PingSource) and ``dev.volcano.jobflow.resync``: reconcile every unfinished JobFlow.
+
+Only the identity is taken from the event. Its payload is never trusted as the object's state: events can be
+duplicated, reordered or forged, so the reconciler always re-reads the truth from the API server.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from cloudevents.core.bindings.http import HTTPMessage, from_http_event
+from cloudevents.core.exceptions import BaseCloudEventException
+
+RESYNC_TYPES = frozenset({"dev.knative.sources.ping", "dev.volcano.jobflow.resync"})
+
+
+class Kind(StrEnum):
+    JOBFLOW = "JobFlow"
+    JOBTEMPLATE = "JobTemplate"
+    VCJOB = "Job"
+    RESYNC = "Resync"
+
+
+API_VERSIONS = {
+    ("flow.volcano.sh/v1alpha1", "JobFlow"): Kind.JOBFLOW,
+    ("flow.volcano.sh/v1alpha1", "JobTemplate"): Kind.JOBTEMPLATE,
+    ("batch.volcano.sh/v1alpha1", "Job"): Kind.VCJOB,
+}
+
+
+class BadEvent(ValueError):
+    """The request is not a CloudEvent this handler understands; the message says why and what is expected."""
+
+
+@dataclass(frozen=True)
+class Hint:
+    kind: Kind
+    namespace: str = ""
+    name: str = ""
+    event_id: str = ""
+    event_type: str = ""
+    deleted: bool = False
+    # Resource-mode events carry the object; only its ownerReferences and labels are used, to find the JobFlow.
+    payload: dict[str, Any] | None = None
+
+
+def parse_cloudevent(headers: dict[str, str], body: bytes) -> Any:
+    try:
+        return from_http_event(HTTPMessage(headers, body))
+    except (BaseCloudEventException, ValueError, TypeError, AttributeError, KeyError) as error:
+        raise BadEvent(f"not a valid CloudEvent (binary or structured HTTP mode): {error}") from None
+
+
+def _data_dict(event: Any) -> dict[str, Any]:
+    data = event.get_data()
+    if isinstance(data, (bytes, str)) and data:
+        try:
+            data = json.loads(data)
+        except ValueError:
+            return {}
+    return data if isinstance(data, dict) else {}
+
+
+def hint_from(event: Any) -> Hint:
+    event_type = event.get_type()
+    if event_type in RESYNC_TYPES:
+        return Hint(Kind.RESYNC, event_id=event.get_id(), event_type=event_type)
+    data = _data_dict(event)
+    metadata = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
+    kind = event.get_extension("kind") or data.get("kind")
+    api_version = event.get_extension("apiversion") or data.get("apiVersion")
+    name = event.get_extension("name") or data.get("name") or metadata.get("name")
+    namespace = event.get_extension("namespace") or data.get("namespace") or metadata.get("namespace")
+    known = API_VERSIONS.get((api_version, kind))
+    if known is None:
+        raise BadEvent(
+            f"event type {event_type!r} names kind {kind!r} in apiVersion {api_version!r}; this handler "
+            "understands JobFlow and JobTemplate (flow.volcano.sh/v1alpha1), Job (batch.volcano.sh/v1alpha1) "
+            "and the resync types " + ", ".join(sorted(RESYNC_TYPES))
+        )
+    if not (isinstance(name, str) and name and isinstance(namespace, str) and namespace):
+        raise BadEvent(f"event {event.get_id()!r} names a {kind} but not its namespace and name: set the "
+                       "`namespace` and `name` extensions (or data fields)")
+    return Hint(
+        kind=known, namespace=namespace, name=name, event_id=event.get_id(), event_type=event_type,
+        deleted=event_type.endswith(".delete"),
+        payload=data if metadata else None,
+    )
+
+
+def hint_from_request(headers: dict[str, str], body: bytes) -> Hint:
+    return hint_from(parse_cloudevent(headers, body))

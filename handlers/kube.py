@@ -1,0 +1,148 @@
+"""The handler's only door to the API server: a thin adapter over the Kubernetes Python client.
+
+It speaks plain dicts (the JSON the API server sends), so nothing is deserialised into the client's generated
+models, and it turns the client's errors into three exceptions the routes map to HTTP statuses for the event bus:
+``Conflict`` (409, retried), ``Unavailable`` (503, retried), anything else is a bug (500).
+
+Reads are bounded by the flow: one GET of the JobFlow, one labelled LIST of its vcjobs, and GETs of only the
+templates the planner needs right now.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from datetime import datetime
+from typing import Any
+
+from kubernetes import client, config
+from kubernetes.client.rest import ApiException
+from urllib3.exceptions import HTTPError
+
+FLOW = ("flow.volcano.sh", "v1alpha1")
+BATCH = ("batch.volcano.sh", "v1alpha1")
+COMPONENT = "volcano-jobflow-handler"
+
+
+class Conflict(RuntimeError):
+    """Someone else changed the object first (409); the event bus should deliver the event again."""
+
+
+class Unavailable(RuntimeError):
+    """The API server could not be reached or is overloaded; the event bus should retry."""
+
+
+def _translate(error: Exception) -> Exception:
+    if isinstance(error, ApiException):
+        if error.status == 409:
+            return Conflict(f"conflict: {error.reason}")
+        if error.status in (429, 500, 502, 503, 504) or error.status == 0:
+            return Unavailable(f"API server answered {error.status} {error.reason}")
+        return error
+    return Unavailable(f"API server unreachable: {error}")
+
+
+class KubeApi:
+    """Typed-by-convention access to the objects the reconciler reads and writes."""
+
+    def __init__(self, api: client.ApiClient) -> None:
+        self.api = api
+        self.custom = client.CustomObjectsApi(api)
+        self.core = client.CoreV1Api(api)
+        self.requests = 0  # API requests made, for the benchmark's "requests per event"
+
+    def _call(self, fn, *args, missing_ok: bool = False, **kwargs) -> Any:
+        self.requests += 1
+        try:
+            return fn(*args, **kwargs)
+        except ApiException as error:
+            if missing_ok and error.status == 404:
+                return None
+            raise _translate(error) from error
+        except (HTTPError, OSError) as error:
+            raise _translate(error) from error
+
+    # JobFlows
+    def get_jobflow(self, namespace: str, name: str) -> dict | None:
+        return self._call(self.custom.get_namespaced_custom_object, *FLOW, namespace, "jobflows", name,
+                          missing_ok=True)
+
+    def list_jobflows(self, namespace: str | None = None) -> list[dict]:
+        if namespace:
+            result = self._call(self.custom.list_namespaced_custom_object, *FLOW, namespace, "jobflows")
+        else:
+            result = self._call(self.custom.list_cluster_custom_object, *FLOW, "jobflows")
+        return result.get("items", [])
+
+    def replace_jobflow_status(self, flow: dict) -> dict:
+        """PUT status with the read resourceVersion: a concurrent writer makes this fail with Conflict."""
+        meta = flow["metadata"]
+        return self._call(self.custom.replace_namespaced_custom_object_status, *FLOW, meta["namespace"],
+                          "jobflows", meta["name"], flow)
+
+    # JobTemplates
+    def get_jobtemplate(self, namespace: str, name: str) -> dict | None:
+        return self._call(self.custom.get_namespaced_custom_object, *FLOW, namespace, "jobtemplates", name,
+                          missing_ok=True)
+
+    def replace_jobtemplate_status(self, template: dict) -> dict:
+        meta = template["metadata"]
+        return self._call(self.custom.replace_namespaced_custom_object_status, *FLOW, meta["namespace"],
+                          "jobtemplates", meta["name"], template)
+
+    # vcjobs
+    def list_vcjobs(self, namespace: str, label_selector: str) -> list[dict]:
+        result = self._call(self.custom.list_namespaced_custom_object, *BATCH, namespace, "jobs",
+                            label_selector=label_selector)
+        return result.get("items", [])
+
+    def get_vcjob(self, namespace: str, name: str) -> dict | None:
+        return self._call(self.custom.get_namespaced_custom_object, *BATCH, namespace, "jobs", name,
+                          missing_ok=True)
+
+    def create_vcjob(self, body: dict) -> bool:
+        """True when created, False when a vcjob of that name already exists (the caller checks whose it is)."""
+        try:
+            self._call(self.custom.create_namespaced_custom_object, *BATCH, body["metadata"]["namespace"], "jobs",
+                       body)
+        except Conflict:
+            return False
+        return True
+
+    def delete_vcjob(self, namespace: str, name: str) -> None:
+        self._call(self.custom.delete_namespaced_custom_object, *BATCH, namespace, "jobs", name,
+                   propagation_policy="Background", missing_ok=True)
+
+    # Kubernetes Events
+    def record_event(self, involved: dict, *, type_: str, reason: str, message: str, now: datetime) -> None:
+        meta = involved["metadata"]
+        stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
+        body = {
+            "metadata": {"generateName": f"{meta['name']}.", "namespace": meta["namespace"]},
+            "involvedObject": {"apiVersion": involved.get("apiVersion", "flow.volcano.sh/v1alpha1"),
+                               "kind": involved.get("kind", "JobFlow"), "name": meta["name"],
+                               "namespace": meta["namespace"], "uid": meta.get("uid"),
+                               "resourceVersion": meta.get("resourceVersion")},
+            "type": type_, "reason": reason, "message": message[:1024],
+            "firstTimestamp": stamp, "lastTimestamp": stamp, "count": 1,
+            "source": {"component": COMPONENT},
+            "reportingComponent": COMPONENT, "reportingInstance": os.environ.get("HOSTNAME", COMPONENT),
+        }
+        self._call(self.core.create_namespaced_event, meta["namespace"], body, _preload_content=False)
+
+
+_shared: client.ApiClient | None = None
+_shared_lock = threading.Lock()
+
+
+def shared_client() -> client.ApiClient:
+    """One API client per process, made on first use (not at import: that would slow the cold start)."""
+    global _shared
+    with _shared_lock:
+        if _shared is None:
+            if os.environ.get("KUBECONFIG"):
+                _shared = config.new_client_from_config(config_file=os.environ["KUBECONFIG"])
+            else:
+                config.load_incluster_config()
+                _shared = client.ApiClient()
+        return _shared

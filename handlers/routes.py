@@ -1,0 +1,84 @@
+"""HTTP routes: parse, call the reconciler, map the outcome to an HTTP status. Nothing else happens here."""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+
+from flask import Blueprint, current_app, jsonify, request
+from pydantic import ValidationError
+
+from handlers.events import BadEvent, Hint, Kind, hint_from_request
+from handlers.kube import Conflict, KubeApi, Unavailable, shared_client
+from handlers.reconciler import Outcome, Reconciler
+
+log = logging.getLogger("handlers")
+bp = Blueprint("handlers", __name__)
+
+DONE = ("", 202)
+
+
+def _reconciler() -> Reconciler:
+    kube = current_app.config.get("KUBE") or KubeApi(shared_client())
+    clock = current_app.config.get("CLOCK") or (lambda: datetime.now(UTC))
+    return Reconciler(kube, clock=clock)
+
+
+def _error(status: int, message: str, **extra: object):
+    return jsonify({"error": message, **extra}), status
+
+
+def dispatch(reconciler: Reconciler, hint: Hint) -> list[Outcome]:
+    if hint.kind is Kind.RESYNC:
+        return reconciler.resync()
+    if hint.kind is Kind.JOBFLOW:
+        return [reconciler.jobflow(hint.namespace, hint.name)]
+    if hint.kind is Kind.JOBTEMPLATE:
+        reconciler.jobtemplate(hint.namespace, hint.name)
+        return reconciler.jobflows_using(hint.namespace, hint.name)
+    membership_changed = not hint.event_type.endswith(".update")
+    return reconciler.jobflows_of_vcjob(hint.namespace, hint.name, hint.payload,
+                                        membership_changed=membership_changed)
+
+
+def _run(handle):
+    """Run a reconcile and turn transient faults into statuses the event bus retries."""
+    try:
+        outcomes = handle()
+    except Conflict as error:
+        log.warning("conflict: %s", error)
+        return _error(409, str(error), retry=True)
+    except Unavailable as error:
+        log.warning("API server unavailable: %s", error)
+        return _error(503, str(error), retry=True)
+    except ValidationError as error:
+        # An object in the cluster that our models cannot read (e.g. a newer Volcano wrote a field we reject):
+        # retrying will not help, and the event is fine; say what to fix.
+        log.error("cannot read an object from the API server: %s", error)
+        return _error(422, f"an object in the cluster does not match the JobFlow API: {error.errors()[:3]}")
+    for outcome in outcomes:
+        log.info("reconciled %s: phase=%s created=%s deleted=%s status_written=%s attempts=%d",
+                 outcome.jobflow, outcome.phase, outcome.created, outcome.deleted, outcome.status_written,
+                 outcome.attempts)
+    return DONE
+
+
+@bp.post("/")
+def receive_event():
+    try:
+        hint = hint_from_request(dict(request.headers), request.get_data())
+    except BadEvent as error:
+        log.warning("rejected event: %s", error)
+        return _error(400, str(error))
+    log.info("event %s %s %s/%s", hint.event_type, hint.kind, hint.namespace, hint.name)
+    return _run(lambda: dispatch(_reconciler(), hint))
+
+
+@bp.post("/resync")
+def resync():
+    return _run(lambda: _reconciler().resync())
+
+
+@bp.get("/healthz")
+def healthz():
+    return "ok", 200

@@ -1,0 +1,28 @@
+"""A JobTemplate's status: the vcjobs made from it, across every JobFlow that uses it.
+
+Upstream's list only ever grew (it had no delete handler) and was never written when it became empty. Here it
+is recomputed from the vcjobs that exist now, so it shrinks when they go; a vcjob being deleted no longer counts.
+"""
+
+from collections.abc import Iterable
+
+from jobflow_core.models import JobTemplate, JobTemplateStatus, VcJob
+from jobflow_core.naming import CREATED_BY_JOBTEMPLATE, jobtemplate_label_value
+
+
+def template_status(template: JobTemplate, /, *, jobs: Iterable[VcJob]) -> JobTemplateStatus:
+    """The status ``template`` should have, given the vcjobs of its namespace (any superset will do)."""
+    label = jobtemplate_label_value(namespace=template.namespace, flow=template.name)
+    names = sorted(
+        job.name
+        for job in jobs
+        if job.namespace == template.namespace
+        and (job.metadata.labels or {}).get(CREATED_BY_JOBTEMPLATE) == label
+        and job.metadata.deletion_timestamp is None
+    )
+    return JobTemplateStatus(job_depends_on_list=names)
+
+
+def template_status_changed(template: JobTemplate, new: JobTemplateStatus) -> bool:
+    old = (template.status.job_depends_on_list if template.status else None) or []
+    return old != (new.job_depends_on_list or [])
