@@ -30,10 +30,10 @@ CHANGES = {"ADDED": Change.ADD, "MODIFIED": Change.UPDATE, "DELETED": Change.DEL
 
 class Watcher:
     def __init__(self, api: client.ApiClient, resource: Resource, namespace: str | None, outbox: Outbox, *,
-                 resync_seconds: float, stop: threading.Event) -> None:
+                 resync_seconds: float, stop: threading.Event, watch_seconds: int = WATCH_SECONDS) -> None:
         self.custom = client.CustomObjectsApi(api)
         self.resource, self.namespace, self.outbox = resource, namespace, outbox
-        self.resync_seconds, self.stop = resync_seconds, stop
+        self.resync_seconds, self.stop, self.watch_seconds = resync_seconds, stop, watch_seconds
         self.known: dict[str, str] = {}  # "<ns>/<name>" -> resourceVersion
         self.relists = 0
 
@@ -68,7 +68,7 @@ class Watcher:
         """Stream changes until ``until``; returns the last resourceVersion, or None after 410 Gone."""
         stream = watch.Watch()
         while time.monotonic() < until and not self.stop.is_set():
-            timeout = max(1, min(WATCH_SECONDS, int(until - time.monotonic())))
+            timeout = max(1, min(self.watch_seconds, int(until - time.monotonic())))
             try:
                 for event in stream.stream(self._call, resource_version=resource_version, timeout_seconds=timeout,
                                            allow_watch_bookmarks=True):
@@ -93,11 +93,18 @@ class Watcher:
                 raise
         return resource_version
 
-    def run(self) -> None:
+    def run(self, *, resource_version: str | None = None) -> None:
+        """List, watch and resync until ``stop`` is set.
+
+        ``resource_version`` skips the first list and watches from that version, for a caller that already listed
+        with ``relist()``; tests use it to resume from a version the API server no longer has, as a watcher that was
+        cut off for a long time would, and so see the 410 Gone path against the real API server.
+        """
         backoff = 0.5
         while not self.stop.is_set():
             try:
-                resource_version = self.relist()
+                if resource_version is None:
+                    resource_version = self.relist()
                 until = time.monotonic() + self.resync_seconds
                 while resource_version is not None and time.monotonic() < until and not self.stop.is_set():
                     resource_version = self._watch(resource_version, until)
@@ -107,3 +114,4 @@ class Watcher:
                             error, backoff)
                 self.stop.wait(backoff)
                 backoff = min(backoff * 2, 30)
+            resource_version = None

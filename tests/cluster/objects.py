@@ -1,0 +1,90 @@
+"""Test helpers that act like a user with kubectl: apply YAML, read JobFlows and vcjobs, wait for phases."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from devcluster.testing import LocalCluster
+
+PLURALS = {
+    ("flow.volcano.sh/v1alpha1", "JobFlow"): "jobflows",
+    ("flow.volcano.sh/v1alpha1", "JobTemplate"): "jobtemplates",
+    ("batch.volcano.sh/v1alpha1", "Job"): "jobs",
+}
+
+SHORT_TEMPLATE = """
+apiVersion: flow.volcano.sh/v1alpha1
+kind: JobTemplate
+metadata: {{name: {name}}}
+spec:
+  minAvailable: 1
+  schedulerName: volcano
+  queue: default
+  tasks:
+  - name: main
+    replicas: 1
+    template:
+      metadata:
+        annotations: {{kwok.jobflow.dev/run-for: "{run_for}"{extra}}}
+      spec:
+        restartPolicy: Never
+        containers: [{{name: main, image: busybox}}]
+"""
+
+
+def template(name: str, *, run_for: str = "300ms", fail: bool = False, keep_running: bool = False) -> str:
+    """A one-pod JobTemplate whose pod runs ``run_for`` on a kwok node, then succeeds (or fails)."""
+    extra = ", kwok.jobflow.dev/fail: 'true'" if fail else ""
+    extra += ", kwok.jobflow.dev/keep-running: 'true'" if keep_running else ""
+    text = SHORT_TEMPLATE.format(name=name, run_for=run_for, extra=extra)
+    if fail:
+        text += "  policies: [{event: PodFailed, action: TerminateJob}]\n"
+    return text
+
+
+def apply(cluster: LocalCluster, namespace: str, text: str) -> list[dict[str, Any]]:
+    created = []
+    for doc in yaml.safe_load_all(text):
+        if not doc:
+            continue
+        group, version = doc["apiVersion"].split("/")
+        plural = PLURALS[(doc["apiVersion"], doc["kind"])]
+        created.append(cluster.custom.create_namespaced_custom_object(group, version, namespace, plural, doc))
+    return created
+
+
+def jobflow(cluster: LocalCluster, namespace: str, name: str) -> dict[str, Any] | None:
+    from kubernetes.client.rest import ApiException
+
+    try:
+        return cluster.custom.get_namespaced_custom_object("flow.volcano.sh", "v1alpha1", namespace, "jobflows",
+                                                          name)
+    except ApiException as error:
+        if error.status == 404:
+            return None
+        raise
+
+
+def flow_phase(cluster: LocalCluster, namespace: str, name: str) -> str | None:
+    flow = jobflow(cluster, namespace, name) or {}
+    return ((flow.get("status") or {}).get("state") or {}).get("phase")
+
+
+def wait_for_phase(cluster: LocalCluster, namespace: str, name: str, phase: str, *, timeout: float = 60) -> dict:
+    cluster.wait_until(f"JobFlow {name} to be {phase}", lambda: flow_phase(cluster, namespace, name) == phase,
+                       timeout=timeout)
+    return jobflow(cluster, namespace, name)
+
+
+def vcjobs(cluster: LocalCluster, namespace: str) -> dict[str, dict[str, Any]]:
+    listing = cluster.custom.list_namespaced_custom_object("batch.volcano.sh", "v1alpha1", namespace, "jobs")
+    return {job["metadata"]["name"]: job for job in listing["items"]}
+
+
+def events_of(cluster: LocalCluster, namespace: str, name: str) -> list[tuple[str, str, str]]:
+    """(type, reason, message) of the Kubernetes Events recorded on an object, oldest first."""
+    items = cluster.core.list_namespaced_event(namespace, field_selector=f"involvedObject.name={name}").items
+    items.sort(key=lambda e: (e.first_timestamp or e.event_time or 0, e.metadata.creation_timestamp))
+    return [(e.type, e.reason, e.message) for e in items]
