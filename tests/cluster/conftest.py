@@ -1,81 +1,13 @@
-"""The engine under test, in-process: the real Flask app on a loopback port, fed by the real event source.
-
-``engine`` serves ``handlers.create_app()`` with a threaded WSGI server and runs the event source's watchers
-(scoped to the test's namespace) and outbox in threads, all against the real API server of the local cluster.
-Tests then act like users (create JobTemplates and JobFlows) and wait for what Volcano and the engine do.
-``handler`` is the same app without the event source, for tests that send their own CloudEvents.
-"""
+"""Fixtures of the cluster tier: the engine (handler + event source, in-process) and the bare handler."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 
 import pytest
-from werkzeug.serving import make_server
 
-from devcluster.processes import free_port
 from devcluster.testing import LocalCluster
-from eventsource import cloudevent
-from eventsource.outbox import Outbox
-from eventsource.resources import WATCHED
-from eventsource.watcher import Watcher
-from handlers import create_app
-from handlers.kube import KubeApi
-
-
-@dataclass
-class Handler:
-    url: str
-    kube: KubeApi
-    server: object
-    thread: threading.Thread
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.thread.join(timeout=10)
-
-
-def start_handler(cluster: LocalCluster) -> Handler:
-    kube = KubeApi(cluster.api)
-    port = free_port()
-    server = make_server("127.0.0.1", port, create_app({"KUBE": kube}), threaded=True)
-    thread = threading.Thread(target=server.serve_forever, name="handler", daemon=True)
-    thread.start()
-    return Handler(url=f"http://127.0.0.1:{port}/", kube=kube, server=server, thread=thread)
-
-
-@dataclass
-class Engine:
-    handler: Handler
-    outbox: Outbox
-    stop_event: threading.Event
-    threads: list[threading.Thread] = field(default_factory=list)
-
-    def stop(self) -> None:
-        self.stop_event.set()
-        self.outbox.stop()
-        for thread in self.threads:
-            thread.join(timeout=10)
-        self.handler.stop()
-
-
-def start_engine(cluster: LocalCluster, namespace: str, *, resync_seconds: float = 300) -> Engine:
-    handler = start_handler(cluster)
-    source = cluster.api.configuration.host
-    outbox = Outbox(handler.url, lambda env: cloudevent.encode(env, mode=cloudevent.Mode.REFERENCE, source=source,
-                                                               overrides={}))
-    stop = threading.Event()
-    engine = Engine(handler, outbox, stop)
-    engine.threads.append(threading.Thread(target=outbox.run, name="sender", daemon=True))
-    for resource in WATCHED:
-        watcher = Watcher(cluster.api, resource, namespace, outbox, resync_seconds=resync_seconds, stop=stop,
-                          watch_seconds=2)  # short watches, so the threads notice the stop quickly
-        engine.threads.append(threading.Thread(target=watcher.run, name=f"watch-{resource.plural}", daemon=True))
-    for thread in engine.threads:
-        thread.start()
-    return engine
+from engine import Engine, Handler, start_engine, start_handler
 
 
 @pytest.fixture
