@@ -20,11 +20,15 @@ build: venv  ## build (or find cached) etcd, kube-apiserver, Volcano and kwok bi
 cluster: venv  ## start (or reuse) the local control plane; prints `export KUBECONFIG=...`
 	$(PY) -m devcluster up
 
-cluster-down: venv  ## stop exactly the processes `make cluster` started
+cluster-down: venv  ## stop exactly the processes `make cluster` and `make demo` started
+	$(PY) -m demo stop
 	$(PY) -m devcluster down
 
 cluster-status: venv
 	$(PY) -m devcluster status
+
+demo: venv  ## set up everything, run the seed JobFlow to Succeed, watched live
+	$(PY) -m demo
 
 test: venv  ## every test: unit, property and real-cluster tiers
 	$(PY) -m pytest

@@ -39,16 +39,17 @@ class Component:
         return "\n".join(text.splitlines()[-lines:])
 
     def stop(self, timeout: float = 10.0) -> None:
-        """SIGTERM, then SIGKILL after ``timeout``; a no-op when the process is already gone."""
+        """SIGTERM to the process's whole group (it leads its own session, see ``start``; a shell's children go
+        too), then SIGKILL after ``timeout``; a no-op when the process is already gone."""
         if not self.alive():
             return
-        os.kill(self.pid, signal.SIGTERM)
+        os.killpg(self.pid, signal.SIGTERM)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if not self.alive():
                 return
             time.sleep(0.1)
-        os.kill(self.pid, signal.SIGKILL)
+        os.killpg(self.pid, signal.SIGKILL)
         while self.alive():
             time.sleep(0.05)
 
