@@ -11,7 +11,7 @@ For flow ``b`` of JobFlow ``test`` in namespace ``default`` the manifest is::
       annotations: {the same two keys and values}
       ownerReferences: [{apiVersion: flow.volcano.sh/v1alpha1, kind: JobFlow, name: test, uid: <uid>,
                          controller: true, blockOwnerDeletion: true}]
-    spec: <the JobTemplate's spec, unchanged>
+    spec: <the JobTemplate's spec, with the flow's patch.jobSpec merged in (jobflow_core.patching)>
 
 The spec is a fresh deep copy of the template's: nothing done to the manifest can reach the template, and every
 template field, including ones we do not model, reaches the vcjob.
@@ -20,8 +20,9 @@ template field, including ones we do not model, reaches the vcjob.
 import copy
 from typing import Any
 
-from jobflow_core.models import JobFlow, JobTemplate
+from jobflow_core.models import Flow, JobFlow, JobTemplate
 from jobflow_core.naming import JOB_API_VERSION, JOB_KIND, created_by, job_name, owner_reference
+from jobflow_core.patching import merge_job_spec
 
 
 def build_job(jobflow: JobFlow, *, flow: str, template: JobTemplate) -> dict[str, Any]:
@@ -37,14 +38,16 @@ def build_job(jobflow: JobFlow, *, flow: str, template: JobTemplate) -> dict[str
             "annotations": dict(keys),
             "ownerReferences": [owner_reference(jobflow)],
         },
-        "spec": job_spec(template),
+        "spec": job_spec(template, flow=_flow_named(jobflow, flow)),
     }
 
 
-def job_spec(template: JobTemplate) -> dict[str, Any]:
-    """The vcjob spec: the template's spec, verbatim, as upstream.
+def job_spec(template: JobTemplate, *, flow: Flow | None = None) -> dict[str, Any]:
+    """The vcjob spec: the template's spec with the flow's ``patch.jobSpec`` merged in (none: verbatim)."""
+    patch = flow.patch.job_spec if flow is not None and flow.patch is not None else None
+    base = copy.deepcopy(template.spec.to_wire())
+    return merge_job_spec(base, patch.to_wire()) if patch is not None else base
 
-    This is where ``flow.patch.jobSpec`` will be merged in. Mind the CRD defaults the API server injects into
-    every ``patch.jobSpec`` (``queue: default``, ``maxRetry: 3``): they are not user intent (reference A.3, G.2).
-    """
-    return copy.deepcopy(template.spec.to_wire())
+
+def _flow_named(jobflow: JobFlow, name: str) -> Flow | None:
+    return next((flow for flow in jobflow.spec.flows or () if flow.name == name), None)
