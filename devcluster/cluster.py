@@ -38,6 +38,11 @@ POD_CIDR = "127.1.0.0/16"  # loopback, so tests can listen on a fake pod's IP
 READY_TIMEOUT = 90.0
 
 
+def our_crds() -> list[Path]:
+    """The CRD files of manifests/crds, read when needed: they may change while a cluster keeps running."""
+    return sorted((REPO / "manifests" / "crds").glob("*.yaml"))
+
+
 class ClusterError(RuntimeError):
     """The cluster could not start or a component died; the message names it and what to do."""
 
@@ -144,8 +149,7 @@ class _Starter:
 
         with api_client(state) as api:
             volcano_src = module_source_dir(module_named("volcano"), "volcano.sh/volcano")
-            ours = sorted((REPO / "manifests" / "crds").glob("*.yaml"))
-            docs = objects.crd_documents([*(volcano_src / "config/crd/volcano/bases").glob("*.yaml"), *ours])
+            docs = objects.crd_documents([*(volcano_src / "config/crd/volcano/bases").glob("*.yaml"), *our_crds()])
             self.log(f"devcluster: installing {len(docs)} CRDs (Volcano's and manifests/crds)")
             names = objects.create_crds(api, docs)
             self.wait("CRDs Established", lambda: objects.crds_established(api, names), apiserver)
@@ -196,7 +200,9 @@ def up(root: Path = DEFAULT_ROOT, *, log=print) -> tuple[ClusterState, bool]:
     existing = ClusterState.load(root)
     if existing is not None:
         if healthy(existing):
-            log(f"devcluster: reusing the running cluster at {existing.server}")
+            with api_client(existing) as api:
+                objects.replace_crds(api, objects.crd_documents(our_crds()))
+            log(f"devcluster: reusing the running cluster at {existing.server} (CRDs of manifests/crds refreshed)")
             return existing, False
         log("devcluster: the recorded cluster is not healthy; stopping what is left of it and starting afresh")
         down(root, log=log)

@@ -64,6 +64,22 @@ def create_crds(api: client.ApiClient, docs: list[dict]) -> list[str]:
     return [doc["metadata"]["name"] for doc in docs]
 
 
+def replace_crds(api: client.ApiClient, docs: list[dict]) -> list[str]:
+    """Create or update CRDs, so a reused cluster serves the schemas in the working tree."""
+    ext = client.ApiextensionsV1Api(api)
+    for doc in docs:
+        try:
+            current = ext.read_custom_resource_definition(doc["metadata"]["name"])
+        except ApiException as error:
+            if error.status != 404:
+                raise
+            ext.create_custom_resource_definition(body=doc)
+            continue
+        body = {**doc, "metadata": {**doc["metadata"], "resourceVersion": current.metadata.resource_version}}
+        ext.replace_custom_resource_definition(doc["metadata"]["name"], body)
+    return [doc["metadata"]["name"] for doc in docs]
+
+
 def crds_established(api: client.ApiClient, names: list[str]) -> bool:
     ext = client.ApiextensionsV1Api(api)
     for name in names:

@@ -19,10 +19,16 @@ from flask import Flask
 
 
 def create_app(config: dict[str, Any] | None = None) -> Flask:
-    """The application factory. ``config`` may set ``KUBE`` (a ``KubeApi``) and ``CLOCK`` (tests do)."""
+    """The application factory. ``config`` may set ``KUBE`` (a ``KubeApi``) and ``CLOCK`` (tests do).
+
+    From the environment: ``PROBE_RECHECK_SECONDS`` (default 10: how often a probe that has not passed yet is
+    looked at again; the status carries it to the event source) and ``PROBE_TIMEOUT_SECONDS`` (default 1).
+    """
     if not logging.getLogger().handlers:
         logging.basicConfig(level=os.environ.get("LOG_LEVEL", "INFO"), format="%(asctime)s %(name)s %(message)s")
     app = Flask(__name__)
+    app.config.update(RECHECK_SECONDS=int(os.environ.get("PROBE_RECHECK_SECONDS", "10")),
+                      PROBE_TIMEOUT_SECONDS=float(os.environ.get("PROBE_TIMEOUT_SECONDS", "1")))
     app.config.update(config or {})
     from handlers.routes import bp
 

@@ -10,6 +10,7 @@ templates the planner needs right now.
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 from datetime import datetime
@@ -112,6 +113,12 @@ class KubeApi:
     def delete_vcjob(self, namespace: str, name: str) -> None:
         self._call(self.custom.delete_namespaced_custom_object, *BATCH, namespace, "jobs", name,
                    propagation_policy="Background", missing_ok=True)
+
+    # Pods (for the HTTP and TCP probes)
+    def list_pods(self, namespace: str, label_selector: str) -> list[dict]:
+        response = self._call(self.core.list_namespaced_pod, namespace, label_selector=label_selector,
+                              _preload_content=False)
+        return json.loads(response.data).get("items", [])
 
     # Kubernetes Events
     def record_event(self, involved: dict, *, type_: str, reason: str, message: str, now: datetime) -> None:

@@ -21,12 +21,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from jobflow_core import plan, templates_needed
+from jobflow_core import network_checks_needed, plan, templates_needed
 from jobflow_core.models import JobFlow, JobFlowPhase, JobTemplate, RetainPolicy, VcJob
 from jobflow_core.naming import CREATED_BY_JOBFLOW, CREATED_BY_JOBTEMPLATE, jobflow_label_value
 from jobflow_core.templates import template_status, template_status_changed
 
 from handlers.kube import Conflict, KubeApi
+from handlers.probing import Prober
 
 log = logging.getLogger("handlers.reconciler")
 
@@ -47,8 +48,10 @@ class Outcome:
 
 
 class Reconciler:
-    def __init__(self, kube: KubeApi, *, clock: Callable[[], datetime]) -> None:
-        self.kube, self.clock = kube, clock
+    def __init__(self, kube: KubeApi, *, clock: Callable[[], datetime], recheck_seconds: int = 10,
+                 probe_timeout: float = 1.0) -> None:
+        self.kube, self.clock, self.recheck_seconds = kube, clock, recheck_seconds
+        self.prober = Prober(kube, timeout=probe_timeout)
 
     def jobflow(self, namespace: str, name: str, *, known: dict | None = None) -> Outcome:
         """Reconcile one JobFlow; ``known`` is a copy of it just read from the API server, if there is one."""
@@ -75,14 +78,16 @@ class Reconciler:
         label = f"{CREATED_BY_JOBFLOW}={jobflow_label_value(namespace=flow.namespace, jobflow=flow.name)}"
         listed = {j.name: j for j in map(VcJob.model_validate, self.kube.list_vcjobs(flow.namespace, label))}
         jobs = list((holders | listed).values())
+        probe_results = self.prober.run(network_checks_needed(flow, jobs=jobs))
         templates: dict[str, JobTemplate] = {}
-        for name in templates_needed(flow, jobs=jobs):
+        for name in templates_needed(flow, jobs=jobs, probe_results=probe_results):
             found = self.kube.get_jobtemplate(flow.namespace, name)
             if found is not None:
                 templates[name] = JobTemplate.model_validate(found)
 
         now = self.clock()
-        result = plan(flow, templates=templates, jobs=jobs, now=now)
+        result = plan(flow, templates=templates, jobs=jobs, now=now, probe_results=probe_results,
+                      recheck_seconds=self.recheck_seconds)
         touched_templates: set[str] = set()
         for manifest, created_event in zip(result.creates, result.create_events, strict=True):
             job_name = manifest["metadata"]["name"]

@@ -21,6 +21,8 @@ Where each fact is decided:
 """
 
 from jobflow_core.events import Event, EventType, Reason
-from jobflow_core.planner import Plan, plan, templates_needed
+from jobflow_core.planner import Plan, network_checks_needed, plan, templates_needed
+from jobflow_core.probes import CheckKind, CheckResult, NetworkCheck
 
-__all__ = ["Event", "EventType", "Plan", "Reason", "plan", "templates_needed"]
+__all__ = ["CheckKind", "CheckResult", "Event", "EventType", "NetworkCheck", "Plan", "Reason",
+           "network_checks_needed", "plan", "templates_needed"]

@@ -31,6 +31,8 @@ class Reason(StrEnum):
     """A vcjob with a flow's job name exists but belongs to someone else."""
     TEMPLATE_NOT_FOUND = "TemplateNotFound"
     """A flow is ready but its JobTemplate does not exist."""
+    PROBE_TASK_NOT_FOUND = "ProbeTaskNotFound"
+    """A flow's probe names a task its target vcjob does not have, so it can never pass."""
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ From these follows each flow's *effective job phase* (:attr:`FlowView.phase`), w
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from jobflow_core.dependencies import Readiness, check_dependencies
+from jobflow_core.dependencies import Readiness, check_dependencies, check_probe
 from jobflow_core.models import (
     Flow,
     FlowCondition,
@@ -28,6 +28,7 @@ from jobflow_core.models import (
 )
 from jobflow_core.naming import is_owned_by, job_name
 from jobflow_core.phase import decide_flow_phase, is_final
+from jobflow_core.probes import CheckResult, NetworkCheck, network_checks
 from jobflow_core.validation import SpecError, validate
 
 
@@ -64,12 +65,31 @@ class Observation:
     errors: tuple[SpecError, ...]
     phases: Mapping[str, VcJobPhase | None]
     """Effective job phase by flow name."""
+    probe_results: Mapping[NetworkCheck, CheckResult]
+    """What the shell found for the HTTP and TCP checks it was asked for (:meth:`network_checks`)."""
 
     def phase_of(self, flow: str) -> VcJobPhase | None:
         return self.phases.get(flow)
 
+    def live_job(self, flow: str) -> VcJob | None:
+        view = next((v for v in self.views if v.flow.name == flow), None)
+        return view.job if view is not None else None
+
     def readiness(self, view: FlowView) -> Readiness:
+        if view.flow.depends_on is not None and view.flow.depends_on.probe is not None:
+            return check_probe(view.flow, live_job=self.live_job, results=self.probe_results)
         return check_dependencies(view.flow, phase_of=self.phase_of)
+
+    def network_checks(self, views: Iterable[FlowView]) -> list[NetworkCheck]:
+        """The HTTP/TCP checks the probes of ``views`` need now, against the targets that have a live vcjob."""
+        checks: dict[NetworkCheck, None] = {}
+        for view in views:
+            probe = view.flow.depends_on.probe if view.flow.depends_on else None
+            for target in (view.flow.depends_on.targets or ()) if probe else ():
+                job = self.live_job(target)
+                if job is not None:
+                    checks.update(dict.fromkeys(network_checks(probe, job)))
+        return list(checks)
 
     def flow_phase(self, *, creating: Iterable[str] = ()) -> JobFlowPhase:
         """The JobFlow phase, counting the flows in ``creating`` as vcjobs just created (phase ``""``)."""
@@ -81,7 +101,8 @@ class Observation:
         )
 
 
-def observe(jobflow: JobFlow, *, jobs: Iterable[VcJob]) -> Observation:
+def observe(jobflow: JobFlow, *, jobs: Iterable[VcJob],
+            probe_results: Mapping[NetworkCheck, CheckResult] | None = None) -> Observation:
     """Pair each flow of ``jobflow`` with its vcjob among ``jobs`` and its record in the previous status."""
     previous = jobflow.status or JobFlowStatus()
     records = {record.name: record for record in previous.job_status_list or () if record.name}
@@ -111,4 +132,5 @@ def observe(jobflow: JobFlow, *, jobs: Iterable[VcJob]) -> Observation:
         previous=previous,
         errors=tuple(validate(jobflow)),
         phases={flow: view.phase for flow, view in views.items()},
+        probe_results=dict(probe_results or {}),
     )

@@ -41,6 +41,7 @@ from jobflow_core.models import (
 )
 from jobflow_core.observation import FlowView, Observation, observe
 from jobflow_core.phase import JobCategory, category_of
+from jobflow_core.probes import DEFAULT_RECHECK_SECONDS, CheckResult, NetworkCheck
 from jobflow_core.status import build_status
 
 
@@ -71,13 +72,23 @@ class Blocker:
     message: str
 
 
-def templates_needed(jobflow: JobFlow, /, *, jobs: Sequence[VcJob]) -> list[str]:
+def network_checks_needed(jobflow: JobFlow, /, *, jobs: Sequence[VcJob]) -> list[NetworkCheck]:
+    """The HTTP/TCP probe checks the shell should run before :func:`plan`: those of flows that could start now."""
+    observation = observe(jobflow, jobs=jobs)
+    return observation.network_checks(_candidates(observation))
+
+
+def templates_needed(jobflow: JobFlow, /, *, jobs: Sequence[VcJob],
+                     probe_results: Mapping[NetworkCheck, CheckResult] | None = None) -> list[str]:
     """Names of the JobTemplates :func:`plan` will look up for these inputs: those of the flows it would start."""
-    return [view.flow.name for view in _startable(observe(jobflow, jobs=jobs)) if view.foreign is None]
+    observation = observe(jobflow, jobs=jobs, probe_results=probe_results)
+    return [view.flow.name for view in _startable(observation) if view.foreign is None]
 
 
 def plan(
-    jobflow: JobFlow, /, *, templates: Mapping[str, JobTemplate], jobs: Sequence[VcJob], now: datetime
+    jobflow: JobFlow, /, *, templates: Mapping[str, JobTemplate], jobs: Sequence[VcJob], now: datetime,
+    probe_results: Mapping[NetworkCheck, CheckResult] | None = None,
+    recheck_seconds: int = DEFAULT_RECHECK_SECONDS,
 ) -> Plan:
     """Plan one step of ``jobflow``.
 
@@ -86,8 +97,10 @@ def plan(
     are the vcjobs the shell listed (for example by label ``volcano.sh/createdByJobFlow``); those this JobFlow
     does not control are only used to detect name conflicts. ``now`` is part of the contract for features that
     will need time (probe timeouts, retry backoff); nothing reads it yet, which keeps re-planning idempotent.
+    ``probe_results`` answers the checks of :func:`network_checks_needed` (an unanswered check has not passed);
+    a flow still waiting for a probe tells, in ``waitingFlows[].recheckSeconds``, how soon to look again.
     """
-    observation = observe(jobflow, jobs=jobs)
+    observation = observe(jobflow, jobs=jobs, probe_results=probe_results)
     startable = _startable(observation)
     conflicts = {view.flow.name: _conflict_message(observation, view) for view in startable if view.foreign is not None}
     missing = {
@@ -98,9 +111,12 @@ def plan(
     starting = [view for view in startable if view.flow.name not in conflicts and view.flow.name not in missing]
     creates = [build_job(jobflow, flow=view.flow.name, template=templates[view.flow.name]) for view in starting]
     creating = [view.flow.name for view in starting]
+    broken_probes = {view.flow.name: "; ".join(observation.readiness(view).errors)
+                     for view in _candidates(observation) if observation.readiness(view).errors}
     blockers = _failure_blockers(observation) + [
         Blocker(reason, "; ".join(messages.values()))
-        for reason, messages in ((Reason.JOB_NAME_CONFLICT, conflicts), (Reason.TEMPLATE_NOT_FOUND, missing))
+        for reason, messages in ((Reason.JOB_NAME_CONFLICT, conflicts), (Reason.TEMPLATE_NOT_FOUND, missing),
+                                 (Reason.PROBE_TASK_NOT_FOUND, broken_probes))
         if messages
     ]
 
@@ -114,7 +130,8 @@ def plan(
         observation,
         creating=creating,
         state=state,
-        waiting=_waiting_flows(observation, creating=set(creating), holds={**conflicts, **missing}, phase=phase),
+        waiting=_waiting_flows(observation, creating=set(creating), holds={**conflicts, **missing, **broken_probes},
+                               phase=phase, recheck_seconds=recheck_seconds),
     )
     previous = jobflow.status
     return Plan(
@@ -127,11 +144,16 @@ def plan(
     )
 
 
-def _startable(observation: Observation) -> list[FlowView]:
-    """Flows whose vcjob should be created now, if their JobTemplate exists and their job name is free."""
+def _candidates(observation: Observation) -> list[FlowView]:
+    """Flows that need a vcjob, while the JobFlow still starts anything: their dependencies decide."""
     if not starts_allowed(observation.flow_phase()):
         return []
-    return [view for view in observation.views if view.needs_job and observation.readiness(view).ready]
+    return [view for view in observation.views if view.needs_job]
+
+
+def _startable(observation: Observation) -> list[FlowView]:
+    """Flows whose vcjob should be created now, if their JobTemplate exists and their job name is free."""
+    return [view for view in _candidates(observation) if observation.readiness(view).ready]
 
 
 def _failure_blockers(observation: Observation) -> list[Blocker]:
@@ -168,7 +190,8 @@ def _conflict_message(observation: Observation, view: FlowView) -> str:
 
 
 def _waiting_flows(
-    observation: Observation, *, creating: set[str], holds: Mapping[str, str], phase: JobFlowPhase
+    observation: Observation, *, creating: set[str], holds: Mapping[str, str], phase: JobFlowPhase,
+    recheck_seconds: int,
 ) -> list[WaitingFlow]:
     """Flows without a vcjob, what they wait for, and why."""
     waiting = []
@@ -177,14 +200,18 @@ def _waiting_flows(
             continue
         readiness = observation.readiness(view)
         message = holds.get(view.flow.name, readiness.message)
+        probing = readiness.probing and starts_allowed(phase)
         if not starts_allowed(phase):
             message = f"not started: the JobFlow is {phase}"
+        elif probing:
+            message = f"{message} (checked again every {recheck_seconds}s)"
         waiting.append(
             WaitingFlow(
                 name=view.flow.name,
                 job_name=view.job_name,
                 waiting_for=list(readiness.waiting_for) or None,
                 message=message,
+                recheck_seconds=recheck_seconds if probing else None,
             )
         )
     return waiting

@@ -131,14 +131,17 @@ class FlowState(WireModel):
 class WaitingFlow(WireModel):
     """Ours, additive: a flow whose vcjob does not exist yet, what it waits for and why.
 
-    ``waitingFor`` lists the target flows that are not Completed yet; ``message`` says in words what holds the
-    flow back (unfinished targets, a missing JobTemplate, a name conflict, a failed JobFlow).
+    ``waitingFor`` lists the target flows that are not Completed yet (or whose probe has not passed yet);
+    ``message`` says in words what holds the flow back (unfinished targets, a probe, a missing JobTemplate, a name
+    conflict, a failed JobFlow); ``recheckSeconds`` is set while a probe is waited for: the event source (or the
+    periodic resync) wakes the handler that often to look again.
     """
 
     name: str
     job_name: str = Field(alias="jobName")
     waiting_for: list[str] | None = Field(None, alias="waitingFor")
     message: str | None = None
+    recheck_seconds: int | None = Field(None, alias="recheckSeconds")
 
 
 class JobFlowStatus(WireModel):

@@ -36,10 +36,10 @@ class Handler:
         self.thread.join(timeout=10)
 
 
-def start_handler(cluster: LocalCluster) -> Handler:
+def start_handler(cluster: LocalCluster, config: dict | None = None) -> Handler:
     kube = KubeApi(cluster.api)
     port = free_port()
-    server = make_server("127.0.0.1", port, create_app({"KUBE": kube}), threaded=True)
+    server = make_server("127.0.0.1", port, create_app({"KUBE": kube, **(config or {})}), threaded=True)
     thread = threading.Thread(target=server.serve_forever, name="handler", daemon=True)
     thread.start()
     return Handler(url=f"http://127.0.0.1:{port}/", kube=kube, server=server, thread=thread)
@@ -60,8 +60,9 @@ class Engine:
         self.handler.stop()
 
 
-def start_engine(cluster: LocalCluster, namespace: str, *, resync_seconds: float = 300) -> Engine:
-    handler = start_handler(cluster)
+def start_engine(cluster: LocalCluster, namespace: str, *, resync_seconds: float = 300,
+                 handler_config: dict | None = None) -> Engine:
+    handler = start_handler(cluster, handler_config)
     source = cluster.api.configuration.host
     outbox = Outbox(handler.url, lambda env: cloudevent.encode(env, mode=cloudevent.Mode.REFERENCE, source=source,
                                                                overrides={}))

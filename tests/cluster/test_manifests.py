@@ -285,6 +285,7 @@ def test_the_handler_role_allows_every_call_the_handler_makes(cluster: LocalClus
         "delete_vcjob": lambda: kube.delete_vcjob(namespace, "probe"),
         "record_event": lambda: kube.record_event(flow, type_="Normal", reason="Checked", message="RBAC test",
                                                   now=datetime.now(UTC)),
+        "list_pods": lambda: kube.list_pods(namespace, "volcano.sh/job-name=probe"),
     }
     assert set(calls) == {name for name, _ in inspect.getmembers(KubeApi, inspect.isfunction)
                           if not name.startswith("_")}
