@@ -17,6 +17,7 @@ import os
 import signal
 import sys
 import threading
+import urllib.parse
 
 from kubernetes import client, config
 
@@ -42,10 +43,16 @@ def main() -> int:
         print("eventsource: K_SINK is not set: set it to the URL events go to (e.g. http://localhost:8080/)",
               file=sys.stderr)
         return 2
+    if urllib.parse.urlsplit(sink).scheme not in ("http", "https"):
+        # Checked here: without a scheme every POST fails (or the sender thread dies) and the source goes quiet.
+        print(f"eventsource: K_SINK must be an http:// or https:// URL, got {sink!r}", file=sys.stderr)
+        return 2
     try:
         overrides = cloudevent.parse_overrides(os.environ.get("K_CE_OVERRIDES"))
         mode = cloudevent.Mode(os.environ.get("EVENT_MODE", "Reference"))
         resync = float(os.environ.get("RESYNC_SECONDS", "300"))
+        if not resync > 0:  # 0 would re-list in a busy loop
+            raise ValueError(f"RESYNC_SECONDS must be a positive number of seconds, got {resync}")
     except ValueError as error:
         print(f"eventsource: bad configuration: {error}", file=sys.stderr)
         return 2

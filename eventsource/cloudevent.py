@@ -10,6 +10,7 @@ whole object.
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -37,15 +38,40 @@ def event_type(mode: Mode, change: Change) -> str:
     return f"dev.knative.apiserver.{prefix}.{change}"
 
 
+# Attributes the CloudEvents spec defines: an override may not replace them (sdk-go refuses the same).
+SPEC_ATTRIBUTES = frozenset({"specversion", "id", "source", "type", "subject", "time", "datacontenttype",
+                             "dataschema"})
+EXTENSION_NAME = re.compile(r"[a-z0-9]+")
+
+
 def parse_overrides(text: str | None) -> dict[str, str]:
-    """The extensions of ``K_CE_OVERRIDES`` (``{"extensions": {...}}``); empty or missing means none."""
+    """The extensions of ``K_CE_OVERRIDES`` (``{"extensions": {"name": "value"}}``); empty or missing means none.
+
+    Checked here, once at start-up, so that a bad override stops the source with a clear message instead of
+    failing every event later in the sender.
+    """
     if not text or not text.strip():
         return {}
+    form = 'K_CE_OVERRIDES must be JSON of the form {"extensions": {"name": "value"}}'
     try:
-        extensions = json.loads(text).get("extensions") or {}
-    except (ValueError, AttributeError) as error:
-        raise ValueError(f'K_CE_OVERRIDES is not JSON of the form {{"extensions": {{...}}}}: {error}') from None
-    return {str(key): str(value) for key, value in extensions.items()}
+        document = json.loads(text)
+    except ValueError as error:
+        raise ValueError(f"{form}; it is not JSON: {error}") from None
+    extensions = document.get("extensions") if isinstance(document, dict) else ()
+    if extensions is None:  # an empty ceOverrides ({}) or a null extensions map: no overrides
+        return {}
+    if not isinstance(extensions, dict):
+        raise ValueError(f"{form}; got {text!r}")
+    for name, value in extensions.items():
+        if not EXTENSION_NAME.fullmatch(name):
+            raise ValueError(f"K_CE_OVERRIDES extension {name!r}: a CloudEvents extension name has only lower-case "
+                             "letters and digits; rename it")
+        if name in SPEC_ATTRIBUTES:
+            raise ValueError(f"K_CE_OVERRIDES extension {name!r} would replace the spec attribute of that name, "
+                             "which overrides may not do; remove it")
+        if not isinstance(value, str):
+            raise ValueError(f"K_CE_OVERRIDES extension {name!r}: the value must be a JSON string, got {value!r}")
+    return dict(extensions)
 
 
 @dataclass(frozen=True)

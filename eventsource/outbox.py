@@ -2,13 +2,15 @@
 
 Watch threads ``put`` envelopes; one sender thread POSTs them in arrival order. While an object's event waits, a
 newer event for the same object replaces it in place (the handler re-reads the object, so only "this object
-changed" matters, and a delete is still delivered as the newest change). A failing sink (connection error, 5xx, 404,
-408, 409, 429) is retried with exponential backoff, capped; a 4xx that says the event is bad is logged and dropped,
-because sending it again cannot help.
+changed" matters, and a delete is still delivered as the newest change). A failing sink (connection error, an answer
+that is not HTTP, 5xx, 404, 408, 409, 429) is retried with exponential backoff, capped; a 4xx that says the event is
+bad is logged and dropped, because sending it again cannot help. A retry sends the very same event (same ``id`` and
+``time``), as ApiServerSource's sender does, so a sink can recognise the duplicate when an earlier attempt did arrive.
 """
 
 from __future__ import annotations
 
+import http.client
 import logging
 import threading
 import time
@@ -66,24 +68,27 @@ class Outbox:
                 self._pending[envelope.key] = envelope
                 self._pending.move_to_end(envelope.key, last=False)
 
-    def _post(self, envelope: Envelope) -> int | None:
-        """HTTP status of one attempt, or None when the sink could not be reached."""
-        headers, body = self.encode(envelope)
+    def _post(self, message: tuple[dict[str, str], bytes]) -> int | None:
+        """HTTP status of one attempt, or None when the sink could not be reached or did not answer in HTTP."""
+        headers, body = message
         request = urllib.request.Request(self.sink, data=body, headers=headers, method="POST")
         try:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:
                 return response.status
         except urllib.error.HTTPError as error:
             return error.code
-        except OSError as error:
-            log.warning("sink %s unreachable: %s", self.sink, error)
+        except (OSError, http.client.HTTPException) as error:
+            log.warning("sink %s gave no HTTP answer: %s", self.sink, error)
             return None
 
     def run(self) -> None:
         """The sender loop; returns after ``stop``."""
         backoff = self.initial_backoff
+        retry: tuple[Envelope, tuple[dict[str, str], bytes]] | None = None
         while (envelope := self._next()) is not None:
-            status = self._post(envelope)
+            message = retry[1] if retry and retry[0] is envelope else self.encode(envelope)
+            retry = None
+            status = self._post(message)
             if status is not None and 200 <= status < 300:
                 self.delivered += 1
                 backoff = self.initial_backoff
@@ -96,6 +101,7 @@ class Outbox:
             log.warning("sink answered %s for %s %s; retrying in %.1f s", status, envelope.change, envelope.key,
                         backoff)
             self._requeue_unless_newer(envelope)
+            retry = (envelope, message)
             with self._lock:
                 self._lock.wait_for(lambda: self._stopped, timeout=backoff)
             backoff = min(backoff * 2, self.max_backoff)

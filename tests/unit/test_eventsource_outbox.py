@@ -1,0 +1,222 @@
+"""The outbox delivers to a real HTTP sink: coalescing per object, order, retry with backoff, and what it drops.
+
+The sink is a ``ThreadingHTTPServer`` on 127.0.0.1 that records every request and answers what the test says.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from devcluster.processes import free_port
+from eventsource import cloudevent
+from eventsource.cloudevent import Change, Envelope
+from eventsource.outbox import Outbox
+from eventsource.resources import JOBFLOWS, JOBTEMPLATES, Resource
+
+NOT_HTTP = 0  # an answer that makes the sink reply with a line that is not HTTP
+
+
+@dataclass
+class Received:
+    at: float
+    headers: dict[str, str]
+    answer: int
+
+    @property
+    def what(self) -> tuple[str, str]:
+        return self.headers["ce-name"], self.headers["ce-type"].rsplit(".", 1)[1]
+
+
+class Sink:
+    """Records every POST; ``answer(headers)`` decides the HTTP status (202 unless told otherwise)."""
+
+    def __init__(self, *, port: int = 0, answer: Callable[[dict[str, str]], int] = lambda headers: 202) -> None:
+        self.answer, self.received = answer, []
+        sink = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                headers = {name.lower(): value for name, value in self.headers.items()}
+                status = sink.answer(headers)
+                sink.received.append(Received(time.monotonic(), headers, status))
+                if status == NOT_HTTP:
+                    self.wfile.write(b"HELLO THERE\r\n\r\n")
+                    self.close_connection = True
+                    return
+                self.send_response(status)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_port}/"
+        threading.Thread(target=self.server.serve_forever, args=(0.05,), name="sink", daemon=True).start()
+
+    def accepted(self) -> list[tuple[str, str]]:
+        return [r.what for r in self.received if 200 <= r.answer < 300]
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def wait_until(what: str, condition: Callable[[], object], *, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"waited {timeout} s for {what}"
+        time.sleep(0.02)
+
+
+def envelope(name: str, change: Change = Change.ADD, resource: Resource = JOBFLOWS) -> Envelope:
+    return Envelope(resource, change, {"metadata": {"name": name, "namespace": "team-a"}})
+
+
+def new_outbox(url: str, **backoff: float) -> Outbox:
+    return Outbox(url, lambda env: cloudevent.encode(env, mode=cloudevent.Mode.REFERENCE,
+                                                     source="https://10.96.0.1:443", overrides={}), **backoff)
+
+
+@pytest.fixture
+def start() -> Iterator[Callable[[Outbox], threading.Thread]]:
+    """Runs an outbox's sender in a thread, and stops it after the test."""
+    running: list[tuple[Outbox, threading.Thread]] = []
+
+    def start(outbox: Outbox) -> threading.Thread:
+        thread = threading.Thread(target=outbox.run, name="sender", daemon=True)
+        thread.start()
+        running.append((outbox, thread))
+        return thread
+
+    yield start
+    for outbox, thread in running:
+        outbox.stop()
+        thread.join(timeout=10)
+
+
+@pytest.fixture
+def sinks() -> Iterator[list[Sink]]:
+    started: list[Sink] = []
+    yield started
+    for sink in started:
+        sink.close()
+
+
+def test_pending_events_for_one_object_coalesce_and_the_newest_wins_even_a_delete(start, sinks):
+    sinks.append(sink := Sink())
+    outbox = new_outbox(sink.url)
+    for event in (envelope("a"), envelope("b"), envelope("a", Change.UPDATE), envelope("a", Change.DELETE),
+                  envelope("c")):
+        outbox.put(event)
+    assert outbox.pending() == 3
+
+    start(outbox)
+    wait_until("three deliveries", lambda: outbox.delivered == 3)
+    assert sink.accepted() == [("a", "delete"), ("b", "add"), ("c", "add")]
+
+
+def test_events_for_different_objects_go_out_in_arrival_order(start, sinks):
+    sinks.append(sink := Sink())
+    outbox = new_outbox(sink.url)
+    names = [f"flow-{i:02}" for i in range(20)]
+    for name in names:
+        outbox.put(envelope(name))
+    outbox.put(envelope("flow-00", resource=JOBTEMPLATES))  # same name, other kind: another object
+
+    start(outbox)
+    wait_until("21 deliveries", lambda: outbox.delivered == 21)
+    assert [name for name, _ in sink.accepted()] == [*names, "flow-00"]
+    assert sink.received[-1].headers["ce-kind"] == "JobTemplate"
+
+
+def test_a_503_is_retried_with_exponential_backoff_then_delivered_as_the_same_event(start, sinks):
+    answers = iter([503, 503, 503])
+    sinks.append(sink := Sink(answer=lambda headers: next(answers, 202)))
+    outbox = new_outbox(sink.url, initial_backoff=0.2, max_backoff=5)
+    outbox.put(envelope("a"))
+
+    start(outbox)
+    wait_until("the delivery", lambda: outbox.delivered == 1)
+    assert [r.answer for r in sink.received] == [503, 503, 503, 202]
+    assert outbox.failures == 3
+    gaps = [later.at - earlier.at for earlier, later in zip(sink.received, sink.received[1:])]
+    assert all(gap >= 0.9 * wanted for gap, wanted in zip(gaps, [0.2, 0.4, 0.8])), gaps
+    # As ApiServerSource's sender: a retry is the same event, so a sink can tell a duplicate.
+    assert len({(r.headers["ce-id"], r.headers["ce-time"]) for r in sink.received}) == 1
+
+
+def test_an_unreachable_sink_is_retried_until_it_listens(start, sinks):
+    port = free_port()
+    outbox = new_outbox(f"http://127.0.0.1:{port}/", initial_backoff=0.05, max_backoff=0.5)
+    outbox.put(envelope("a"))
+
+    start(outbox)
+    wait_until("two refused connections", lambda: outbox.failures >= 2)
+    sinks.append(sink := Sink(port=port))
+    wait_until("the delivery", lambda: outbox.delivered == 1)
+    assert sink.accepted() == [("a", "add")]
+
+
+def test_a_sink_that_does_not_answer_in_http_is_retried_like_an_unreachable_one(start, sinks):
+    answers = iter([NOT_HTTP, NOT_HTTP])
+    sinks.append(sink := Sink(answer=lambda headers: next(answers, 202)))
+    outbox = new_outbox(sink.url, initial_backoff=0.05, max_backoff=0.5)
+    outbox.put(envelope("a"))
+
+    sender = start(outbox)
+    wait_until("the delivery", lambda: outbox.delivered == 1 or not sender.is_alive())
+    assert sender.is_alive(), "the sender thread died on an answer that is not HTTP"
+    assert [r.answer for r in sink.received] == [NOT_HTTP, NOT_HTTP, 202]
+
+
+def test_a_400_is_dropped_without_retry_and_the_next_event_goes_out(start, sinks):
+    sinks.append(sink := Sink(answer=lambda headers: 400 if headers["ce-name"] == "bad" else 202))
+    outbox = new_outbox(sink.url, initial_backoff=0.05)
+    outbox.put(envelope("bad"))
+    outbox.put(envelope("good"))
+
+    start(outbox)
+    wait_until("the good event", lambda: outbox.delivered == 1)
+    # A retry of "bad" would have gone out before "good": failed events go back to the head of the line.
+    assert [(r.what[0], r.answer) for r in sink.received] == [("bad", 400), ("good", 202)]
+    assert outbox.failures == 0
+
+
+def test_a_newer_change_during_an_outage_replaces_the_event_that_keeps_failing(start, sinks):
+    outage = threading.Event()
+    outage.set()
+    sinks.append(sink := Sink(answer=lambda headers: 503 if outage.is_set() else 202))
+    outbox = new_outbox(sink.url, initial_backoff=0.05, max_backoff=0.2)
+    outbox.put(envelope("a", Change.UPDATE))
+
+    start(outbox)
+    wait_until("a refused attempt", lambda: outbox.failures >= 1)
+    outbox.put(envelope("a", Change.DELETE))
+    outbox.put(envelope("b"))
+    wait_until("more refused attempts", lambda: outbox.failures >= 3)
+    outage.clear()
+
+    wait_until("two deliveries", lambda: outbox.delivered == 2)
+    assert sink.accepted() == [("a", "delete"), ("b", "add")]
+    assert outbox.pending() == 0
+
+
+def test_stop_ends_the_sender_even_in_the_middle_of_a_long_backoff(start, sinks):
+    sinks.append(sink := Sink(answer=lambda headers: 503))
+    outbox = new_outbox(sink.url, initial_backoff=60)
+    outbox.put(envelope("a"))
+
+    sender = start(outbox)
+    wait_until("a refused attempt", lambda: outbox.failures == 1)
+    outbox.stop()
+    sender.join(timeout=10)
+    assert not sender.is_alive()
+    assert len(sink.received) == 1
