@@ -6,10 +6,13 @@ It does what ApiServerSource does not, because a stateless reconciler depends on
 - it announces the objects that already exist when it starts (ApiServerSource swallows its initial list);
 - it re-announces every object periodically (``RESYNC_SECONDS``), a level-triggered safety net;
 - it re-lists after the API server answers 410 Gone, announcing what changed in the gap (deletes included);
+- it re-announces JobFlows that wait for a probe as often as their status asks (``recheckSeconds``), because a
+  server starting to answer changes no Kubernetes object;
 - a failing sink is retried with exponential backoff by a sender thread, while the watches go on; pending events
   for the same object are coalesced (events are hints: the handler re-reads the truth), so memory stays bounded
   by the number of objects, never by the length of an outage.
 
 Modules: ``resources`` (what is watched), ``cloudevent`` (the event format), ``outbox`` (coalescing and delivery),
-``watcher`` (list, watch, relist, resync), ``__main__`` (configuration from the environment).
+``watcher`` (list, watch, relist, resync), ``recheck`` (probe wake-ups), ``__main__`` (configuration from the
+environment).
 """

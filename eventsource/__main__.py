@@ -7,6 +7,8 @@ Configuration (environment, as Knative's SinkBinding/ContainerSource injects it)
 - ``NAMESPACES``: comma-separated namespaces to watch; empty (the default) means all namespaces.
 - ``EVENT_MODE``: ``Reference`` (default, as the handler re-reads objects anyway) or ``Resource``.
 - ``RESYNC_SECONDS``: how often every object is re-announced (default 300).
+- JobFlows waiting for a probe are also re-announced as often as their ``waitingFlows[].recheckSeconds`` asks
+  (``eventsource.recheck``).
 - ``KUBECONFIG``: used when set; otherwise the in-cluster service account.
 """
 
@@ -23,7 +25,8 @@ from kubernetes import client, config
 
 from eventsource import cloudevent
 from eventsource.outbox import Outbox
-from eventsource.resources import WATCHED
+from eventsource.recheck import Rechecker
+from eventsource.resources import JOBFLOWS, WATCHED
 from eventsource.watcher import Watcher
 
 log = logging.getLogger("eventsource")
@@ -69,10 +72,13 @@ def main() -> int:
 
     signal.signal(signal.SIGTERM, shutdown)
     signal.signal(signal.SIGINT, shutdown)
-    threads = [threading.Thread(target=outbox.run, name="sender", daemon=True)]
+    rechecker = Rechecker(outbox, stop)
+    threads = [threading.Thread(target=outbox.run, name="sender", daemon=True),
+               threading.Thread(target=rechecker.run, name="recheck", daemon=True)]
     for resource in WATCHED:
         for namespace in namespaces:
-            watcher = Watcher(api, resource, namespace, outbox, resync_seconds=resync, stop=stop)
+            watcher = Watcher(api, resource, namespace, outbox, resync_seconds=resync, stop=stop,
+                              observer=rechecker.observe if resource is JOBFLOWS else None)
             threads.append(threading.Thread(target=watcher.run, name=f"watch-{resource.plural}", daemon=True))
     for thread in threads:
         thread.start()

@@ -10,6 +10,7 @@ A watch that ends (server timeout, network error) resumes from the last resource
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 import threading
 import time
 
@@ -30,10 +31,12 @@ CHANGES = {"ADDED": Change.ADD, "MODIFIED": Change.UPDATE, "DELETED": Change.DEL
 
 class Watcher:
     def __init__(self, api: client.ApiClient, resource: Resource, namespace: str | None, outbox: Outbox, *,
-                 resync_seconds: float, stop: threading.Event, watch_seconds: int = WATCH_SECONDS) -> None:
+                 resync_seconds: float, stop: threading.Event, watch_seconds: int = WATCH_SECONDS,
+                 observer: Callable[[Change, dict], None] | None = None) -> None:
         self.custom = client.CustomObjectsApi(api)
         self.resource, self.namespace, self.outbox = resource, namespace, outbox
         self.resync_seconds, self.stop, self.watch_seconds = resync_seconds, stop, watch_seconds
+        self.observer = observer  # also sees every change (the Rechecker, for JobFlows)
         self.known: dict[str, str] = {}  # "<ns>/<name>" -> resourceVersion
         self.relists = 0
 
@@ -47,6 +50,8 @@ class Watcher:
 
     def _emit(self, change: Change, obj: dict) -> None:
         self.outbox.put(Envelope(self.resource, change, obj))
+        if self.observer is not None:
+            self.observer(change, obj)
 
     def relist(self) -> str:
         """Announce the difference between the API server and what we knew; returns the list's resourceVersion."""

@@ -18,7 +18,8 @@ from devcluster.processes import free_port
 from devcluster.testing import LocalCluster
 from eventsource import cloudevent
 from eventsource.outbox import Outbox
-from eventsource.resources import WATCHED
+from eventsource.recheck import Rechecker
+from eventsource.resources import JOBFLOWS, WATCHED
 from eventsource.watcher import Watcher
 from handlers import create_app
 from handlers.kube import KubeApi
@@ -68,10 +69,13 @@ def start_engine(cluster: LocalCluster, namespace: str, *, resync_seconds: float
                                                                overrides={}))
     stop = threading.Event()
     engine = Engine(handler, outbox, stop)
-    engine.threads.append(threading.Thread(target=outbox.run, name="sender", daemon=True))
+    rechecker = Rechecker(outbox, stop)
+    engine.threads += [threading.Thread(target=outbox.run, name="sender", daemon=True),
+                       threading.Thread(target=rechecker.run, name="recheck", daemon=True)]
     for resource in WATCHED:
         watcher = Watcher(cluster.api, resource, namespace, outbox, resync_seconds=resync_seconds, stop=stop,
-                          watch_seconds=2)  # short watches, so the threads notice the stop quickly
+                          watch_seconds=2,  # short watches, so the threads notice the stop quickly
+                          observer=rechecker.observe if resource is JOBFLOWS else None)
         engine.threads.append(threading.Thread(target=watcher.run, name=f"watch-{resource.plural}", daemon=True))
     for thread in engine.threads:
         thread.start()
