@@ -234,3 +234,19 @@ def test_phase_changes_and_creations_are_recorded_as_events(cluster: LocalCluste
     seen = cluster.wait_until("the Succeed event", recorded, timeout=30)
     assert ("Normal", "Created", "create a job named ev-a!") in seen
     assert sum(1 for _, reason, _ in seen if reason == "Created") == 1
+
+
+def test_an_invalid_spec_that_slipped_past_admission_fails_with_the_reason_in_status_and_an_event(
+        cluster: LocalCluster, namespace: str, engine) -> None:
+    apply(cluster, namespace, "\n---\n".join(template(n) for n in "abc"))
+    apply(cluster, namespace, "apiVersion: flow.volcano.sh/v1alpha1\nkind: JobFlow\nmetadata: {name: loop}\n"
+                              "spec: {flows: [{name: a, dependsOn: {targets: [c]}}, "
+                              "{name: b, dependsOn: {targets: [a]}}, {name: c, dependsOn: {targets: [b]}}]}")
+
+    flow = wait_for_phase(cluster, namespace, "loop", "Failed")
+
+    assert flow["status"]["state"]["reason"] == "InvalidSpec"
+    assert "jobflow Flow is not DAG" in flow["status"]["state"]["message"]
+    assert vcjobs(cluster, namespace) == {}
+    warnings = [m for t, r, m in events_of(cluster, namespace, "loop") if (t, r) == ("Warning", "InvalidSpec")]
+    assert len(warnings) == 1 and "not DAG" in warnings[0]
