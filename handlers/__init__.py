@@ -3,6 +3,7 @@
 ``POST /`` takes one CloudEvent (HTTP binary or structured mode), works out which JobFlow(s) it concerns,
 re-reads them and what they own from the API server, plans (``jobflow_core``), acts and writes the status.
 ``POST /resync`` reconciles every JobFlow that can still change. ``GET /healthz`` answers while the process is up.
+``POST /validate/jobflows`` and ``POST /validate/jobtemplates`` are the admission webhooks (``handlers.admission``).
 
 Replies follow the Knative delivery contract: 2xx with an empty body when done (a body carrying an event would be
 re-injected by a Broker), 400 with a JSON error for an event that retrying cannot fix, 409 or 503 for a
@@ -30,7 +31,9 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     app.config.update(RECHECK_SECONDS=int(os.environ.get("PROBE_RECHECK_SECONDS", "10")),
                       PROBE_TIMEOUT_SECONDS=float(os.environ.get("PROBE_TIMEOUT_SECONDS", "1")))
     app.config.update(config or {})
+    from handlers.admission import bp as admission
     from handlers.routes import bp
 
     app.register_blueprint(bp)
+    app.register_blueprint(admission)
     return app

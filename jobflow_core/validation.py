@@ -11,20 +11,27 @@ their errors are listed:
 3. no two flows share a name (upstream silently kept the last one and then never finished, issue #5868);
 4. the label value ``<namespace>.<jobflow>`` fits in 63 characters;
 5. for each flow, in spec order: its vcjob name ``<jobflow>-<flow>`` is a DNS-1123 label (it also names the
-   vcjob's pods and services), and the label value ``<namespace>.<flow>`` fits in 63 characters.
+   vcjob's pods and services), and the label value ``<namespace>.<flow>`` fits in 63 characters;
+6. for each flow's ``dependsOn.probe``, in spec order: every item names a task (a DNS-1123 label, as vcjob task
+   names are), HTTP and TCP probes have a port from 1 to 65535, and a taskStatus probe names a pod phase
+   (the phases ``taskStatusCount`` counts). A probe that breaks these rules could never pass, so its flow would
+   wait forever.
+
+The admission webhook (:mod:`jobflow_core.admission`) rejects a JobFlow with any of these errors; the planner
+fails a JobFlow that slipped past it, with the same messages.
 
 Every check is linear in flows plus edges. The cycle search is an iterative three-colour depth-first search:
 upstream's recursive path search is exponential on layered diamonds (reference G.8), and recursion would hit
 Python's stack limit long before 10,000 flows.
 
-JobTemplate specs are not checked here.
+JobTemplate specs are checked by :mod:`jobflow_core.template_validation`.
 """
 
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from jobflow_core.models import Flow, JobFlow
+from jobflow_core.models import Flow, JobFlow, Probe
 from jobflow_core.naming import (
     CREATED_BY_JOBFLOW,
     CREATED_BY_JOBTEMPLATE,
@@ -36,12 +43,22 @@ from jobflow_core.naming import (
 MAX_NAME_LENGTH = 63
 """The limit for a DNS-1123 label and for a label value."""
 
+MAX_PORT = 65535
+
+POD_PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
+"""The keys of a vcjob's ``taskStatusCount[task].phase``: Kubernetes pod phases."""
+
 _DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+
+
+def is_dns1123_label(value: str) -> bool:
+    """Whether ``value`` is a DNS-1123 label: at most 63 of a-z, 0-9 and '-', starting and ending alphanumeric."""
+    return len(value) <= MAX_NAME_LENGTH and _DNS1123_LABEL.fullmatch(value) is not None
 
 
 @dataclass(frozen=True)
 class SpecError:
-    """One problem with a JobFlow spec: ``message`` says what is wrong, ``hint`` what to do about it.
+    """One problem with a JobFlow (or JobTemplate) spec: ``message`` says what is wrong, ``hint`` what to do.
 
     ``message`` keeps upstream's exact wording where upstream has one, so that tools matching on it still work.
     """
@@ -62,6 +79,7 @@ def validate(jobflow: JobFlow) -> list[SpecError]:
         *_cycle(flows),
         *_duplicates(flows),
         *_names(jobflow, flows),
+        *_probes(flows),
     ]
 
 
@@ -158,7 +176,7 @@ def _names(jobflow: JobFlow, flows: Sequence[Flow]) -> list[SpecError]:
     jobflow_label = jobflow_label_value(namespace=jobflow.namespace, jobflow=jobflow.name)
     if len(jobflow_label) > MAX_NAME_LENGTH:
         errors.append(
-            _label_too_long(
+            label_too_long(
                 CREATED_BY_JOBFLOW, jobflow_label, hint="shorten the JobFlow name (or use a shorter namespace)"
             )
         )
@@ -168,7 +186,7 @@ def _names(jobflow: JobFlow, flows: Sequence[Flow]) -> list[SpecError]:
             continue
         seen.add(flow.name)
         vcjob = job_name(jobflow=jobflow.name, flow=flow.name)
-        if len(vcjob) > MAX_NAME_LENGTH or not _DNS1123_LABEL.fullmatch(vcjob):
+        if not is_dns1123_label(vcjob):
             errors.append(
                 SpecError(
                     code="InvalidJobName",
@@ -181,16 +199,77 @@ def _names(jobflow: JobFlow, flows: Sequence[Flow]) -> list[SpecError]:
         template_label = jobtemplate_label_value(namespace=jobflow.namespace, flow=flow.name)
         if len(template_label) > MAX_NAME_LENGTH:
             errors.append(
-                _label_too_long(
+                label_too_long(
                     CREATED_BY_JOBTEMPLATE, template_label, hint=f'shorten flow "{flow.name}" (and its JobTemplate)'
                 )
             )
     return errors
 
 
-def _label_too_long(key: str, value: str, *, hint: str) -> SpecError:
+def label_too_long(key: str, value: str, *, hint: str) -> SpecError:
     return SpecError(
         code="LabelValueTooLong",
         message=f'label {key} value "{value}" is {len(value)} characters long, more than {MAX_NAME_LENGTH}',
         hint=hint,
     )
+
+
+def _probes(flows: Sequence[Flow]) -> list[SpecError]:
+    errors = []
+    seen: set[str] = set()
+    for flow in flows:
+        if flow.name in seen or flow.depends_on is None or flow.depends_on.probe is None:
+            continue
+        seen.add(flow.name)
+        errors.extend(_probe_errors(flow.name, flow.depends_on.probe))
+    return errors
+
+
+def _probe_errors(flow: str, probe: Probe) -> list[SpecError]:
+    errors = []
+    for kind, items in (
+        ("httpGetList", probe.http_get_list),
+        ("tcpSocketList", probe.tcp_socket_list),
+        ("taskStatusList", probe.task_status_list),
+    ):
+        for index, item in enumerate(items or ()):
+            where = f'flow "{flow}": dependsOn.probe.{kind}[{index}]'
+            if item.task_name is None or not is_dns1123_label(item.task_name):
+                errors.append(
+                    _invalid_probe(
+                        f"{where}.taskName",
+                        item.task_name,
+                        "a DNS-1123 label",
+                        hint="name a task of the target flows' JobTemplates "
+                        "(lowercase letters, digits and '-', at most 63)",
+                    )
+                )
+            if kind == "taskStatusList":
+                if item.phase not in POD_PHASES:
+                    errors.append(
+                        _invalid_probe(
+                            f"{where}.phase",
+                            item.phase,
+                            "a pod phase",
+                            hint=f"use one of {', '.join(POD_PHASES)} (the phases a vcjob's taskStatusCount counts)",
+                        )
+                    )
+            elif item.port is None or not 1 <= item.port <= MAX_PORT:
+                errors.append(
+                    _invalid_probe(
+                        f"{where}.port",
+                        item.port,
+                        f"a port from 1 to {MAX_PORT}",
+                        hint="set the port the task's server listens on",
+                    )
+                )
+    return errors
+
+
+def _invalid_probe(field: str, value: object, should_be: str, *, hint: str) -> SpecError:
+    if value is None:
+        message = f"{field} is missing: it must be {should_be}"
+    else:
+        shown = f'"{value}"' if isinstance(value, str) else str(value)
+        message = f"{field} {shown} is not {should_be}"
+    return SpecError(code="InvalidProbe", message=message, hint=hint)

@@ -1,0 +1,180 @@
+"""The pieces of ``manifests/webhook/`` fit together and with the app; checked without a cluster.
+
+The registration calls paths the app answers, through the Service, which reaches the port gunicorn serves TLS on,
+with the certificate from the Secret that make-cert.sh (or cert-manager) makes for the Service's name.
+(tests/cluster/test_admission.py runs make-cert.sh and the webhook against the real API server.)
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import ssl
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+import yaml
+
+from devcluster.processes import free_port
+from handlers import create_app
+
+REPO = Path(__file__).resolve().parents[2]
+WEBHOOK = REPO / "manifests" / "webhook"
+MAKE_CERT = WEBHOOK / "make-cert.sh"
+
+
+def documents(*parts: str) -> dict[tuple[str, str], dict]:
+    docs = [doc for part in parts for doc in yaml.safe_load_all((WEBHOOK / part).read_text()) if doc]
+    return {(doc["kind"], doc["metadata"]["name"]): doc for doc in docs}
+
+
+def base() -> dict[tuple[str, str], dict]:
+    kustomization = yaml.safe_load((WEBHOOK / "base" / "kustomization.yaml").read_text())
+    return documents(*(f"base/{file}" for file in kustomization["resources"]))
+
+
+def container(objects: dict) -> dict:
+    [only] = objects[("Deployment", "jobflow-admission")]["spec"]["template"]["spec"]["containers"]
+    return only
+
+
+def script_default(name: str) -> str:
+    for line in MAKE_CERT.read_text().splitlines():
+        if line.startswith(f"{name}=${{{name}:-"):
+            return line.split(":-", 1)[1].rstrip("}")
+    raise AssertionError(f"make-cert.sh has no default for {name}")
+
+
+def test_the_registration_checks_creates_and_updates_of_both_kinds_and_fails_closed():
+    [config] = [doc for (kind, _), doc in base().items() if kind == "ValidatingWebhookConfiguration"]
+    resources = []
+    for hook in config["webhooks"]:
+        [rule] = hook["rules"]
+        assert rule["operations"] == ["CREATE", "UPDATE"]
+        assert rule["apiGroups"] == ["flow.volcano.sh"] and rule["apiVersions"] == ["v1alpha1"]
+        assert (hook["failurePolicy"], hook["sideEffects"], hook["admissionReviewVersions"]) == ("Fail", "None", ["v1"])
+        assert hook["timeoutSeconds"] <= 5
+        resources += rule["resources"]
+    assert resources == ["jobflows", "jobtemplates"]  # not their status: the engine writes that
+
+
+def test_the_registration_calls_paths_the_app_answers_through_the_service():
+    objects = base()
+    [config] = [doc for (kind, _), doc in objects.items() if kind == "ValidatingWebhookConfiguration"]
+    service = objects[("Service", "jobflow-admission")]
+    client = create_app().test_client()
+    for hook in config["webhooks"]:
+        target = hook["clientConfig"]["service"]
+        assert (target["name"], target["namespace"]) == (service["metadata"]["name"], service["metadata"]["namespace"])
+        assert target["port"] in [port["port"] for port in service["spec"]["ports"]]
+        kind = {"jobflows": "JobFlow", "jobtemplates": "JobTemplate"}[hook["rules"][0]["resources"][0]]
+        reply = client.post(target["path"], json={
+            "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
+                "uid": "1", "operation": "CREATE", "object": {"metadata": {"name": "x"}},
+                "kind": {"group": "flow.volcano.sh", "version": "v1alpha1", "kind": kind}}})
+        assert reply.status_code == 200, target["path"]
+
+
+def test_the_service_reaches_the_tls_port_with_the_certificate_of_the_secret_make_cert_makes():
+    objects = base()
+    service, admission = objects[("Service", "jobflow-admission")], container(objects)
+    pod = objects[("Deployment", "jobflow-admission")]["spec"]["template"]["spec"]
+    [port] = admission["ports"]
+    assert [p["targetPort"] for p in service["spec"]["ports"]] == [port["name"]]
+    assert {e["name"]: e["value"] for e in admission["env"]}["PORT"] == str(port["containerPort"])
+    [tls] = [v for v in pod["volumes"] if "secret" in v]
+    assert tls["secret"]["secretName"] == script_default("SECRET")
+    [mount] = [m for m in admission["volumeMounts"] if m["name"] == tls["name"]]
+    command = admission["command"]
+    for flag, file in (("--certfile", "tls.crt"), ("--keyfile", "tls.key")):
+        assert command[command.index(flag) + 1] == f"{mount['mountPath']}/{file}"
+    assert script_default("SERVICE") == service["metadata"]["name"]
+    assert script_default("NAMESPACE") == service["metadata"]["namespace"]
+    assert script_default("WEBHOOK_CONFIGURATION") == "jobflow-admission"
+
+
+def test_the_webhook_server_needs_no_api_access():
+    objects = base()
+    pod = objects[("Deployment", "jobflow-admission")]["spec"]["template"]["spec"]
+    account = objects[("ServiceAccount", pod["serviceAccountName"])]
+    assert pod["automountServiceAccountToken"] is False and account["automountServiceAccountToken"] is False
+    assert not [kind for kind, _ in objects if "Role" in kind]
+
+
+def test_the_cert_manager_variant_makes_that_secret_for_the_service_and_injects_its_ca():
+    certificate = documents("cert-manager/certificate.yaml")[("Certificate", "jobflow-admission")]
+    kustomization = yaml.safe_load((WEBHOOK / "cert-manager" / "kustomization.yaml").read_text())
+    [patch] = kustomization["patches"]
+    annotation = yaml.safe_load(patch["patch"])[0]["value"]["cert-manager.io/inject-ca-from"]
+    assert annotation == f"{certificate['metadata']['namespace']}/{certificate['metadata']['name']}"
+    assert certificate["spec"]["secretName"] == script_default("SECRET")
+    assert "jobflow-admission.volcano-jobflow.svc" in certificate["spec"]["dnsNames"]
+
+
+FAKE_KUBECTL = """#!/bin/sh
+# Records each call; answers the webhook count query as for a registration with two webhooks.
+echo "$*" >> "$LOG"
+case "$*" in *jsonpath*) printf xx ;; esac
+"""
+
+
+def run_make_cert(tmp_path: Path, **env: str) -> tuple[Path, str]:
+    kubectl = tmp_path / "kubectl"
+    kubectl.write_text(FAKE_KUBECTL)
+    kubectl.chmod(0o755)
+    out, log = tmp_path / "out", tmp_path / "kubectl.log"
+    subprocess.run([str(MAKE_CERT)], check=True, capture_output=True, text=True, env={
+        "PATH": os.environ["PATH"], "KUBECTL": str(kubectl), "LOG": str(log), "OUT_DIR": str(out), **env})
+    return out, log.read_text()
+
+
+def test_make_cert_stores_the_secret_and_puts_its_ca_into_every_webhook(tmp_path: Path):
+    out, calls = run_make_cert(tmp_path)
+    assert "--namespace volcano-jobflow create secret tls jobflow-admission-tls --cert tls.crt --key tls.key" in calls
+    assert "apply --filename -" in calls
+    [patch_call] = [line for line in calls.splitlines() if line.startswith("patch validatingwebhookconfiguration")]
+    patch = json.loads(patch_call.split("--patch ", 1)[1])
+    bundle = base64.b64encode((out / "ca.crt").read_bytes()).decode()
+    assert patch == [{"op": "add", "path": f"/webhooks/{i}/clientConfig/caBundle", "value": bundle} for i in (0, 1)]
+    assert "rollout restart deployment jobflow-admission" in calls  # the fake says every object exists
+
+
+def test_make_cert_makes_a_certificate_for_the_service_names_signed_by_the_ca(tmp_path: Path):
+    out, _ = run_make_cert(tmp_path, NAMESPACE="jobs", EXTRA_SANS="IP:127.0.0.1")
+    subprocess.run(["openssl", "verify", "-CAfile", out / "ca.crt", out / "tls.crt"], check=True, capture_output=True)
+    text = subprocess.run(["openssl", "x509", "-in", out / "tls.crt", "-noout", "-ext", "subjectAltName"],
+                          check=True, capture_output=True, text=True).stdout
+    for name in ("jobflow-admission.jobs.svc", "jobflow-admission.jobs.svc.cluster.local"):
+        assert f"DNS:{name}" in text
+    assert "IP Address:127.0.0.1" in text
+
+
+def test_the_admission_deployments_command_serves_healthz_over_tls(tmp_path: Path):
+    out, _ = run_make_cert(tmp_path, EXTRA_SANS="DNS:localhost")
+    admission = container(base())
+    port = str(free_port())
+    command = [arg.replace("$(PORT)", port).replace("/tls/", f"{out}/") for arg in admission["command"]]
+    command[0] = str(Path(sys.executable).parent / command[0])
+    server = subprocess.Popen(command, cwd=tmp_path, env={"HOME": str(tmp_path), "PATH": "/usr/bin:/bin"},
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    context = ssl.create_default_context(cafile=str(out / "ca.crt"))
+    try:
+        deadline = time.monotonic() + 15
+        while True:
+            try:
+                with urllib.request.urlopen(f"https://localhost:{port}/healthz", timeout=1, context=context) as reply:
+                    assert (reply.status, reply.read()) == (200, b"ok")
+                    break
+            except OSError:
+                assert server.poll() is None, server.stderr.read().decode()
+                if time.monotonic() > deadline:
+                    pytest.fail("gunicorn did not answer https://localhost/healthz within 15 s")
+                time.sleep(0.2)
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
