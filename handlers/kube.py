@@ -29,6 +29,10 @@ class Conflict(RuntimeError):
     """Someone else changed the object first (409); the event bus should deliver the event again."""
 
 
+class Rejected(RuntimeError):
+    """The API server refused to create an object as invalid (400/422, e.g. Volcano's vcjob webhook said no)."""
+
+
 class Unavailable(RuntimeError):
     """The API server could not be reached or is overloaded; the event bus should retry."""
 
@@ -41,6 +45,13 @@ def _translate(error: Exception) -> Exception:
             return Unavailable(f"API server answered {error.status} {error.reason}")
         return error
     return Unavailable(f"API server unreachable: {error}")
+
+
+def _api_message(error: ApiException) -> str:
+    try:
+        return json.loads(error.body or "{}").get("message") or error.reason
+    except ValueError:
+        return str(error.body or error.reason)
 
 
 class KubeApi:
@@ -102,12 +113,18 @@ class KubeApi:
                           missing_ok=True)
 
     def create_vcjob(self, body: dict) -> bool:
-        """True when created, False when a vcjob of that name already exists (the caller checks whose it is)."""
+        """True when created, False when a vcjob of that name already exists (the caller checks whose it is).
+
+        Raises Rejected with the API server's message when the vcjob is refused as invalid."""
         try:
             self._call(self.custom.create_namespaced_custom_object, *BATCH, body["metadata"]["namespace"], "jobs",
                        body)
         except Conflict:
             return False
+        except ApiException as error:
+            if error.status in (400, 422):
+                raise Rejected(_api_message(error)) from error
+            raise
         return True
 
     def delete_vcjob(self, namespace: str, name: str) -> None:

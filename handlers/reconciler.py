@@ -26,7 +26,7 @@ from jobflow_core.models import JobFlow, JobFlowPhase, JobTemplate, RetainPolicy
 from jobflow_core.naming import CREATED_BY_JOBFLOW, CREATED_BY_JOBTEMPLATE, jobflow_label_value
 from jobflow_core.templates import template_status, template_status_changed
 
-from handlers.kube import Conflict, KubeApi
+from handlers.kube import Conflict, KubeApi, Rejected
 from handlers.probing import Prober
 
 log = logging.getLogger("handlers.reconciler")
@@ -58,6 +58,7 @@ class Reconciler:
         outcome = Outcome(jobflow=f"{namespace}/{name}")
         raw = known
         holders: dict[str, VcJob] = {}  # vcjobs found holding a name we tried to create
+        rejections: dict[str, str] = {}  # flow -> why the API server refused its vcjob
         for attempt in range(1, MAX_ATTEMPTS + 1):
             outcome.attempts = attempt
             if raw is None:
@@ -66,14 +67,18 @@ class Reconciler:
                 outcome.found = False
                 return outcome
             try:
-                self._once(raw, outcome, holders)
+                self._once(raw, outcome, holders, rejections)
                 return outcome
+            except _Refused as refused:
+                # Plan again with the refusal, so the status says why the flow does not start.
+                rejections[refused.flow] = refused.message
+                raw = None
             except Conflict as conflict:
                 log.info("%s: %s (attempt %d); re-reading", outcome.jobflow, conflict, attempt)
                 raw = None
         raise Conflict(f"JobFlow {namespace}/{name} kept changing during {MAX_ATTEMPTS} attempts; retry later")
 
-    def _once(self, raw: dict, outcome: Outcome, holders: dict[str, VcJob]) -> None:
+    def _once(self, raw: dict, outcome: Outcome, holders: dict[str, VcJob], rejections: dict[str, str]) -> None:
         flow = JobFlow.model_validate(raw)
         label = f"{CREATED_BY_JOBFLOW}={jobflow_label_value(namespace=flow.namespace, jobflow=flow.name)}"
         listed = {j.name: j for j in map(VcJob.model_validate, self.kube.list_vcjobs(flow.namespace, label))}
@@ -87,11 +92,15 @@ class Reconciler:
 
         now = self.clock()
         result = plan(flow, templates=templates, jobs=jobs, now=now, probe_results=probe_results,
-                      recheck_seconds=self.recheck_seconds)
+                      recheck_seconds=self.recheck_seconds, rejections=rejections)
         touched_templates: set[str] = set()
         for manifest, created_event in zip(result.creates, result.create_events, strict=True):
             job_name = manifest["metadata"]["name"]
-            if not self.kube.create_vcjob(manifest):
+            try:
+                created = self.kube.create_vcjob(manifest)
+            except Rejected as rejected:
+                raise _Refused(_template_of_manifest(manifest), str(rejected)) from rejected
+            if not created:
                 # Someone holds the name: a concurrent handler (then the next LIST has it) or a vcjob that is not
                 # ours (the LIST by our label misses it): read it, so the re-plan can tell which.
                 holder = self.kube.get_vcjob(flow.namespace, job_name)
@@ -99,7 +108,7 @@ class Reconciler:
                     holders[job_name] = VcJob.model_validate(holder)
                 raise Conflict(f"vcjob {job_name} already exists")
             outcome.created.append(job_name)
-            touched_templates.add(manifest["metadata"]["labels"][CREATED_BY_JOBTEMPLATE].split(".", 1)[1])
+            touched_templates.add(_template_of_manifest(manifest))
             self.kube.record_event(raw, type_=created_event.type, reason=created_event.reason,
                                    message=created_event.message, now=now)
         for job_name in result.deletes:
@@ -166,6 +175,17 @@ class Reconciler:
         """Reconcile every JobFlow that can still change (the safety net for lost events)."""
         return [self.jobflow(raw["metadata"]["namespace"], raw["metadata"]["name"], known=raw)
                 for raw in self.kube.list_jobflows() if not _settled(raw)]
+
+
+class _Refused(Exception):
+    def __init__(self, flow: str, message: str) -> None:
+        super().__init__(message)
+        self.flow, self.message = flow, message
+
+
+def _template_of_manifest(manifest: dict) -> str:
+    """The flow (and JobTemplate) name a vcjob manifest was built for, from its createdByJobTemplate label."""
+    return manifest["metadata"]["labels"][CREATED_BY_JOBTEMPLATE].split(".", 1)[1]
 
 
 def _owner_name(payload: dict | None) -> str | None:

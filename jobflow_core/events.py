@@ -31,6 +31,10 @@ class Reason(StrEnum):
     """A vcjob with a flow's job name exists but belongs to someone else."""
     TEMPLATE_NOT_FOUND = "TemplateNotFound"
     """A flow is ready but its JobTemplate does not exist."""
+    INVALID_TEMPLATE = "InvalidTemplate"
+    """A flow's JobTemplate (with the flow's patch) would make a vcjob Volcano refuses; nothing is created."""
+    JOB_REJECTED = "JobRejected"
+    """The API server (Volcano's webhook) refused a flow's vcjob; it is tried again on the next event."""
     PROBE_TASK_NOT_FOUND = "ProbeTaskNotFound"
     """A flow's probe names a task its target vcjob does not have, so it can never pass."""
 

@@ -29,11 +29,13 @@ from typing import Any
 from jobflow_core.dependencies import starts_allowed
 from jobflow_core.events import Event, EventType, Reason, job_created, phase_changed
 from jobflow_core.jobs import build_job
+from jobflow_core.template_validation import validate_template
 from jobflow_core.models import (
     FlowState,
     JobFlow,
     JobFlowPhase,
     JobFlowStatus,
+    JobSpec,
     JobTemplate,
     RetainPolicy,
     VcJob,
@@ -89,6 +91,7 @@ def plan(
     jobflow: JobFlow, /, *, templates: Mapping[str, JobTemplate], jobs: Sequence[VcJob], now: datetime,
     probe_results: Mapping[NetworkCheck, CheckResult] | None = None,
     recheck_seconds: int = DEFAULT_RECHECK_SECONDS,
+    rejections: Mapping[str, str] | None = None,
 ) -> Plan:
     """Plan one step of ``jobflow``.
 
@@ -99,6 +102,8 @@ def plan(
     will need time (probe timeouts, retry backoff); nothing reads it yet, which keeps re-planning idempotent.
     ``probe_results`` answers the checks of :func:`network_checks_needed` (an unanswered check has not passed);
     a flow still waiting for a probe tells, in ``waitingFlows[].recheckSeconds``, how soon to look again.
+    ``rejections`` maps flows whose vcjob the API server refused (Volcano's webhook) to its message: those wait,
+    and say why, until the template or the cluster is fixed.
     """
     observation = observe(jobflow, jobs=jobs, probe_results=probe_results)
     startable = _startable(observation)
@@ -108,14 +113,21 @@ def plan(
         for view in startable
         if view.flow.name not in conflicts and view.flow.name not in templates
     }
-    starting = [view for view in startable if view.flow.name not in conflicts and view.flow.name not in missing]
-    creates = [build_job(jobflow, flow=view.flow.name, template=templates[view.flow.name]) for view in starting]
-    creating = [view.flow.name for view in starting]
+    manifests = {view.flow.name: build_job(jobflow, flow=view.flow.name, template=templates[view.flow.name])
+                 for view in startable if view.flow.name not in conflicts and view.flow.name not in missing}
+    invalid = {name: _invalid_job_message(observation, templates[name], manifest)
+               for name, manifest in manifests.items() if validate_template(_as_template(templates[name], manifest))}
+    refused = {name: f'the API server refused vcjob "{manifest["metadata"]["name"]}": {(rejections or {})[name]} '
+                     f'(fix JobTemplate "{observation.jobflow.namespace}/{name}" or the cluster; the flow will retry)'
+               for name, manifest in manifests.items() if name in (rejections or {}) and name not in invalid}
+    starting = {name: manifest for name, manifest in manifests.items() if name not in invalid and name not in refused}
+    creates, creating = list(starting.values()), list(starting)
     broken_probes = {view.flow.name: "; ".join(observation.readiness(view).errors)
                      for view in _candidates(observation) if observation.readiness(view).errors}
     blockers = _failure_blockers(observation) + [
         Blocker(reason, "; ".join(messages.values()))
         for reason, messages in ((Reason.JOB_NAME_CONFLICT, conflicts), (Reason.TEMPLATE_NOT_FOUND, missing),
+                                 (Reason.INVALID_TEMPLATE, invalid), (Reason.JOB_REJECTED, refused),
                                  (Reason.PROBE_TASK_NOT_FOUND, broken_probes))
         if messages
     ]
@@ -130,7 +142,8 @@ def plan(
         observation,
         creating=creating,
         state=state,
-        waiting=_waiting_flows(observation, creating=set(creating), holds={**conflicts, **missing, **broken_probes},
+        waiting=_waiting_flows(observation, creating=set(creating),
+                               holds={**conflicts, **missing, **invalid, **refused, **broken_probes},
                                phase=phase, recheck_seconds=recheck_seconds),
     )
     previous = jobflow.status
@@ -171,6 +184,17 @@ def _failure_blockers(observation: Observation) -> list[Blocker]:
         return []
     advice = "a JobFlow fails when one of its jobs fails: fix the cause, then delete and re-create the JobFlow"
     return [Blocker(Reason.JOB_FAILED, f"{'; '.join(failed)} ({advice})")]
+
+
+def _as_template(template: JobTemplate, manifest: Mapping[str, Any]) -> JobTemplate:
+    """The template as the flow will run it: its spec with the flow's patch merged in."""
+    return template.model_copy(update={"spec": JobSpec.model_validate(manifest["spec"])})
+
+
+def _invalid_job_message(observation: Observation, template: JobTemplate, manifest: Mapping[str, Any]) -> str:
+    errors = "; ".join(str(error) for error in validate_template(_as_template(template, manifest)))
+    return (f'JobTemplate "{observation.jobflow.namespace}/{template.name}" (with the flow\'s patch) would make an '
+            f"invalid vcjob: {errors}")
 
 
 def _template_missing_message(observation: Observation, view: FlowView) -> str:

@@ -250,3 +250,19 @@ def test_an_invalid_spec_that_slipped_past_admission_fails_with_the_reason_in_st
     assert vcjobs(cluster, namespace) == {}
     warnings = [m for t, r, m in events_of(cluster, namespace, "loop") if (t, r) == ("Warning", "InvalidSpec")]
     assert len(warnings) == 1 and "not DAG" in warnings[0]
+
+
+def test_a_vcjob_refused_by_volcanos_webhook_is_shown_in_status_and_an_event(cluster: LocalCluster, namespace: str,
+                                                                             engine) -> None:
+    apply(cluster, namespace, template("a").replace("queue: default", "queue: no-such-queue"))
+    apply(cluster, namespace, "apiVersion: flow.volcano.sh/v1alpha1\nkind: JobFlow\nmetadata: {name: refused}\n"
+                              "spec: {flows: [{name: a}]}")
+
+    def rejected() -> dict | None:
+        flow = jobflow(cluster, namespace, "refused") or {}
+        return flow if ((flow.get("status") or {}).get("state") or {}).get("reason") == "JobRejected" else None
+
+    flow = cluster.wait_until("the refusal in the status", rejected, timeout=30)
+    assert "no-such-queue" in flow["status"]["state"]["message"]
+    assert vcjobs(cluster, namespace) == {}
+    assert ("Warning", "JobRejected") in [(t, r) for t, r, _ in events_of(cluster, namespace, "refused")]
