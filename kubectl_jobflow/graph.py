@@ -1,0 +1,150 @@
+"""``graph NAME | -f FILE``: a JobFlow's DAG as text, Graphviz DOT, Mermaid or SVG.
+
+An edge goes from a flow to the flows that depend on it (the way work flows), nodes are listed in DAG order
+(:func:`jobflow_core.graph.flow_graph`). ``graph NAME`` reads the JobFlow and its vcjobs from the cluster and
+colours each flow by its job's phase (green Completed, blue Running, yellow Pending, orange restarting or
+stopping, red Failed/Terminated/Aborted, grey waiting); ``graph -f FILE`` draws the spec offline, uncoloured
+(with a NAME too, the JobFlow of that name in the file). A target that names no flow is drawn dashed, marked
+``undefined``; flows on a cycle are marked ``not a DAG``, so a broken spec can be seen, not only read about.
+
+The text format lists each flow, then the flows that wait for it; on a terminal, names are coloured by phase.
+The SVG is drawn here (:mod:`kubectl_jobflow.svg`), no Graphviz needed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from jobflow_core.graph import FlowGraph, flow_graph
+from jobflow_core.models import JobFlow
+from kubectl_jobflow import documents, svg
+from kubectl_jobflow.errors import CommandError
+from kubectl_jobflow.kube import JOBFLOW
+from kubectl_jobflow.snapshot import take
+from kubectl_jobflow.status import fetch
+
+if TYPE_CHECKING:
+    from kubectl_jobflow.cli import Context
+
+FORMATS = ("text", "dot", "mermaid", "svg")
+
+FILL = {
+    "Completed": "#c8e6c9",
+    "Running": "#bbdefb", "Completing": "#bbdefb",
+    "Pending": "#fff9c4", "Created": "#fff9c4",
+    "Restarting": "#ffe0b2", "Aborting": "#ffe0b2", "Terminating": "#ffe0b2",
+    "Failed": "#ffcdd2", "Terminated": "#ffcdd2", "Aborted": "#ffcdd2",
+    "Waiting": "#eeeeee",
+}
+"""Fill colour by the phase shown for a flow (its vcjob's, or Waiting); white when unknown."""
+NO_PHASE = "#ffffff"
+UNDEFINED_STROKE = "#c62828"
+ANSI = {"#c8e6c9": "32", "#bbdefb": "34", "#fff9c4": "33", "#ffe0b2": "35", "#ffcdd2": "31", "#eeeeee": "2"}
+UNDEFINED = "undefined"
+NOT_DAG = "not a DAG"
+
+
+def fill(phase: str | None) -> str:
+    return FILL.get(phase or "", NO_PHASE)
+
+
+def label(graph: FlowGraph, phases: Mapping[str, str], node: str) -> str | None:
+    """The second line of a node: its phase, or why it cannot run."""
+    if node in graph.undefined:
+        return UNDEFINED
+    if node in graph.blocked:
+        return NOT_DAG
+    return phases.get(node)
+
+
+def text(graph: FlowGraph, phases: Mapping[str, str], *, title: str, color: bool = False) -> str:
+    lines = [title]
+    for node in graph.order:
+        note = label(graph, phases, node)
+        name = f"\x1b[{ANSI[fill(phases.get(node))]}m{node}\x1b[0m" if color and fill(phases.get(node)) in ANSI \
+            else node
+        lines.append(f"{name}  [{note}]" if note else name)
+        dependents = graph.dependents(node)
+        lines += [f"{'└' if i == len(dependents) - 1 else '├'}─> {dependent}" for i, dependent in enumerate(dependents)]
+    return "\n".join(lines) + "\n"
+
+
+def _dot_string(value: str) -> str:
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def dot(graph: FlowGraph, phases: Mapping[str, str], *, title: str) -> str:
+    lines = [f"digraph {_dot_string(title)} {{", "  rankdir=LR;",
+             '  node [shape=box, style="rounded,filled", fillcolor="#ffffff", fontname="Helvetica"];']
+    for node in graph.order:
+        note = label(graph, phases, node)
+        attrs = [f"label={_dot_string(node + (chr(10) + note if note else ''))}".replace("\n", "\\n")]
+        if node in graph.undefined:
+            attrs.append(f'style="rounded,dashed", color="{UNDEFINED_STROKE}"')
+        elif fill(phases.get(node)) != NO_PHASE:
+            attrs.append(f'fillcolor="{fill(phases.get(node))}"')
+        lines.append(f"  {_dot_string(node)} [{', '.join(attrs)}];")
+    lines += [f"  {_dot_string(source)} -> {_dot_string(dependent)};" for source, dependent in graph.edges]
+    return "\n".join([*lines, "}"]) + "\n"
+
+
+def _mermaid_text(value: str) -> str:
+    return value.replace("&", "#amp;").replace('"', "#quot;").replace("<", "#lt;").replace(">", "#gt;")
+
+
+def mermaid(graph: FlowGraph, phases: Mapping[str, str]) -> str:
+    ids = {node: f"n{index}" for index, node in enumerate(graph.order)}
+    lines = ["flowchart LR"]
+    for node in graph.order:
+        note = label(graph, phases, node)
+        shown = _mermaid_text(node) + (f"<br/>{_mermaid_text(note)}" if note else "")
+        lines.append(f'  {ids[node]}["{shown}"]')
+    lines += [f"  {ids[source]} --> {ids[dependent]}" for source, dependent in graph.edges]
+    classes: dict[str, tuple[str, list[str]]] = {}
+    for node in graph.order:
+        if node in graph.undefined:
+            style = f"fill:#ffffff,stroke:{UNDEFINED_STROKE},stroke-dasharray:4 3"
+            classes.setdefault(UNDEFINED, (style, []))[1].append(ids[node])
+        elif fill(phases.get(node)) != NO_PHASE:
+            classes.setdefault(phases[node].lower(), (f"fill:{fill(phases[node])}", []))[1].append(ids[node])
+    for name, (style, members) in classes.items():
+        lines += [f"  classDef {name} {style}", f"  class {','.join(members)} {name}"]
+    return "\n".join(lines) + "\n"
+
+
+def load(ctx: Context) -> tuple[JobFlow, dict[str, str]]:
+    """The JobFlow to draw and the phase of each flow (none for a file)."""
+    name = ctx.args.name or ctx.args.name_flag
+    if ctx.args.file:
+        flows = [doc for doc in documents.read(ctx.args.file) if doc.kind == JOBFLOW.kind]
+        chosen = [doc for doc in flows if not name or doc.name == name]
+        if len(chosen) != 1:
+            found = ", ".join(doc.name for doc in flows) or "none"
+            raise CommandError(f"{'no' if not chosen else len(chosen)} JobFlow{'' if name else 's'} "
+                               f"{'named ' + repr(name) + ' ' if name else ''}in {', '.join(ctx.args.file)} "
+                               f"(JobFlows there: {found}): name the one to draw, "
+                               "kubectl jobflow graph -f FILE NAME")
+        return JobFlow.model_validate(chosen[0].with_namespace(ctx.namespace)), {}
+    if not name:
+        raise CommandError("name a JobFlow on the cluster (kubectl jobflow graph NAME) or a file (-f FILE)")
+    jobflow, jobs = fetch(ctx, name)
+    return JobFlow.model_validate(jobflow), {row.name: row.phase for row in take(jobflow, jobs).rows}
+
+
+def run(ctx: Context) -> int:
+    jobflow, phases = load(ctx)
+    graph = flow_graph(jobflow)
+    title = f"{jobflow.namespace}/{jobflow.name}"
+    fmt = ctx.args.format
+    if fmt == "text":
+        ctx.write(text(graph, phases, title=f"JobFlow {title}", color=ctx.out.isatty()))
+    elif fmt == "dot":
+        ctx.write(dot(graph, phases, title=title))
+    elif fmt == "mermaid":
+        ctx.write(mermaid(graph, phases))
+    else:
+        ctx.write(svg.render(graph, {node: label(graph, phases, node) for node in graph.nodes},
+                             {node: fill(phases.get(node)) for node in graph.nodes}, title=f"JobFlow {title}"))
+    return 0
+

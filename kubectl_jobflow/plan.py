@@ -1,0 +1,118 @@
+"""``plan -f FILE``: what the engine would do with a JobFlow if it were created now; nothing is created.
+
+The answer is the engine's own: :func:`jobflow_core.plan`, with
+
+* the JobTemplates of the file, and those it still needs from the JobFlow's namespace on the cluster;
+* the vcjobs already on the cluster with the names the flows would get (a JobFlow that does not exist yet owns
+  none of them, so each is a name conflict, as it would be);
+* no HTTP or TCP probe results (nothing is probed), so a flow with such a probe is shown waiting for it.
+
+``--local`` asks nothing of the cluster: the file's JobTemplates are all there is, and no vcjobs exist.
+
+For each JobFlow of the file: the phase it would have, the flows whose vcjobs would be created now (with the
+JobTemplate each comes from), the flows that would wait and on what, and what blocks it (an invalid spec, a
+missing JobTemplate, a name conflict). The exit status is 1 when something blocks a JobFlow. ``-o yaml|json``
+adds the vcjob manifests that would be created.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+
+from jobflow_core import plan as plan_flow
+from jobflow_core import templates_needed
+from jobflow_core.models import JobFlow, JobTemplate, VcJob
+from jobflow_core.naming import CREATED_BY_JOBTEMPLATE, job_name
+from kubectl_jobflow import documents
+from kubectl_jobflow.errors import CommandError
+from kubectl_jobflow.kube import JOBFLOW, JOBTEMPLATE, VCJOB
+from kubectl_jobflow.output import dump, utc_now
+
+if TYPE_CHECKING:
+    from kubectl_jobflow.cli import Context
+
+
+def run(ctx: Context) -> int:
+    docs = documents.read(ctx.args.file)
+    flows = [doc for doc in docs if doc.kind == JOBFLOW.kind]
+    if not flows:
+        raise CommandError(f"no JobFlow in {', '.join(ctx.args.file)}: plan needs one (kind: JobFlow)")
+    templates = [doc for doc in docs if doc.kind == JOBTEMPLATE.kind]
+    plans = [_plan_one(ctx, doc, templates) for doc in flows]
+    if ctx.args.output:
+        ctx.write(dump(plans if len(plans) > 1 else plans[0], ctx.args.output))
+    else:
+        ctx.write("\n".join(_text(item) for item in plans))
+    return 1 if any(item["reason"] for item in plans) else 0
+
+
+def _parse(model, body: dict[str, Any], source: str):
+    try:
+        return model.model_validate(body)
+    except ValidationError as error:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in error.errors())
+        raise CommandError(f"{source} cannot be read as a {model.__name__}: {problems} (fix these fields)") from error
+
+
+def _plan_one(ctx: Context, doc: documents.Document, template_docs: list[documents.Document]) -> dict[str, Any]:
+    jobflow: JobFlow = _parse(JobFlow, doc.with_namespace(ctx.namespace), doc.source)
+    namespace = jobflow.namespace
+    templates: dict[str, JobTemplate] = {}
+    origin: dict[str, str] = {}
+    for template_doc in template_docs:
+        if (template_doc.namespace or namespace) == namespace and template_doc.name not in templates:
+            templates[template_doc.name] = _parse(JobTemplate, template_doc.with_namespace(namespace),
+                                                  template_doc.source)
+            origin[template_doc.name] = template_doc.source
+    jobs: list[VcJob] = []
+    exists = False
+    if not ctx.args.local:
+        names = {job_name(jobflow=jobflow.name, flow=flow.name) for flow in jobflow.spec.flows or ()}
+        jobs = [VcJob.model_validate(job) for job in ctx.cluster.list(VCJOB, namespace)["items"]
+                if job["metadata"]["name"] in names]
+        exists = ctx.cluster.find(JOBFLOW, namespace, jobflow.name) is not None
+        for name in templates_needed(jobflow, jobs=jobs):
+            if name not in templates:
+                found = ctx.cluster.find(JOBTEMPLATE, namespace, name)
+                if found is not None:
+                    templates[name] = JobTemplate.model_validate(found)
+                    origin[name] = "the cluster"
+    result = plan_flow(jobflow, templates=templates, jobs=jobs, now=utc_now())
+    state = result.status.state
+    starts = []
+    for manifest in result.creates:
+        flow = manifest["metadata"]["annotations"][CREATED_BY_JOBTEMPLATE].split(".", 1)[1]
+        starts.append({"flow": flow, "job": manifest["metadata"]["name"],
+                       "template": f"{namespace}/{flow}", "templateFrom": origin.get(flow)})
+    return {
+        "namespace": namespace,
+        "name": jobflow.name,
+        "source": doc.source,
+        "existsOnCluster": exists,
+        "phase": state.phase.value if state and state.phase else None,
+        "reason": state.reason if state else None,
+        "message": state.message if state else None,
+        "start": starts,
+        "wait": [{"flow": entry.name, "job": entry.job_name, "waitingFor": entry.waiting_for or [],
+                  "message": entry.message} for entry in result.status.waiting_flows or ()],
+        "jobs": result.creates,
+    }
+
+
+def _text(item: dict[str, Any]) -> str:
+    lines = [f"JobFlow {item['namespace']}/{item['name']} ({item['source']}): would be {item['phase']}"]
+    if item["existsOnCluster"]:
+        lines.append("  note: it already exists on the cluster, so creating it would fail; "
+                     f"kubectl jobflow status {item['name']} shows how it runs")
+    if item["reason"]:
+        lines.append(f"  blocked, {item['reason']}: {item['message']}")
+    lines.append("  start now:" if item["start"] else "  start now: nothing")
+    for start in item["start"]:
+        lines.append(f"    {start['flow']}   vcjob {start['job']} from JobTemplate {start['template']}"
+                     + (f" ({start['templateFrom']})" if start["templateFrom"] else ""))
+    if item["wait"]:
+        lines.append("  wait:")
+        lines += [f"    {entry['flow']}   {entry['message']}" for entry in item["wait"]]
+    return "\n".join(lines) + "\n"

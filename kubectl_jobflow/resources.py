@@ -1,0 +1,166 @@
+"""``create``, ``delete``, ``list``, ``get``, ``describe``: vcctl's commands, for JobFlows and for JobTemplates.
+
+The flags, messages and tables are vcctl's (reference D): ``-N/--name`` (or the name as an argument),
+``-n/--namespace``, ``-f/--file``, ``--all-namespaces`` (also ``-A``); ``Created JobFlow: <ns>/<name>``,
+``Deleted JobTemplate: <ns>/<name>``; tables ``Name Namespace Phase Age`` for JobFlows (plus ``Progress``) and
+``Name Namespace`` for JobTemplates. What differs is what vcctl got wrong (G.16):
+
+* the exit status is 1 when anything failed (vcctl exits 0 after printing ``Failed to create ...``);
+* files are parsed as YAML documents, not split on the text ``---``; a file that does not parse creates nothing;
+* ``create`` runs the admission webhook's checks first (:mod:`kubectl_jobflow.validate`), so a cycle is refused
+  even on clusters without the webhook (``--validate=false`` sends the object as it is);
+* ``create -f`` and ``delete -f`` take the JobTemplates and JobFlows of a file together (``kind`` decides);
+* an unsupported ``-o`` is refused, and ``describe`` of a whole namespace prints each object with its
+  ``apiVersion`` and ``kind``, as YAML documents separated by ``---``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from kubectl_jobflow import documents, validate
+from kubectl_jobflow.errors import CommandError
+from kubectl_jobflow.kube import JOBFLOW, JOBTEMPLATE, Kind, KubeError
+from kubectl_jobflow.output import age, dump, dump_all, utc_now, vcctl_table, without_managed_fields
+
+if TYPE_CHECKING:
+    from kubectl_jobflow.cli import Context
+
+
+@dataclass(frozen=True)
+class Noun:
+    """How one kind is named in vcctl's messages and which table it gets."""
+
+    kind: Kind
+    word: str
+    """vcctl's word in errors: ``jobflow``, ``job template``."""
+    headers: tuple[str, ...]
+    row: Callable[[dict[str, Any]], list[str]]
+
+
+def _progress(flow: dict[str, Any]) -> str:
+    """``status.progress``; for a status written by upstream's controller, Completed flows over flows."""
+    status = flow.get("status") or {}
+    if status.get("progress"):
+        return status["progress"]
+    names = list(dict.fromkeys(f.get("name") for f in (flow.get("spec") or {}).get("flows") or ()))
+    completed = set(status.get("completedJobs") or ())
+    done = sum(f"{flow['metadata']['name']}-{name}" in completed for name in names)
+    return f"{done}/{len(names)}"
+
+
+def _jobflow_row(flow: dict[str, Any]) -> list[str]:
+    meta = flow["metadata"]
+    phase = ((flow.get("status") or {}).get("state") or {}).get("phase") or ""
+    return [meta["name"], meta["namespace"], phase, age(meta.get("creationTimestamp"), now=utc_now()),
+            _progress(flow)]
+
+
+def _template_row(template: dict[str, Any]) -> list[str]:
+    return [template["metadata"]["name"], template["metadata"]["namespace"]]
+
+
+NOUNS = {
+    JOBFLOW.kind: Noun(JOBFLOW, "jobflow", ("Name", "Namespace", "Phase", "Age", "Progress"), _jobflow_row),
+    JOBTEMPLATE.kind: Noun(JOBTEMPLATE, "job template", ("Name", "Namespace"), _template_row),
+}
+
+
+def create(ctx: Context, noun: Noun) -> int:
+    docs = _documents(ctx, noun)
+    failed = 0
+    for doc in docs:
+        kind = NOUNS[doc.kind or noun.kind.kind]
+        body = {"apiVersion": kind.kind.api_version, "kind": kind.kind.kind, **doc.with_namespace(ctx.namespace)}
+        namespace = body["metadata"]["namespace"]
+        problems = validate.problems(body, namespace=namespace) if ctx.args.validate else []
+        try:
+            if problems:
+                raise CommandError(f"{doc.source}: {'; '.join(problems)} (or skip this check with --validate=false)")
+            created = ctx.cluster.create(kind.kind, namespace, body)
+        except (KubeError, CommandError) as error:
+            ctx.fail(f"Failed to create {kind.kind.kind}: {error}")
+            failed += 1
+            continue
+        ctx.say(f"Created {kind.kind.kind}: {created['metadata']['namespace']}/{created['metadata']['name']}")
+    return 1 if failed else 0
+
+
+def delete(ctx: Context, noun: Noun) -> int:
+    if ctx.args.file:
+        targets = [(NOUNS[doc.kind or noun.kind.kind], doc.namespace or ctx.namespace, doc.name)
+                   for doc in _documents(ctx, noun)]
+    else:
+        targets = [(noun, ctx.namespace, _name(ctx, f"{noun.word} name must be specified"))]
+    failed = 0
+    for kind, namespace, name in targets:
+        try:
+            ctx.cluster.delete(kind.kind, namespace, name)
+        except KubeError as error:
+            ctx.fail(f"Failed to delete {kind.kind.kind}: {error}")
+            failed += 1
+            continue
+        ctx.say(f"Deleted {kind.kind.kind}: {namespace}/{name}")
+    return 1 if failed else 0
+
+
+def list_(ctx: Context, noun: Noun) -> int:
+    listing = ctx.cluster.list(noun.kind, None if ctx.args.all_namespaces else ctx.namespace)
+    items = [without_managed_fields(item) for item in listing.get("items") or ()]
+    if ctx.args.output:
+        ctx.write(dump({**listing, "items": items}, ctx.args.output))
+    elif not items:
+        ctx.say("No resources found")
+    else:
+        ctx.write(vcctl_table(noun.headers, [noun.row(item) for item in items]))
+    return 0
+
+
+def get(ctx: Context, noun: Noun) -> int:
+    name = _name(ctx, f"name is mandatory to get the particular {noun.word} details")
+    obj = ctx.cluster.get(noun.kind, ctx.namespace, name)
+    if ctx.args.output:
+        ctx.write(dump(without_managed_fields(obj), ctx.args.output))
+    else:
+        ctx.write(vcctl_table(noun.headers, [noun.row(obj)]))
+    return 0
+
+
+def describe(ctx: Context, noun: Noun) -> int:
+    name = ctx.args.name or ctx.args.name_flag
+    if name:
+        objects = [ctx.cluster.get(noun.kind, ctx.namespace, name)]
+    else:
+        objects = ctx.cluster.list(noun.kind, ctx.namespace).get("items") or []
+    shown = [{"apiVersion": noun.kind.api_version, "kind": noun.kind.kind, **without_managed_fields(obj)}
+             for obj in objects]
+    if shown:
+        ctx.write(dump_all(shown, ctx.args.output))
+    else:
+        ctx.say("No resources found")
+    return 0
+
+
+def _name(ctx: Context, missing: str) -> str:
+    name = ctx.args.name or ctx.args.name_flag
+    if not name:
+        raise CommandError(missing)
+    return name
+
+
+def _documents(ctx: Context, noun: Noun) -> list[documents.Document]:
+    """The documents of ``-f``, every one of a kind this command handles (or no kind: ``noun``'s, as vcctl)."""
+    if not ctx.args.file:
+        raise CommandError("no file given: pass -f FILE (or -f - for standard input)")
+    docs = documents.read(ctx.args.file)
+    accepted = (JOBFLOW.kind, JOBTEMPLATE.kind) if noun.kind is JOBFLOW else (JOBTEMPLATE.kind,)
+    wrong = [doc for doc in docs if doc.kind is not None and doc.kind not in accepted]
+    if wrong:
+        kinds = " or ".join(accepted)
+        raise CommandError("; ".join(f"{doc.source} is a {doc.kind}, not a {kinds}" for doc in wrong)
+                           + " (use kubectl apply -f for other kinds; nothing was sent)")
+    if not docs:
+        raise CommandError(f"no objects in {', '.join(ctx.args.file)}")
+    return docs

@@ -1,0 +1,147 @@
+"""What a JobFlow looks like right now, flow by flow: the facts ``status`` and ``graph`` show, gathered once.
+
+A pure function of the JobFlow as read from the cluster and the vcjobs it created (no clock, no I/O). For each
+flow, in DAG order (:func:`jobflow_core.graph.flow_graph`): its vcjob's phase, creation time, restarts and pods
+per task and phase, or, for a flow without a vcjob yet, what it waits for. Live vcjobs are believed first (they
+are newer than the JobFlow's status); a vcjob that is gone (``jobRetainPolicy: delete``, a TTL) is described by
+the status' record of it. Only vcjobs the JobFlow controls (owner UID) count, as in the engine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from jobflow_core.graph import flow_graph
+from jobflow_core.models import JobFlow, JobFlowStatus, TaskState, VcJob, VcJobPhase
+from jobflow_core.naming import is_owned_by, job_name
+from jobflow_core.phase import is_final
+
+WAITING = "Waiting"
+"""The phase shown for a flow whose vcjob does not exist yet."""
+CREATED = "Created"
+"""The phase shown for a vcjob Volcano has not looked at yet (phase ``""``)."""
+POD_PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
+
+
+@dataclass(frozen=True)
+class FlowRow:
+    name: str
+    level: int
+    after: list[str]
+    job: str
+    phase: str
+    live: bool
+    """The vcjob exists now (False: not created yet, or gone and known from the status' record)."""
+    created: datetime | None
+    restarts: int | None
+    tasks: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Pods per task and pod phase (``taskStatusCount``); zero counts left out."""
+    replicas: dict[str, int] = field(default_factory=dict)
+    waiting_for: list[str] = field(default_factory=list)
+    message: str | None = None
+    ran: str | None = None
+    """How long a finished vcjob ran (its ``runningDuration``, e.g. ``4s``); Volcano keeps no pod counts then."""
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    namespace: str
+    name: str
+    phase: str
+    progress: str
+    reason: str | None
+    message: str | None
+    created: datetime | None
+    rows: list[FlowRow]
+
+    @property
+    def ended(self) -> bool:
+        return self.phase in ("Succeed", "Failed")
+
+
+def take(jobflow: dict[str, Any], jobs: Iterable[dict[str, Any]]) -> Snapshot:
+    flow = JobFlow.model_validate(jobflow)
+    status = flow.status or JobFlowStatus()
+    graph = flow_graph(flow)
+    live = {job.name: job for job in map(VcJob.model_validate, jobs) if is_owned_by(job, flow)}
+    records = {record.name: record for record in status.job_status_list or ()}
+    conditions = status.conditions or {}
+    waiting = {entry.name: entry for entry in status.waiting_flows or ()}
+    rows: list[FlowRow] = []
+    phases: dict[str, str] = {}
+    for name in graph.order:
+        if name in graph.undefined:
+            continue
+        vcjob = job_name(jobflow=flow.name, flow=name)
+        after = graph.targets(name)
+        if vcjob in live:
+            row = _live_row(name, vcjob, live[vcjob], level=graph.levels[name], after=after)
+        elif vcjob in records:
+            record, condition = records[vcjob], conditions.get(vcjob)
+            row = FlowRow(name=name, level=graph.levels[name], after=after, job=vcjob,
+                          phase=_shown(record.state), live=False, created=record.start_timestamp,
+                          restarts=record.restart_count,
+                          tasks=_counts(condition.task_status_count if condition else None),
+                          ran=_ran(record.state, condition.running_duration if condition else None))
+        else:
+            entry = waiting.get(name)
+            waits = (entry.waiting_for or []) if entry else [t for t in after if phases.get(t) != "Completed"]
+            message = entry.message if entry else None
+            if message is None and waits:
+                message = "waiting for " + ", ".join(f'"{target}"' for target in waits) + " to be Completed"
+            row = FlowRow(name=name, level=graph.levels[name], after=after, job=vcjob, phase=WAITING, live=False,
+                          created=None, restarts=None, waiting_for=list(waits), message=message)
+        phases[name] = row.phase
+        rows.append(row)
+    state = status.state
+    return Snapshot(
+        namespace=flow.namespace,
+        name=flow.name,
+        phase=(state.phase.value if state and state.phase else ""),
+        progress=status.progress or f"{sum(row.phase == 'Completed' for row in rows)}/{len(rows)}",
+        reason=state.reason if state else None,
+        message=state.message if state else None,
+        created=flow.metadata.creation_timestamp,
+        rows=rows,
+    )
+
+
+def _shown(phase: VcJobPhase | None) -> str:
+    return CREATED if phase in (None, VcJobPhase.NEW) else phase.value
+
+
+def _live_row(name: str, vcjob: str, job: VcJob, *, level: int, after: list[str]) -> FlowRow:
+    status = job.status
+    tasks = _counts(status.task_status_count if status else None)
+    if not tasks and status:
+        # Volcano drops taskStatusCount once a vcjob has finished; its pod counters remain.
+        pods = {phase: getattr(status, phase.lower(), None) or 0 for phase in POD_PHASES}
+        tasks = {"pods": {phase: count for phase, count in pods.items() if count}} if any(pods.values()) else {}
+    replicas = {task.name: task.replicas for task in (job.spec.tasks if job.spec else None) or ()
+                if task.name and task.replicas is not None}
+    if "pods" in tasks:
+        replicas["pods"] = sum(replicas.values())
+    return FlowRow(name=name, level=level, after=after, job=vcjob, phase=_shown(job.phase), live=True,
+                   created=job.metadata.creation_timestamp, restarts=(status.retry_count if status else None) or 0,
+                   tasks=tasks, replicas=replicas,
+                   ran=_ran(job.phase, status.running_duration if status else None))
+
+
+def _ran(phase: VcJobPhase | None, duration: str | None) -> str | None:
+    return duration if is_final(phase) else None
+
+
+def _counts(counts: dict[str, TaskState] | None) -> dict[str, dict[str, int]]:
+    shown = {}
+    for task, state in (counts or {}).items():
+        phases = {phase: count for phase, count in (state.phase or {}).items() if count}
+        if phases:
+            shown[task] = dict(sorted(phases.items(), key=lambda item: _phase_rank(item[0])))
+    return shown
+
+
+def _phase_rank(phase: str) -> tuple[int, str]:
+    return (POD_PHASES.index(phase) if phase in POD_PHASES else len(POD_PHASES), phase)

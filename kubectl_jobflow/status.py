@@ -1,0 +1,141 @@
+"""``status NAME [--watch]``: a JobFlow as a tree of its flows, in DAG order, and live if asked.
+
+::
+
+    JobFlow default/test   Running   2/5   age 10s
+    FLOW         AFTER   JOB      PHASE       AGE   RESTARTS   DETAIL
+    a                    test-a   Completed   10s   0          ran 4s
+    └─ b         a       test-b   Completed   6s    0          ran 4s
+       └─ c      b       test-c   Running     2s    0          main: 1/1 Running
+       └─ d      b       test-d   Running     2s    0          main: 1/1 Running
+          └─ e   c, d    test-e   Waiting     -     -          waiting for "c", "d" to be Completed
+
+A flow is indented by its level in the DAG (the longest chain of flows before it) and ``AFTER`` names what it
+depends on. ``DETAIL`` is the vcjob's pods per task and phase (``taskStatusCount``), how long a finished vcjob ran
+(Volcano drops its pod counts), or, for a flow without a vcjob, what it waits for, in the engine's words
+(``status.waitingFlows``). A line under the header gives the JobFlow's ``state.reason`` and ``message`` when there
+is one; a vcjob that no longer exists (``jobRetainPolicy: delete``) is marked ``(deleted)``.
+
+``--watch`` reads the JobFlow and its vcjobs every ``--interval`` seconds until it is Succeed (exit 0) or Failed
+(exit 1). On a terminal the view is redrawn in place; otherwise a new view is printed only when something other
+than an age changed, so a log stays short.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from kubectl_jobflow.errors import CommandError
+from kubectl_jobflow.kube import JOBFLOW, KubeError
+from kubectl_jobflow.output import age, columns, dump, utc_now
+from kubectl_jobflow.snapshot import FlowRow, Snapshot, take
+
+if TYPE_CHECKING:
+    from kubectl_jobflow.cli import Context
+
+HEADERS = ("FLOW", "AFTER", "JOB", "PHASE", "AGE", "RESTARTS", "DETAIL")
+REDRAW = "\x1b[H\x1b[2J"
+"""Cursor home, clear screen."""
+
+
+def render(snap: Snapshot, *, now: datetime) -> str:
+    head = f"JobFlow {snap.namespace}/{snap.name}   {snap.phase or '(no status yet)'}   {snap.progress}   " \
+           f"age {age(snap.created, now=now)}\n"
+    if snap.reason or snap.message:
+        head += f"{snap.reason or 'Message'}: {snap.message or ''}\n"
+    if not snap.rows:
+        return head + "(no flows)\n"
+    return head + columns(HEADERS, [_cells(row, now=now) for row in snap.rows])
+
+
+def _cells(row: FlowRow, *, now: datetime) -> list[str]:
+    tree = "   " * (row.level - 1) + "└─ " if row.level else ""
+    job = row.job if row.live or row.phase == "Waiting" else f"{row.job} (deleted)"
+    if row.phase == "Waiting":
+        detail = row.message or ""
+    else:
+        detail = tasks_text(row) or (f"ran {row.ran}" if row.ran else "")
+    return [tree + row.name, ", ".join(row.after), job, row.phase,
+            age(row.created, now=now) if row.created else "-",
+            "-" if row.restarts is None else str(row.restarts), detail]
+
+
+def tasks_text(row: FlowRow) -> str:
+    """``ps: 1/1 Running; worker: 1/2 Running, 1/2 Succeeded``."""
+    parts = []
+    for task, phases in row.tasks.items():
+        total = row.replicas.get(task)
+        counts = ", ".join(f"{count}/{total} {phase}" if total else f"{count} {phase}"
+                           for phase, count in phases.items())
+        parts.append(f"{task}: {counts}")
+    return "; ".join(parts)
+
+
+def as_data(snap: Snapshot, *, now: datetime) -> dict[str, Any]:
+    """The view for scripts (``-o json|yaml``): the same facts, with times in RFC 3339 and ages in seconds."""
+    def when(value: datetime | None) -> str | None:
+        return value.strftime("%Y-%m-%dT%H:%M:%SZ") if value else None
+
+    return {
+        "namespace": snap.namespace, "name": snap.name, "phase": snap.phase, "progress": snap.progress,
+        "reason": snap.reason, "message": snap.message, "creationTimestamp": when(snap.created),
+        "flows": [
+            {"name": row.name, "level": row.level, "after": row.after, "job": row.job, "phase": row.phase,
+             "jobExists": row.live, "startTimestamp": when(row.created),
+             "ageSeconds": int((now - row.created).total_seconds()) if row.created else None,
+             "restarts": row.restarts, "tasks": row.tasks, "replicas": row.replicas,
+             "waitingFor": row.waiting_for, "message": row.message, "runningDuration": row.ran}
+            for row in snap.rows
+        ],
+    }
+
+
+def fetch(ctx: Context, name: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The JobFlow and the vcjobs it created, as the API server has them."""
+    try:
+        jobflow = ctx.cluster.get(JOBFLOW, ctx.namespace, name)
+    except KubeError as error:
+        if error.status == 404:
+            raise CommandError(f'JobFlow "{ctx.namespace}/{name}" not found: check the name and the namespace '
+                               "(kubectl jobflow list -A lists them all)") from error
+        raise
+    return jobflow, ctx.cluster.jobs_of(jobflow)
+
+
+def read(ctx: Context, name: str) -> Snapshot:
+    return take(*fetch(ctx, name))
+
+
+def run(ctx: Context) -> int:
+    name = ctx.args.name or ctx.args.name_flag
+    if not name:
+        raise CommandError("name the JobFlow: kubectl jobflow status NAME")
+    if not ctx.args.watch:
+        _show(ctx, read(ctx, name), redraw=False)
+        return 0
+    deadline = time.monotonic() + ctx.args.timeout if ctx.args.timeout > 0 else None
+    redraw = ctx.out.isatty() and not ctx.args.output
+    shown: Snapshot | None = None
+    while True:
+        snap = read(ctx, name)
+        if redraw or snap != shown:
+            if shown is not None and not redraw:
+                ctx.write({None: "\n", "yaml": "---\n", "json": ""}[ctx.args.output])
+            _show(ctx, snap, redraw=redraw)
+            shown = snap
+        if snap.ended:
+            return 0 if snap.phase == "Succeed" else 1
+        if deadline is not None and time.monotonic() > deadline:
+            raise CommandError(f"JobFlow {snap.namespace}/{name} is still {snap.phase or 'without status'} after "
+                               f"{ctx.args.timeout:g}s (raise --timeout, or 0 to wait for ever)")
+        time.sleep(ctx.args.interval)
+
+
+def _show(ctx: Context, snap: Snapshot, *, redraw: bool) -> None:
+    now = utc_now()
+    if ctx.args.output:
+        ctx.write(dump(as_data(snap, now=now), ctx.args.output))
+    else:
+        ctx.write((REDRAW if redraw else "") + render(snap, now=now))

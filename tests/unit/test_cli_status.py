@@ -1,0 +1,110 @@
+"""``status``: each flow in DAG order with its job's phase, age, restarts and pods, or what it waits for."""
+
+from datetime import UTC, datetime
+
+import yaml
+
+from kubectl_jobflow.snapshot import take
+from kubectl_jobflow.status import as_data, render
+
+NOW = datetime(2026, 1, 2, 3, 10, 0, tzinfo=UTC)
+UID = "4e96c682"
+
+JOBFLOW = f"""
+apiVersion: flow.volcano.sh/v1alpha1
+kind: JobFlow
+metadata: {{name: test, namespace: default, uid: {UID}, creationTimestamp: "2026-01-02T03:04:00Z"}}
+spec:
+  flows:
+  - name: a
+  - {{name: b, dependsOn: {{targets: [a]}}}}
+  - {{name: c, dependsOn: {{targets: [b]}}}}
+  - {{name: d, dependsOn: {{targets: [b]}}}}
+  - {{name: e, dependsOn: {{targets: [c, d]}}}}
+status:
+  state: {{phase: Running}}
+  progress: 1/5
+  jobStatusList:
+  - {{name: test-a, state: Completed, startTimestamp: "2026-01-02T03:04:01Z", restartCount: 0}}
+  - {{name: test-b, state: Running, startTimestamp: "2026-01-02T03:06:00Z", restartCount: 1}}
+  conditions:
+    test-a: {{phase: Completed, runningDuration: 1m30s}}
+  waitingFlows:
+  - {{name: c, jobName: test-c, waitingFor: [b], message: 'waiting for "b" to be Completed'}}
+  - {{name: d, jobName: test-d, waitingFor: [b], message: 'waiting for "b" to be Completed'}}
+  - {{name: e, jobName: test-e, waitingFor: [c, d], message: 'waiting for "c", "d" to be Completed'}}
+"""
+
+LIVE_B = f"""
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata:
+  name: test-b
+  namespace: default
+  creationTimestamp: "2026-01-02T03:06:00Z"
+  ownerReferences: [{{apiVersion: flow.volcano.sh/v1alpha1, kind: JobFlow, name: test, uid: {UID}, controller: true}}]
+spec:
+  tasks: [{{name: ps, replicas: 1}}, {{name: worker, replicas: 4}}]
+status:
+  state: {{phase: Running}}
+  retryCount: 1
+  taskStatusCount:
+    ps: {{phase: {{Running: 1}}}}
+    worker: {{phase: {{Succeeded: 1, Running: 2, Pending: 1, Failed: 0}}}}
+"""
+
+
+def test_flows_are_shown_as_a_tree_in_dag_order_with_jobs_pods_and_what_waits():
+    snap = take(yaml.safe_load(JOBFLOW), [yaml.safe_load(LIVE_B)])
+    assert render(snap, now=NOW).splitlines() == [
+        "JobFlow default/test   Running   1/5   age 6m",
+        "FLOW         AFTER   JOB                PHASE       AGE     RESTARTS   DETAIL",
+        "a                    test-a (deleted)   Completed   5m59s   0          ran 1m30s",
+        "└─ b         a       test-b             Running     4m      1          "
+        "ps: 1/1 Running; worker: 1/4 Pending, 2/4 Running, 1/4 Succeeded",
+        '   └─ c      b       test-c             Waiting     -       -          waiting for "b" to be Completed',
+        '   └─ d      b       test-d             Waiting     -       -          waiting for "b" to be Completed',
+        '      └─ e   c, d    test-e             Waiting     -       -          waiting for "c", "d" to be Completed',
+    ]
+
+
+def test_a_vcjob_of_another_jobflow_with_the_same_name_is_not_shown_as_this_flows():
+    stranger = yaml.safe_load(LIVE_B.replace(UID, "someone-else"))
+    snap = take(yaml.safe_load(JOBFLOW), [stranger])
+    row = snap.rows[1]
+    assert (row.job, row.live, row.phase, row.restarts, row.tasks) == ("test-b", False, "Running", 1, {})
+
+
+def test_the_reason_a_jobflow_is_blocked_is_shown_under_its_header():
+    flow = yaml.safe_load(JOBFLOW)
+    flow["status"] = {"state": {"phase": "Pending", "reason": "TemplateNotFound",
+                                "message": 'JobTemplate "default/a" not found: create it'}}
+    lines = render(take(flow, []), now=NOW).splitlines()
+    assert lines[:3] == ["JobFlow default/test   Pending   0/5   age 6m",
+                         'TemplateNotFound: JobTemplate "default/a" not found: create it',
+                         "FLOW         AFTER   JOB      PHASE     AGE   RESTARTS   DETAIL"]
+
+
+def test_without_any_status_each_flow_waits_for_its_targets():
+    flow = yaml.safe_load(JOBFLOW)
+    del flow["status"]
+    snap = take(flow, [])
+    assert snap.phase == ""
+    assert [(row.name, row.phase, row.message) for row in snap.rows] == [
+        ("a", "Waiting", None),
+        ("b", "Waiting", 'waiting for "a" to be Completed'),
+        ("c", "Waiting", 'waiting for "b" to be Completed'),
+        ("d", "Waiting", 'waiting for "b" to be Completed'),
+        ("e", "Waiting", 'waiting for "c", "d" to be Completed'),
+    ]
+    assert render(snap, now=NOW).startswith("JobFlow default/test   (no status yet)   0/5   age 6m\n")
+
+
+def test_the_data_view_has_the_same_facts_for_scripts():
+    data = as_data(take(yaml.safe_load(JOBFLOW), [yaml.safe_load(LIVE_B)]), now=NOW)
+    assert (data["phase"], data["progress"]) == ("Running", "1/5")
+    b = data["flows"][1]
+    assert b == {"name": "b", "level": 1, "after": ["a"], "job": "test-b", "phase": "Running", "jobExists": True,
+                 "startTimestamp": "2026-01-02T03:06:00Z", "ageSeconds": 240, "restarts": 1,
+                 "tasks": {"ps": {"Running": 1}, "worker": {"Pending": 1, "Running": 2, "Succeeded": 1}},
+                 "replicas": {"ps": 1, "worker": 4}, "waitingFor": [], "message": None, "runningDuration": None}
