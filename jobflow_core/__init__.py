@@ -10,10 +10,14 @@ Where each fact is decided:
 
 * :mod:`~jobflow_core.models`: the API objects, field for field, with upstream's JSON names.
 * :mod:`~jobflow_core.naming`: vcjob names, ``createdBy`` labels, owner references, ownership.
-* :mod:`~jobflow_core.validation`: whether a spec is a DAG of well-named flows.
+* :mod:`~jobflow_core.validation`: whether a spec is a DAG of well-named flows with well-formed probes;
+  :mod:`~jobflow_core.template_validation`: whether a JobTemplate would make a valid vcjob;
+  :mod:`~jobflow_core.admission` and :mod:`~jobflow_core.update_warnings`: the webhooks' AdmissionReview core.
 * :mod:`~jobflow_core.phase`: the JobFlow phase, from one table.
-* :mod:`~jobflow_core.dependencies`: whether a flow may start.
-* :mod:`~jobflow_core.jobs`: the vcjob manifest of a flow.
+* :mod:`~jobflow_core.dependencies`: whether a flow may start; :mod:`~jobflow_core.probes`: ``dependsOn.probe``.
+* :mod:`~jobflow_core.jobs`: the vcjob manifest of a flow; :mod:`~jobflow_core.patching`: ``patch.jobSpec``.
+* :mod:`~jobflow_core.templates`: a JobTemplate's ``jobDependsOnList``.
+* :mod:`~jobflow_core.graph` and :mod:`~jobflow_core.conversion`: DAG order and JobTemplate <-> vcjob, for the CLI.
 * :mod:`~jobflow_core.observation`: each flow next to its vcjob and its previous record.
 * :mod:`~jobflow_core.status`: the status, from one observation.
 * :mod:`~jobflow_core.events`: the events and reason words.
