@@ -23,7 +23,14 @@ from datetime import datetime
 
 from jobflow_core import network_checks_needed, plan, templates_needed
 from jobflow_core.models import JobFlow, JobFlowPhase, JobTemplate, RetainPolicy, VcJob
-from jobflow_core.naming import CREATED_BY_JOBFLOW, CREATED_BY_JOBTEMPLATE, jobflow_label_value
+from jobflow_core.naming import (
+    CREATED_BY_JOBFLOW,
+    CREATED_BY_JOBTEMPLATE,
+    RECORD_FINALIZER,
+    has_record_finalizer,
+    is_owned_by,
+    jobflow_label_value,
+)
 from jobflow_core.templates import template_status, template_status_changed
 
 from handlers.kube import Conflict, KubeApi, Rejected
@@ -42,6 +49,7 @@ class Outcome:
     found: bool = True
     created: list[str] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
+    released: list[str] = field(default_factory=list)
     status_written: bool = False
     phase: str | None = None
     attempts: int = 0
@@ -122,6 +130,14 @@ class Reconciler:
             outcome.status_written = True
             for event in result.events:
                 self.kube.record_event(raw, type_=event.type, reason=event.reason, message=event.message, now=now)
+        # Only now is every deleted vcjob's record safe in the status: let them go. Deleting vcjobs of an earlier
+        # JobFlow of the same name (the garbage collector removes them) are let go too: their owner is gone.
+        by_name = {job.name: job for job in jobs}
+        orphans = [job.name for job in jobs if job.metadata.deletion_timestamp is not None
+                   and has_record_finalizer(job) and not is_owned_by(job, flow)]
+        for job_name in [*result.releases, *orphans]:
+            self.kube.remove_finalizer(by_name[job_name].to_wire(), RECORD_FINALIZER)
+            outcome.released.append(job_name)
         for template in sorted(t for t in touched_templates if t):
             self.jobtemplate(flow.namespace, template)
 
@@ -164,6 +180,8 @@ class Reconciler:
         candidates = [raw for raw in listed if (raw["metadata"]["name"] == owner) or (
             owner is None and any(f"{raw['metadata']['name']}-{f.get('name')}" == name
                                   for f in (raw.get("spec") or {}).get("flows") or []))]
+        if not candidates:
+            self._release_orphan(self.kube.get_vcjob(namespace, name))
         outcomes = [self.jobflow(namespace, raw["metadata"]["name"], known=raw) for raw in candidates]
         for raw in candidates if membership_changed else []:
             for f in (raw.get("spec") or {}).get("flows") or []:
@@ -172,9 +190,25 @@ class Reconciler:
         return outcomes
 
     def resync(self) -> list[Outcome]:
-        """Reconcile every JobFlow that can still change (the safety net for lost events)."""
-        return [self.jobflow(raw["metadata"]["namespace"], raw["metadata"]["name"], known=raw)
-                for raw in self.kube.list_jobflows() if not _settled(raw)]
+        """Reconcile every JobFlow that can still change, and let go of vcjobs whose JobFlow is gone (the safety
+        net for lost events)."""
+        listed = self.kube.list_jobflows()
+        outcomes = [self.jobflow(raw["metadata"]["namespace"], raw["metadata"]["name"], known=raw)
+                    for raw in listed if not _settled(raw)]
+        alive = {raw["metadata"]["uid"] for raw in listed}
+        for job in self.kube.list_all_vcjobs(CREATED_BY_JOBFLOW):
+            owners = {ref.get("uid") for ref in job["metadata"].get("ownerReferences") or [] if ref.get("controller")}
+            if not owners & alive:
+                self._release_orphan(job)
+        return outcomes
+
+    def _release_orphan(self, raw: dict | None) -> None:
+        """A vcjob held by our finalizer and being deleted, with no JobFlow left to record it: let it go."""
+        if raw is None:
+            return
+        job = VcJob.model_validate(raw)
+        if job.metadata.deletion_timestamp is not None and has_record_finalizer(job):
+            self.kube.remove_finalizer(raw, RECORD_FINALIZER)
 
 
 class _Refused(Exception):

@@ -11,7 +11,13 @@ For flow ``b`` of JobFlow ``test`` in namespace ``default`` the manifest is::
       annotations: {the same two keys and values}
       ownerReferences: [{apiVersion: flow.volcano.sh/v1alpha1, kind: JobFlow, name: test, uid: <uid>,
                          controller: true, blockOwnerDeletion: true}]
+      finalizers: [flow.volcano.sh/keep-record]
     spec: <the JobTemplate's spec, with the flow's patch.jobSpec merged in (jobflow_core.patching)>
+
+The finalizer is ours (upstream has none): a vcjob deleted by a user or by ``ttlSecondsAfterFinished`` is held
+until the handler has recorded its final phase in the JobFlow's status, then released (``Plan.releases``).
+Without it, a vcjob that completed and vanished before any handler looked would be taken for one that never
+finished, and run again (upstream's bug G.3(d)).
 
 The spec is a fresh deep copy of the template's: nothing done to the manifest can reach the template, and every
 template field, including ones we do not model, reaches the vcjob.
@@ -21,7 +27,14 @@ import copy
 from typing import Any
 
 from jobflow_core.models import Flow, JobFlow, JobTemplate
-from jobflow_core.naming import JOB_API_VERSION, JOB_KIND, created_by, job_name, owner_reference
+from jobflow_core.naming import (
+    JOB_API_VERSION,
+    JOB_KIND,
+    RECORD_FINALIZER,
+    created_by,
+    job_name,
+    owner_reference,
+)
 from jobflow_core.patching import merge_job_spec
 
 
@@ -37,6 +50,7 @@ def build_job(jobflow: JobFlow, *, flow: str, template: JobTemplate) -> dict[str
             "labels": dict(keys),
             "annotations": dict(keys),
             "ownerReferences": [owner_reference(jobflow)],
+            "finalizers": [RECORD_FINALIZER],
         },
         "spec": job_spec(template, flow=_flow_named(jobflow, flow)),
     }

@@ -22,6 +22,9 @@ JOB_KIND = "Job"
 JOBFLOW_API_VERSION = "flow.volcano.sh/v1alpha1"
 JOBFLOW_KIND = "JobFlow"
 
+RECORD_FINALIZER = "flow.volcano.sh/keep-record"
+"""Ours, additive: holds a deleted vcjob until its final phase is in the JobFlow's status (see ``jobs``)."""
+
 CREATED_BY_JOBFLOW = "volcano.sh/createdByJobFlow"
 CREATED_BY_JOBTEMPLATE = "volcano.sh/createdByJobTemplate"
 
@@ -59,6 +62,10 @@ def owner_reference(jobflow: JobFlow) -> dict[str, Any]:
         "controller": True,
         "blockOwnerDeletion": True,
     }
+
+
+def has_record_finalizer(job: VcJob) -> bool:
+    return RECORD_FINALIZER in (job.metadata.finalizers or ())
 
 
 def is_owned_by(job: VcJob, jobflow: JobFlow) -> bool:

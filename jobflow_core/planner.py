@@ -16,7 +16,8 @@ One plan, step by step:
    JobTemplate is missing, or whose vcjob name is taken by a vcjob we do not own, waits and says why.
 4. Status (:mod:`jobflow_core.status`), with the jobs being created already listed as pending.
 5. Clean up: with ``jobRetainPolicy: delete``, a Succeed JobFlow deletes all its live vcjobs (their records
-   stay in the status).
+   stay in the status); a vcjob being deleted (by us, a user or its TTL) is released from our finalizer, since
+   the status about to be written holds its record.
 6. Events: a phase change, and a Warning when the blocking reason or message is new. Creation events come
    separately, one per create, because they may only be recorded once the create succeeded.
 """
@@ -29,6 +30,7 @@ from typing import Any
 from jobflow_core.dependencies import starts_allowed
 from jobflow_core.events import Event, EventType, Reason, job_created, phase_changed
 from jobflow_core.jobs import build_job
+from jobflow_core.naming import has_record_finalizer
 from jobflow_core.template_validation import validate_template
 from jobflow_core.models import (
     FlowState,
@@ -57,6 +59,8 @@ class Plan:
     """``create_events[i]`` is to be recorded once ``creates[i]`` was created (upstream's ``Created`` event)."""
     deletes: list[str]
     """Names of vcjobs (in the JobFlow's namespace) to DELETE."""
+    releases: list[str]
+    """vcjobs being deleted whose record is in ``status``: remove our finalizer once the status is written."""
     status: JobFlowStatus
     status_changed: bool
     """Whether ``status`` differs from the JobFlow's current status; if not, the write can be skipped."""
@@ -151,6 +155,8 @@ def plan(
         creates=creates,
         create_events=[job_created(manifest["metadata"]["name"]) for manifest in creates],
         deletes=_deletes(observation, phase=phase),
+        releases=[job.name for job in observation.owned
+                  if job.metadata.deletion_timestamp is not None and has_record_finalizer(job)],
         status=status,
         status_changed=status.to_wire() != (previous.to_wire() if previous else {}),
         events=_events(jobflow, phase=phase, blocker=blockers[0] if blockers else None, message=state.message),

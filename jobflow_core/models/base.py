@@ -83,6 +83,7 @@ class ObjectMeta(WireModel):
     labels: dict[str, str] | None = None
     annotations: dict[str, str] | None = None
     owner_references: list[OwnerReference] | None = Field(None, alias="ownerReferences")
+    finalizers: list[str] | None = None
 
 
 class Resource(WireModel):

@@ -2,12 +2,15 @@
 
 ``start_handler`` serves ``handlers.create_app()`` with a threaded WSGI server; ``start_engine`` adds the event
 source's watchers (scoped to one namespace) and outbox in threads, all against the real API server of the local
-cluster. ``serve`` is ``start_handler`` as a context manager, for tests that need several handlers at once.
+cluster. ``serve`` is ``start_handler`` as a context manager, for tests that need several handlers at once; ``send``
+POSTs an event exactly as ApiServerSource would (the event source's own encoder).
 """
 
 from __future__ import annotations
 
 import threading
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -19,7 +22,7 @@ from devcluster.testing import LocalCluster
 from eventsource import cloudevent
 from eventsource.outbox import Outbox
 from eventsource.recheck import Rechecker
-from eventsource.resources import JOBFLOWS, WATCHED
+from eventsource.resources import JOBFLOWS, WATCHED, Resource
 from eventsource.watcher import Watcher
 from handlers import create_app
 from handlers.kube import KubeApi
@@ -94,3 +97,19 @@ def serve(kube: KubeApi) -> Iterator[str]:
     finally:
         server.shutdown()
         thread.join(timeout=10)
+
+
+def post(url: str, body: bytes, headers: dict[str, str]) -> tuple[int, bytes]:
+    request = urllib.request.Request(url, data=body, headers=headers, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read()
+
+
+def send(url: str, resource: Resource, namespace: str, name: str, change=cloudevent.Change.UPDATE):
+    envelope = cloudevent.Envelope(resource, change, {"metadata": {"namespace": namespace, "name": name}})
+    headers, body = cloudevent.encode(envelope, mode=cloudevent.Mode.REFERENCE, source="https://10.96.0.1:443",
+                                      overrides={})
+    return post(url, body, headers)

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import json
 import threading
-import urllib.error
-import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -18,9 +16,9 @@ from kubernetes import client
 from devcluster.processes import free_port
 from devcluster.testing import LocalCluster
 from eventsource import cloudevent
-from eventsource.resources import JOBFLOWS, JOBTEMPLATES, VCJOBS, Resource
+from eventsource.resources import JOBFLOWS, JOBTEMPLATES, VCJOBS
+from engine import post, send, serve
 from handlers.kube import KubeApi
-from engine import serve
 from objects import apply, events_of, jobflow, template, vcjobs, wait_for_phase
 
 pytestmark = pytest.mark.cluster
@@ -31,22 +29,6 @@ kind: JobFlow
 metadata: {name: f}
 spec: {flows: [{name: a}, {name: b, dependsOn: {targets: [a]}}]}
 """
-
-
-def post(url: str, body: bytes, headers: dict[str, str]) -> tuple[int, bytes]:
-    request = urllib.request.Request(url, data=body, headers=headers, method="POST")
-    try:
-        with urllib.request.urlopen(request, timeout=30) as response:
-            return response.status, response.read()
-    except urllib.error.HTTPError as error:
-        return error.code, error.read()
-
-
-def send(url: str, resource: Resource, namespace: str, name: str, change=cloudevent.Change.UPDATE):
-    envelope = cloudevent.Envelope(resource, change, {"metadata": {"namespace": namespace, "name": name}})
-    headers, body = cloudevent.encode(envelope, mode=cloudevent.Mode.REFERENCE, source="https://10.96.0.1:443",
-                                      overrides={})
-    return post(url, body, headers)
 
 
 @pytest.mark.parametrize("body, headers, needle", [

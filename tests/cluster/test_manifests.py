@@ -286,6 +286,10 @@ def test_the_handler_role_allows_every_call_the_handler_makes(cluster: LocalClus
         "record_event": lambda: kube.record_event(flow, type_="Normal", reason="Checked", message="RBAC test",
                                                   now=datetime.now(UTC)),
         "list_pods": lambda: kube.list_pods(namespace, "volcano.sh/job-name=probe"),
+        "list_all_vcjobs": lambda: kube.list_all_vcjobs("volcano.sh/createdByJobFlow"),
+        "remove_finalizer": lambda: kube.remove_finalizer(
+            {"metadata": {"namespace": namespace, "name": "probe", "finalizers": ["flow.volcano.sh/keep-record"]}},
+            "flow.volcano.sh/keep-record"),
     }
     assert set(calls) == {name for name, _ in inspect.getmembers(KubeApi, inspect.isfunction)
                           if not name.startswith("_")}
@@ -313,8 +317,9 @@ HANDLER_REFUSED: dict[str, Callable[[client.CustomObjectsApi, client.CoreV1Api, 
         *FLOW, ns, "jobflows", watch=True, timeout_seconds=1, _preload_content=False),
     "list JobTemplates (it reads them by name)": lambda custom, core, ns: custom.list_namespaced_custom_object(
         *FLOW, ns, "jobtemplates"),
-    "change a vcjob": lambda custom, core, ns: custom.patch_namespaced_custom_object(
-        *BATCH, ns, "jobs", "any", {"spec": {"minAvailable": 2}}),
+    "update a vcjob (it only patches finalizers off)": lambda custom, core, ns: custom.replace_namespaced_custom_object(
+        *BATCH, ns, "jobs", "any", {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
+                                    "metadata": {"name": "any"}}),
     "read Secrets": lambda custom, core, ns: core.list_namespaced_secret(ns),
     "create a Pod": lambda custom, core, ns: core.create_namespaced_pod(
         ns, {"metadata": {"name": "any"}, "spec": {"containers": [{"name": "main", "image": "busybox"}]}}),

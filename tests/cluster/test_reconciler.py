@@ -11,6 +11,8 @@ from datetime import datetime
 import pytest
 
 from devcluster.testing import LocalCluster
+from engine import send
+from eventsource.resources import JOBFLOWS
 from objects import apply, events_of, jobflow, template, vcjobs, wait_for_phase
 
 pytestmark = pytest.mark.cluster
@@ -266,3 +268,28 @@ def test_a_vcjob_refused_by_volcanos_webhook_is_shown_in_status_and_an_event(clu
     assert "no-such-queue" in flow["status"]["state"]["message"]
     assert vcjobs(cluster, namespace) == {}
     assert ("Warning", "JobRejected") in [(t, r) for t, r, _ in events_of(cluster, namespace, "refused")]
+
+
+def test_a_vcjob_its_ttl_deletes_while_no_handler_looks_is_still_recorded_and_never_run_again(
+        cluster: LocalCluster, namespace: str, handler) -> None:
+    quick = template("a").replace("  queue: default\n", "  queue: default\n  ttlSecondsAfterFinished: 0\n")
+    apply(cluster, namespace, quick + "---\n" + template("b"))
+    apply(cluster, namespace, "apiVersion: flow.volcano.sh/v1alpha1\nkind: JobFlow\nmetadata: {name: ttl}\n"
+                              "spec: {jobRetainPolicy: retain, flows: [{name: a}, {name: b, dependsOn: {targets: [a]}}]}")
+    assert send(handler.url, JOBFLOWS, namespace, "ttl")[0] == 202  # creates ttl-a; then no handler looks
+
+    def deleted_by_ttl() -> dict | None:
+        job = vcjobs(cluster, namespace).get("ttl-a") or {}
+        return job if job.get("metadata", {}).get("deletionTimestamp") else None
+
+    held = cluster.wait_until("Volcano's TTL to delete ttl-a", deleted_by_ttl, timeout=60)
+    assert held["status"]["state"]["phase"] == "Completed"  # our finalizer keeps it until it is recorded
+
+    assert send(handler.url, JOBFLOWS, namespace, "ttl")[0] == 202
+
+    flow = jobflow(cluster, namespace, "ttl")
+    assert flow["status"]["completedJobs"] == ["ttl-a"]
+    assert flow["status"]["pendingJobs"] == ["ttl-b"]
+    cluster.wait_until("ttl-a to be released and gone", lambda: "ttl-a" not in vcjobs(cluster, namespace), timeout=30)
+    created = [m for _, reason, m in events_of(cluster, namespace, "ttl") if reason == "Created"]
+    assert sorted(created) == ["create a job named ttl-a!", "create a job named ttl-b!"]

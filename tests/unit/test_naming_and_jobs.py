@@ -41,6 +41,7 @@ def test_the_vcjob_manifest_has_upstreams_name_labels_annotations_and_owner_refe
                 "blockOwnerDeletion": True,
             }
         ],
+        "finalizers": ["flow.volcano.sh/keep-record"],
     }
 
 
