@@ -7,6 +7,7 @@ Configuration (environment, as Knative's SinkBinding/ContainerSource injects it)
 - ``NAMESPACES``: comma-separated namespaces to watch; empty (the default) means all namespaces.
 - ``EVENT_MODE``: ``Reference`` (default, as the handler re-reads objects anyway) or ``Resource``.
 - ``RESYNC_SECONDS``: how often every object is re-announced (default 300).
+- ``SINK_CONCURRENCY``: how many events may be in flight at once (default 4; never two of one object).
 - JobFlows waiting for a probe are also re-announced as often as their ``waitingFlows[].recheckSeconds`` asks
   (``eventsource.recheck``).
 - ``KUBECONFIG``: used when set; otherwise the in-cluster service account.
@@ -56,6 +57,9 @@ def main() -> int:
         resync = float(os.environ.get("RESYNC_SECONDS", "300"))
         if not resync > 0:  # 0 would re-list in a busy loop
             raise ValueError(f"RESYNC_SECONDS must be a positive number of seconds, got {resync}")
+        senders = int(os.environ.get("SINK_CONCURRENCY", "4"))
+        if senders < 1:
+            raise ValueError(f"SINK_CONCURRENCY must be at least 1, got {senders}")
     except ValueError as error:
         print(f"eventsource: bad configuration: {error}", file=sys.stderr)
         return 2
@@ -73,8 +77,8 @@ def main() -> int:
     signal.signal(signal.SIGTERM, shutdown)
     signal.signal(signal.SIGINT, shutdown)
     rechecker = Rechecker(outbox, stop)
-    threads = [threading.Thread(target=outbox.run, name="sender", daemon=True),
-               threading.Thread(target=rechecker.run, name="recheck", daemon=True)]
+    threads = [threading.Thread(target=outbox.run, name=f"sender-{i}", daemon=True) for i in range(senders)]
+    threads.append(threading.Thread(target=rechecker.run, name="recheck", daemon=True))
     for resource in WATCHED:
         for namespace in namespaces:
             watcher = Watcher(api, resource, namespace, outbox, resync_seconds=resync, stop=stop,

@@ -1,6 +1,7 @@
 """Deliver events to the sink without ever blocking the watches, and without losing an object's last change.
 
-Watch threads ``put`` envelopes; one sender thread POSTs them in arrival order. While an object's event waits, a
+Watch threads ``put`` envelopes; sender threads (``SINK_CONCURRENCY``, default 4, as many as a gthread handler
+worker serves at once) POST them in arrival order, never two events of one object at a time. While an object's event waits, a
 newer event for the same object replaces it in place (the handler re-reads the object, so only "this object
 changed" matters, and a delete is still delivered as the newest change). A failing sink (connection error, an answer
 that is not HTTP, 5xx, 404, 408, 409, 429) is retried with exponential backoff, capped; a 4xx that says the event is
@@ -32,6 +33,8 @@ class Outbox:
         self.sink, self.encode, self.timeout = sink, encode, timeout
         self.initial_backoff, self.max_backoff = initial_backoff, max_backoff
         self._pending: OrderedDict[tuple[str, str, str], Envelope] = OrderedDict()
+        self._in_flight: set[tuple[str, str, str]] = set()  # objects a sender is busy with (never two at once)
+        self._encoded: dict[tuple[str, str, str], tuple[Envelope, tuple[dict[str, str], bytes]]] = {}
         self._lock = threading.Condition()
         self._stopped = False
         self.delivered = 0
@@ -53,13 +56,31 @@ class Outbox:
             self._lock.notify_all()
 
     def _next(self) -> Envelope | None:
+        """The oldest pending event whose object no other sender is busy with; waits for one."""
         with self._lock:
-            while not self._pending and not self._stopped:
+            while not self._stopped:
+                key = next((k for k in self._pending if k not in self._in_flight), None)
+                if key is not None:
+                    self._in_flight.add(key)
+                    return self._pending.pop(key)
                 self._lock.wait()
-            if self._stopped:
-                return None
-            _, envelope = self._pending.popitem(last=False)
-            return envelope
+            return None
+
+    def _finish(self, envelope: Envelope) -> None:
+        with self._lock:
+            self._in_flight.discard(envelope.key)
+            self._lock.notify_all()
+
+    def _message(self, envelope: Envelope) -> tuple[dict[str, str], bytes]:
+        """The encoded event; a retry of the very same event is sent byte for byte again (same id)."""
+        with self._lock:
+            cached = self._encoded.get(envelope.key)
+        if cached is not None and cached[0] is envelope:
+            return cached[1]
+        message = self.encode(envelope)
+        with self._lock:
+            self._encoded[envelope.key] = (envelope, message)
+        return message
 
     def _requeue_unless_newer(self, envelope: Envelope) -> None:
         """Put a failed event back at the head of the line, unless a newer change for its object arrived."""
@@ -82,26 +103,31 @@ class Outbox:
             return None
 
     def run(self) -> None:
-        """The sender loop; returns after ``stop``."""
+        """One sender loop (several may run: each object is with at most one sender); returns after ``stop``."""
         backoff = self.initial_backoff
-        retry: tuple[Envelope, tuple[dict[str, str], bytes]] | None = None
         while (envelope := self._next()) is not None:
-            message = retry[1] if retry and retry[0] is envelope else self.encode(envelope)
-            retry = None
-            status = self._post(message)
-            if status is not None and 200 <= status < 300:
-                self.delivered += 1
-                backoff = self.initial_backoff
-                continue
-            if status is not None and status not in RETRIED_STATUSES:
-                log.error("sink rejected %s %s with HTTP %s; dropping it (it will not get better)",
-                          envelope.change, envelope.key, status)
-                continue
-            self.failures += 1
-            log.warning("sink answered %s for %s %s; retrying in %.1f s", status, envelope.change, envelope.key,
-                        backoff)
-            self._requeue_unless_newer(envelope)
-            retry = (envelope, message)
+            try:
+                backoff = self._deliver(envelope, backoff)
+            finally:
+                self._finish(envelope)
+
+    def _deliver(self, envelope: Envelope, backoff: float) -> float:
+        """Send one event; on a transient failure put it back and wait. Returns the next backoff."""
+        status = self._post(self._message(envelope))
+        if status is not None and (200 <= status < 300 or status not in RETRIED_STATUSES):
             with self._lock:
-                self._lock.wait_for(lambda: self._stopped, timeout=backoff)
-            backoff = min(backoff * 2, self.max_backoff)
+                if self._encoded.get(envelope.key, (None,))[0] is envelope:
+                    del self._encoded[envelope.key]
+        if status is not None and 200 <= status < 300:
+            self.delivered += 1
+            return self.initial_backoff
+        if status is not None and status not in RETRIED_STATUSES:
+            log.error("sink rejected %s %s with HTTP %s; dropping it (it will not get better)",
+                      envelope.change, envelope.key, status)
+            return backoff
+        self.failures += 1
+        log.warning("sink answered %s for %s %s; retrying in %.1f s", status, envelope.change, envelope.key, backoff)
+        self._requeue_unless_newer(envelope)
+        with self._lock:  # the object stays ours while we wait, so no other sender retries it early
+            self._lock.wait_for(lambda: self._stopped, timeout=backoff)
+        return min(backoff * 2, self.max_backoff)

@@ -161,10 +161,11 @@ class Reconciler:
         raise Conflict(f"JobTemplate {namespace}/{name} kept changing; retry later")
 
     def jobflows_using(self, namespace: str, template: str) -> list[Outcome]:
-        """A JobTemplate appeared or changed: reconcile the JobFlows of its namespace that have a flow of that name."""
+        """A JobTemplate appeared or changed: reconcile the JobFlows of its namespace whose flow of that name has
+        no vcjob yet. (A flow that already has one is not affected by its template any more; this also keeps our
+        own writes of the template's status from setting off a reconcile of every JobFlow that uses it.)"""
         return [self.jobflow(namespace, raw["metadata"]["name"], known=raw)
-                for raw in self.kube.list_jobflows(namespace)
-                if any(f.get("name") == template for f in (raw.get("spec") or {}).get("flows") or [])]
+                for raw in self.kube.list_jobflows(namespace) if _waits_for_template(raw, template)]
 
     def jobflows_of_vcjob(self, namespace: str, name: str, payload: dict | None, *,
                           membership_changed: bool) -> list[Outcome]:
@@ -220,6 +221,17 @@ class _Refused(Exception):
 def _template_of_manifest(manifest: dict) -> str:
     """The flow (and JobTemplate) name a vcjob manifest was built for, from its createdByJobTemplate label."""
     return manifest["metadata"]["labels"][CREATED_BY_JOBTEMPLATE].split(".", 1)[1]
+
+
+def _waits_for_template(raw: dict, template: str) -> bool:
+    """Whether a JobFlow has a flow named ``template`` that has not got its vcjob yet (as far as its status says;
+    a JobFlow without a status has not been planned at all)."""
+    if not any(f.get("name") == template for f in (raw.get("spec") or {}).get("flows") or []):
+        return False
+    status = raw.get("status")
+    if not status:
+        return True
+    return any(w.get("name") == template for w in status.get("waitingFlows") or [])
 
 
 def _owner_name(payload: dict | None) -> str | None:

@@ -73,8 +73,8 @@ def start_engine(cluster: LocalCluster, namespace: str, *, resync_seconds: float
     stop = threading.Event()
     engine = Engine(handler, outbox, stop)
     rechecker = Rechecker(outbox, stop)
-    engine.threads += [threading.Thread(target=outbox.run, name="sender", daemon=True),
-                       threading.Thread(target=rechecker.run, name="recheck", daemon=True)]
+    engine.threads += [threading.Thread(target=outbox.run, name=f"sender-{i}", daemon=True) for i in range(4)]
+    engine.threads.append(threading.Thread(target=rechecker.run, name="recheck", daemon=True))
     for resource in WATCHED:
         watcher = Watcher(cluster.api, resource, namespace, outbox, resync_seconds=resync_seconds, stop=stop,
                           watch_seconds=2,  # short watches, so the threads notice the stop quickly

@@ -220,3 +220,40 @@ def test_stop_ends_the_sender_even_in_the_middle_of_a_long_backoff(start, sinks)
     sender.join(timeout=10)
     assert not sender.is_alive()
     assert len(sink.received) == 1
+
+
+def test_several_senders_never_send_two_events_of_one_object_at_once_and_deliver_every_object():
+    busy: set[str] = set()
+    overlaps: list[str] = []
+    delivered: list[str] = []
+    lock = threading.Lock()
+
+    class SlowSink(Outbox):
+        def _post(self, message):  # the real encoding, a slow sink that records concurrency per object
+            name = message[0]["ce-name"]
+            with lock:
+                if name in busy:
+                    overlaps.append(name)
+                busy.add(name)
+            time.sleep(0.02)
+            with lock:
+                busy.discard(name)
+                delivered.append(name)
+            return 202
+
+    outbox = SlowSink("http://unused", lambda e: cloudevent.encode(e, mode=cloudevent.Mode.REFERENCE, source="s",
+                                                                    overrides={}))
+    senders = [threading.Thread(target=outbox.run, daemon=True) for _ in range(4)]
+    for sender in senders:
+        sender.start()
+    for round_ in range(5):
+        for name in ("a", "b", "c", "d", "e", "f"):
+            outbox.put(Envelope(JOBFLOWS, Change.UPDATE, {"metadata": {"namespace": "ns", "name": name,
+                                                                        "resourceVersion": str(round_)}}))
+        time.sleep(0.01)
+    deadline = time.monotonic() + 10
+    while (outbox.pending() or len(set(delivered)) < 6) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    outbox.stop()
+    assert overlaps == []
+    assert set(delivered) == {"a", "b", "c", "d", "e", "f"}
