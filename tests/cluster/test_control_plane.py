@@ -164,3 +164,31 @@ def test_deleting_an_owner_deletes_its_dependents(cluster: LocalCluster, namespa
         return "child" not in names
 
     assert cluster.wait_until("the garbage collector to delete the child", child_gone, timeout=30)
+
+
+def test_our_crds_accept_a_server_side_dry_run_and_a_create(cluster: LocalCluster, namespace: str) -> None:
+    objects = {
+        "jobtemplates": vcjob("""
+        apiVersion: flow.volcano.sh/v1alpha1
+        kind: JobTemplate
+        metadata: {name: a}
+        spec: {tasks: [{name: main, replicas: 1, template: {spec: {containers: [{name: c, image: x}]}}}]}
+        """),
+        "jobflows": vcjob("""
+        apiVersion: flow.volcano.sh/v1alpha1
+        kind: JobFlow
+        metadata: {name: f}
+        spec: {jobRetainPolicy: delete, flows: [{name: a}, {name: b, dependsOn: {targets: [a]}}]}
+        """),
+    }
+    for plural, body in objects.items():
+        dry = cluster.custom.create_namespaced_custom_object("flow.volcano.sh", "v1alpha1", namespace, plural, body,
+                                                             dry_run="All")
+        assert dry["metadata"]["name"] == body["metadata"]["name"]
+        listed = cluster.custom.list_namespaced_custom_object("flow.volcano.sh", "v1alpha1", namespace, plural)
+        assert listed["items"] == [], "a dry run stores nothing"
+        cluster.custom.create_namespaced_custom_object("flow.volcano.sh", "v1alpha1", namespace, plural, body)
+        stored = cluster.custom.get_namespaced_custom_object("flow.volcano.sh", "v1alpha1", namespace, plural,
+                                                             body["metadata"]["name"])
+        assert stored["spec"]["tasks" if plural == "jobtemplates" else "flows"] == \
+            body["spec"]["tasks" if plural == "jobtemplates" else "flows"]
