@@ -86,7 +86,9 @@ def main(argv: list[str]) -> int:
     print(f"""
 demo: JobFlow `test` ended {phase}. Look at it with kubectl:
   export KUBECONFIG={kubeconfig}
+  export PATH={Path(sys.executable).parent}:$PATH   # kubectl 1.36 and the kubectl-jobflow plugin
   kubectl get jf                     # STATUS and PROGRESS
+  kubectl jobflow status test        # the DAG with each job's phase, age and pods
   kubectl get jf test -o yaml        # the status: completedJobs, jobStatusList, conditions
   kubectl describe jf test           # the events: Created, PhaseChanged
   kubectl get jt                     # the JobTemplates a..e
