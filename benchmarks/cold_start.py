@@ -1,12 +1,21 @@
-"""Handler cold start: from spawning the Procfile's ``web`` command to the first event answered 2xx, and its memory.
+"""Handler cold start, as Knative pays it after scaling to zero: a new process, then the first event answered.
 
-Each run starts the Procfile's ``web`` line afresh (``bash -c``, a free ``PORT``, ``KUBECONFIG``) and, from the
-moment of spawn, POSTs a valid ``JobFlow update`` event for a Succeed JobFlow (``throughput.steady_flow``) again and
-again until one is answered 2xx (a refused connection is retried after 5 ms; once gunicorn's master listens, the
-request simply waits for the worker). Recorded per run: when the port first accepted a connection, when the first
-2xx came, and, once the handler has been idle for 1 s, the resident memory (``VmRSS`` in /proc/<pid>/status) of the
-gunicorn master and its worker. The first answered event is a full reconcile, so it includes the worker's import
-of the app and the creation of its Kubernetes client. Median of ``--runs``.
+Each run spawns the Procfile's ``web`` line afresh (``bash -c``, a free ``PORT``, ``KUBECONFIG``: gunicorn, one
+worker) and, from the moment of spawn, POSTs one ApiServerSource-format event again and again until it is answered
+2xx (a refused connection is retried after 5 ms; once gunicorn's master listens, the request waits for the worker,
+as the activator's would). The first answer is a whole reconcile, so it includes the worker's import of the app,
+its Kubernetes client and that reconcile's API calls. Then, after 1 s idle, the resident memory (``VmRSS``) of the
+gunicorn master and its worker. Median of ``--runs`` per case:
+
+- ``starts a flow``: a ``ref.add`` of a new JobFlow (a -> b): the reconcile creates vcjob ``a``, records the
+  ``Created`` event and writes the status. The usual first event after idle: something new to do.
+- ``nothing to do``: a ``ref.update`` of a JobFlow already ``Succeed`` (``throughput.steady_flow``): GET + LIST.
+- ``bare app``: the floor. The same gunicorn command serving a minimal Flask app that parses the event with
+  ``cloudevents`` and GETs the JobFlow with the ``kubernetes`` client (``BARE_APP``), so the product's own cost is
+  the difference, measured on the same machine under the same load.
+
+Also, in a fresh interpreter (median of 3): importing gunicorn, importing and creating the app, and making the
+handler's Kubernetes client (``shared_client`` + ``KubeApi``).
 
 Run: ``.venv/bin/python -m benchmarks.cold_start [--runs 10]``.
 """
@@ -26,11 +35,35 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import (REPO, connect, gunicorn_processes, machine, procfile_command, proc_status, spawn,
-                               summary_ms, table, write_result)
+from benchmarks.common import (REPO, chain_jobflow, connect, create, gunicorn_processes, job_template, machine,
+                               new_namespace, proc_status, procfile_command, spawn, summary_ms, table, write_result)
 from benchmarks.throughput import event, post, steady_flow
 from devcluster.processes import free_port
 from devcluster.testing import LocalCluster
+from eventsource import cloudevent
+from eventsource.resources import JOBFLOWS
+
+APP = "'handlers:create_app()'"
+BARE_APP = '''
+import os
+
+from cloudevents.core.bindings.http import HTTPMessage, from_http_event
+from flask import Flask, request
+from kubernetes import client, config
+
+app = Flask(__name__)
+custom = []
+
+
+@app.post("/")
+def receive():
+    event = from_http_event(HTTPMessage(dict(request.headers), request.get_data()))
+    if not custom:
+        custom.append(client.CustomObjectsApi(config.new_client_from_config(config_file=os.environ["KUBECONFIG"])))
+    custom[0].get_namespaced_custom_object("flow.volcano.sh", "v1alpha1", event.get_extension("namespace"),
+                                           "jobflows", event.get_extension("name"))
+    return "", 202
+'''
 
 
 def rss_kib(pid: int) -> int:
@@ -48,22 +81,19 @@ print(t1 - t0, t2 - t1, t3 - t2)
 
 def import_breakdown(local: LocalCluster) -> dict:
     """Where a worker's start goes, in a fresh interpreter: gunicorn, the app (Flask, pydantic, kubernetes,
-    jobflow_core), and what the first request adds: the Kubernetes client (reads the kubeconfig) and ``KubeApi``,
-    whose ``CoreV1Api`` makes the kubernetes package import its (large) module on first use."""
+    cloudevents, jobflow_core), and the Kubernetes client the first request makes (reads the kubeconfig)."""
     out = subprocess.run([sys.executable, "-c", IMPORT_PROBE], capture_output=True, text=True, check=True,
                          cwd=REPO, env={**os.environ, "KUBECONFIG": str(local.state.kubeconfig)}).stdout
     gunicorn, app, kube = (round(1000 * float(x), 1) for x in out.split())
     return {"import_gunicorn_ms": gunicorn, "import_and_create_app_ms": app, "first_kubeapi_ms": kube}
 
 
-def one_start(local: LocalCluster, namespace: str) -> dict:
+def one_start(local: LocalCluster, command: str, message: tuple[dict[str, str], bytes]) -> dict:
     port = free_port()
     url = f"http://127.0.0.1:{port}/"
-    message = event("JobFlow", namespace, local.api.configuration.host)
     log_dir = Path(tempfile.mkdtemp(prefix="bench-cold-"))
     spawned = time.perf_counter()
-    web = spawn("web", procfile_command("web"), log_dir=log_dir,
-                env={"PORT": str(port), "KUBECONFIG": str(local.state.kubeconfig)})
+    web = spawn("web", command, log_dir=log_dir, env={"PORT": str(port), "KUBECONFIG": str(local.state.kubeconfig)})
     try:
         listening = None
         while time.perf_counter() - spawned < 60:
@@ -89,35 +119,63 @@ def one_start(local: LocalCluster, namespace: str) -> dict:
         web.stop()
 
 
-def run(*, runs: int = 10) -> dict:
-    local = connect()
-    before = machine()
-    namespace = steady_flow(local)
-    try:
-        samples = [one_start(local, namespace) for _ in range(runs)]
-        imports = [import_breakdown(local) for _ in range(3)]
-    finally:
-        local.delete_namespace(namespace)
+def new_flow_event(local: LocalCluster, namespace: str, name: str) -> tuple[dict[str, str], bytes]:
+    """Create JobFlow ``name`` (a -> b) with no handler running, and the ``ref.add`` event that announces it."""
+    created = create(local, namespace, chain_jobflow(name, ["a", "b"]))
+    envelope = cloudevent.Envelope(JOBFLOWS, cloudevent.Change.ADD, created)
+    return cloudevent.encode(envelope, mode=cloudevent.Mode.REFERENCE, source=local.api.configuration.host,
+                             overrides={})
 
+
+def summarise(samples: list[dict]) -> dict:
     def median(key: str) -> float:
         return statistics.median(s[key] for s in samples)
-    return {"benchmark": "cold_start", "parameters": {"runs": runs, "web": procfile_command("web")},
-            "machine_before": before, "machine_after": machine(),
-            "listening_ms": summary_ms([s["listening_s"] for s in samples]),
+    return {"listening_ms": summary_ms([s["listening_s"] for s in samples]),
             "first_2xx_ms": summary_ms([s["first_2xx_s"] for s in samples]),
             "rss_mib_median": {"master": round(median("rss_master_kib") / 1024, 1),
                                "worker": round(median("rss_workers_kib") / 1024, 1),
                                "total": round((median("rss_master_kib") + median("rss_workers_kib")) / 1024, 1)},
-            "start_breakdown_ms_median_of_3": {k: statistics.median(i[k] for i in imports) for k in imports[0]},
             "samples": samples}
 
 
+def run(*, runs: int = 10) -> dict:
+    local = connect()
+    before = machine()
+    steady = steady_flow(local)
+    fresh = new_namespace(local, "bench-cold")
+    bare_dir = Path(tempfile.mkdtemp(prefix="bench-bare-app-"))
+    (bare_dir / "bare_app.py").write_text(BARE_APP)
+    web = procfile_command("web")
+    bare = web.replace(APP, f"--chdir {bare_dir} bare_app:app")
+    assert bare != web, f"the Procfile's web line no longer serves {APP}: {web}"
+    try:
+        for name in "ab":
+            create(local, fresh, job_template(name, run_for="200ms"))
+        cases = {"starts a flow": [], "nothing to do": [], "bare app": []}
+        for index in range(runs):  # interleaved, so a change of load touches every case alike
+            cases["starts a flow"].append(one_start(local, web, new_flow_event(local, fresh, f"cold-{index}")))
+            cases["nothing to do"].append(one_start(local, web, event("JobFlow", steady, local.api.configuration.host)))
+            cases["bare app"].append(one_start(local, bare, event("JobFlow", steady, local.api.configuration.host)))
+        started = local.custom.list_namespaced_custom_object("batch.volcano.sh", "v1alpha1", fresh, "jobs")["items"]
+        assert len(started) == runs, f"{len(started)} of {runs} new flows got their first vcjob"
+        imports = [import_breakdown(local) for _ in range(3)]
+    finally:
+        local.delete_namespace(steady)
+        local.delete_namespace(fresh)
+    return {"benchmark": "cold_start", "parameters": {"runs": runs, "web": web, "bare": bare},
+            "machine_before": before, "machine_after": machine(),
+            "cases": {name: summarise(samples) for name, samples in cases.items()},
+            "start_breakdown_ms_median_of_3": {k: statistics.median(i[k] for i in imports) for k in imports[0]}}
+
+
 def report(result: dict) -> str:
-    rows = [[label, *(result[key][f] for f in ("n", "p50", "min", "max"))] for label, key in (
-        ("spawn -> port accepts connections", "listening_ms"), ("spawn -> first event answered 2xx", "first_2xx_ms"))]
-    rss = result["rss_mib_median"]
-    return (table(["ms", "n", "median", "min", "max"], rows) +
-            f"\nRSS once idle (median): master {rss['master']} MiB + worker {rss['worker']} MiB = {rss['total']} MiB"
+    rows = []
+    for name, case in result["cases"].items():
+        rss = case["rss_mib_median"]
+        rows.append([name, case["first_2xx_ms"]["n"], case["listening_ms"]["p50"], case["first_2xx_ms"]["p50"],
+                     case["first_2xx_ms"]["min"], case["first_2xx_ms"]["max"],
+                     f"{rss['master']} + {rss['worker']} = {rss['total']}"])
+    return (table(["spawn -> (ms)", "n", "port open p50", "first 2xx p50", "min", "max", "RSS idle MiB"], rows) +
             f"\nin a fresh interpreter (median of 3): {result['start_breakdown_ms_median_of_3']}"
             f"\nload {result['machine_before']['loadavg']} -> {result['machine_after']['loadavg']}")
 

@@ -11,6 +11,9 @@ Version notes (measured on the module proxy this project can reach, 2026-11):
   its client libraries (k8s 1.34) are within the supported skew of kube-apiserver 1.35.
 - Kubernetes 1.35.3 is built through a module that replaces every staging module with its published version,
   because k8s.io/kubernetes requires them at the non-existent v0.0.0.
+- Knative is not built, only downloaded (``KNATIVE``): its Go modules carry its CRD YAMLs, which the Knative
+  manifest tests install (``devcluster/knative.py``). Serving v0.50.0 is knative-v1.23.0; eventing v0.49.2 is
+  knative-v1.22.2, the newest eventing release the proxy serves.
 """
 
 from __future__ import annotations
@@ -82,6 +85,11 @@ MODULES: tuple[GoModule, ...] = (
         binaries={"kwok": "sigs.k8s.io/kwok/cmd/kwok"},
     ),
 )
+
+
+# Not in MODULES: nothing is built from it and ``make cluster`` never needs it. Its go.mod pins the releases.
+KNATIVE = GoModule(name="knative", upstream="knative.dev/serving and knative.dev/eventing (gomod/knative/go.mod)",
+                   binaries={})
 
 
 def module_named(name: str) -> GoModule:
