@@ -41,14 +41,15 @@ from handlers.kube import Conflict, KubeApi
 
 _current = threading.local()
 READS = ("GET", "LIST")
-WRITES = ("CREATE", "DELETE", "PUT", "POST")
+WRITES = ("CREATE", "DELETE", "PUT", "POST", "PATCH")
 
 
 def classify(fn, args: tuple, kwargs: dict) -> str:
     """``GET jobflows``, ``LIST jobs by flow``, ``PUT jobflows/status``, ``POST events``, ... for one client call."""
     name = fn.__name__
-    if name == "create_namespaced_event":
-        return "POST events"
+    if name == "_core":  # a core/v1 request by path: ("POST", ".../events") or ("GET", ".../pods")
+        method, path = args[0], args[1]
+        return f"{'LIST' if method == 'GET' else method} {path.rsplit('/', 1)[-1]}"
     plural = args[2] if name == "list_cluster_custom_object" else args[3]
     if name.startswith("get_"):
         return f"GET {plural}"
@@ -59,6 +60,8 @@ def classify(fn, args: tuple, kwargs: dict) -> str:
         return f"CREATE {plural}"
     if name.startswith("delete_"):
         return f"DELETE {plural}"
+    if name.startswith("patch_"):
+        return f"PATCH {plural}"
     return f"PUT {plural}/status"
 
 
