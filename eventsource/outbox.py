@@ -14,7 +14,6 @@ from __future__ import annotations
 import http.client
 import logging
 import threading
-import time
 import urllib.error
 import urllib.request
 from collections import OrderedDict

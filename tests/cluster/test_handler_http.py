@@ -58,7 +58,6 @@ def test_an_event_for_an_object_that_no_longer_exists_is_accepted_with_an_empty_
 
 
 def test_the_api_server_unreachable_gives_503_so_the_bus_retries(namespace: str) -> None:
-    from devcluster.processes import free_port
     unreachable = client.Configuration()
     unreachable.host = f"https://127.0.0.1:{free_port()}"
     unreachable.verify_ssl = False

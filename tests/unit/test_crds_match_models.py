@@ -1,7 +1,7 @@
 """The CRDs in manifests/crds and the pydantic models mirror each other field for field (STYLE: one truth)."""
 
 from pathlib import Path
-from typing import Any, get_args, get_origin
+from typing import Any, get_args
 
 import pytest
 import yaml
