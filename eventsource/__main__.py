@@ -4,6 +4,7 @@ Configuration (environment, as Knative's SinkBinding/ContainerSource injects it)
 
 - ``K_SINK`` (required): where to POST events, e.g. the handler's URL or a Knative Broker.
 - ``K_CE_OVERRIDES``: ``{"extensions": {...}}`` added to every event.
+- ``K_CA_CERTS``: the PEM of an https sink's CA (as SinkBinding injects it); otherwise the system's CAs.
 - ``NAMESPACES``: comma-separated namespaces to watch; empty (the default) means all namespaces.
 - ``EVENT_MODE``: ``Reference`` (default, as the handler re-reads objects anyway) or ``Resource``.
 - ``RESYNC_SECONDS``: how often every object is re-announced (default 300).
@@ -67,7 +68,8 @@ def main() -> int:
 
     api = load_api()
     source = api.configuration.host
-    outbox = Outbox(sink, lambda env: cloudevent.encode(env, mode=mode, source=source, overrides=overrides))
+    outbox = Outbox(sink, lambda env: cloudevent.encode(env, mode=mode, source=source, overrides=overrides),
+                    ca_certs=os.environ.get("K_CA_CERTS") or None)
     stop = threading.Event()
 
     def shutdown(*_: object) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import http.client
 import logging
+import ssl
 import threading
 import urllib.error
 import urllib.request
@@ -28,8 +29,11 @@ RETRIED_STATUSES = frozenset({404, 408, 409, 429}) | frozenset(range(500, 600))
 
 class Outbox:
     def __init__(self, sink: str, encode: Callable[[Envelope], tuple[dict[str, str], bytes]], *,
-                 timeout: float = 10.0, initial_backoff: float = 0.1, max_backoff: float = 30.0) -> None:
+                 timeout: float = 10.0, initial_backoff: float = 0.1, max_backoff: float = 30.0,
+                 ca_certs: str | None = None) -> None:
         self.sink, self.encode, self.timeout = sink, encode, timeout
+        # K_CA_CERTS: the PEM of an https sink's CA, as Knative's SinkBinding injects it (else the system's CAs).
+        self.ssl_context = ssl.create_default_context(cadata=ca_certs) if ca_certs else None
         self.initial_backoff, self.max_backoff = initial_backoff, max_backoff
         self._pending: OrderedDict[tuple[str, str, str], Envelope] = OrderedDict()
         self._in_flight: set[tuple[str, str, str]] = set()  # objects a sender is busy with (never two at once)
@@ -93,7 +97,7 @@ class Outbox:
         headers, body = message
         request = urllib.request.Request(self.sink, data=body, headers=headers, method="POST")
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+            with urllib.request.urlopen(request, timeout=self.timeout, context=self.ssl_context) as response:
                 return response.status
         except urllib.error.HTTPError as error:
             return error.code

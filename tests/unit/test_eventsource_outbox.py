@@ -257,3 +257,42 @@ def test_several_senders_never_send_two_events_of_one_object_at_once_and_deliver
     outbox.stop()
     assert overlaps == []
     assert set(delivered) == {"a", "b", "c", "d", "e", "f"}
+
+
+def test_an_https_sink_is_trusted_through_k_ca_certs(tmp_path) -> None:
+    import http.server
+    import ssl
+
+    from devcluster.pki import loopback_serving_cert
+
+    cert = loopback_serving_cert(tmp_path, "sink")
+    received: list[str] = []
+
+    class Sink(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+            received.append(self.headers["ce-name"])
+            self.send_response(202)
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", free_port()), Sink)
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(cert.cert, cert.key)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"https://127.0.0.1:{server.server_address[1]}/"
+    encode = lambda e: cloudevent.encode(e, mode=cloudevent.Mode.REFERENCE, source="s", overrides={})  # noqa: E731
+    try:
+        outbox = Outbox(url, encode, ca_certs=cert.ca.read_text())
+        sender = threading.Thread(target=outbox.run, daemon=True)
+        sender.start()
+        outbox.put(Envelope(JOBFLOWS, Change.ADD, {"metadata": {"namespace": "ns", "name": "tls"}}))
+        deadline = time.monotonic() + 10
+        while not received and time.monotonic() < deadline:
+            time.sleep(0.05)
+        outbox.stop()
+    finally:
+        server.shutdown()
+    assert received == ["tls"]
