@@ -113,3 +113,14 @@ def send(url: str, resource: Resource, namespace: str, name: str, change=cloudev
     headers, body = cloudevent.encode(envelope, mode=cloudevent.Mode.REFERENCE, source="https://10.96.0.1:443",
                                       overrides={})
     return post(url, body, headers)
+
+
+class RacedKube(KubeApi):
+    """Another writer changes the JobFlow right before each of our status writes: a real 409 every time."""
+
+    def replace_jobflow_status(self, flow: dict) -> dict:
+        meta = flow["metadata"]
+        self.custom.patch_namespaced_custom_object(
+            "flow.volcano.sh", "v1alpha1", meta["namespace"], "jobflows", meta["name"],
+            {"metadata": {"annotations": {"raced": str(self.requests)}}})
+        return super().replace_jobflow_status(flow)

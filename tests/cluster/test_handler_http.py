@@ -17,7 +17,7 @@ from devcluster.processes import free_port
 from devcluster.testing import LocalCluster
 from eventsource import cloudevent
 from eventsource.resources import JOBFLOWS, JOBTEMPLATES, VCJOBS
-from engine import post, send, serve
+from engine import RacedKube, post, send, serve
 from handlers.kube import KubeApi
 from objects import apply, events_of, jobflow, template, vcjobs, wait_for_phase
 
@@ -68,16 +68,6 @@ def test_the_api_server_unreachable_gives_503_so_the_bus_retries(namespace: str)
 
 
 def test_a_persistent_conflict_gives_409_so_the_bus_retries(cluster: LocalCluster, namespace: str) -> None:
-    class RacedKube(KubeApi):
-        """Another writer changes the JobFlow right before each of our status writes: a real 409 every time."""
-
-        def replace_jobflow_status(self, flow: dict) -> dict:
-            meta = flow["metadata"]
-            self.custom.patch_namespaced_custom_object(
-                "flow.volcano.sh", "v1alpha1", meta["namespace"], "jobflows", meta["name"],
-                {"metadata": {"annotations": {"raced": str(self.requests)}}})
-            return super().replace_jobflow_status(flow)
-
     apply(cluster, namespace, template("a") + "---\n" + FLOW)
     with serve(RacedKube(cluster.api)) as url:
         status, reply = send(url, JOBFLOWS, namespace, "f")

@@ -24,7 +24,7 @@ from kubernetes import client
 
 from devcluster.processes import free_port
 from devcluster.testing import LocalCluster
-from engine import serve
+from engine import RacedKube, serve
 from eventsource import cloudevent
 from eventsource.resources import JOBFLOWS, VCJOBS, Resource
 from handlers.kube import KubeApi
@@ -139,18 +139,8 @@ def test_an_object_our_models_cannot_read_gets_422_not_retried(cluster: LocalClu
 # --- 409, 5xx: transient, retried ------------------------------------------------------------------------------
 
 def test_a_lost_write_race_gets_409_which_the_broker_retries(cluster: LocalCluster, namespace: str) -> None:
-    class Raced(KubeApi):
-        """Another writer changes the JobFlow right before each of our status writes."""
-
-        def replace_jobflow_status(self, flow: dict) -> dict:
-            meta = flow["metadata"]
-            self.custom.patch_namespaced_custom_object(
-                "flow.volcano.sh", "v1alpha1", meta["namespace"], "jobflows", meta["name"],
-                {"metadata": {"annotations": {"raced": str(self.requests)}}})
-            return super().replace_jobflow_status(flow)
-
     apply(cluster, namespace, template("a") + "---\n" + FLOW)
-    with serve(Raced(cluster.api)) as url:
+    with serve(RacedKube(cluster.api)) as url:
         status, _, reply = answer(url, event(JOBFLOWS, namespace, "f"))
 
     assert status == 409 and broker_retries(status)
