@@ -44,6 +44,14 @@ def template(name: str, *, run_for: str = "300ms", fail: bool = False, keep_runn
     return text
 
 
+def one_pod_vcjob(name: str, *, namespace: str, labels: dict[str, str] | None = None) -> dict[str, Any]:
+    """The vcjob ``template(name)`` stands for (a JobTemplate's spec is a vcjob spec), to create directly."""
+    job = yaml.safe_load(template(name))
+    job.update(apiVersion="batch.volcano.sh/v1alpha1", kind="Job")
+    job["metadata"] = {"name": name, "namespace": namespace, **({"labels": labels} if labels else {})}
+    return job
+
+
 def apply(cluster: LocalCluster, namespace: str, text: str) -> list[dict[str, Any]]:
     created = []
     for doc in yaml.safe_load_all(text):

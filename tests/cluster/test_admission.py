@@ -40,6 +40,7 @@ from werkzeug.serving import make_server
 from devcluster.processes import free_port
 from devcluster.testing import LocalCluster
 from handlers import create_app
+from objects import one_pod_vcjob
 
 pytestmark = pytest.mark.cluster
 
@@ -249,27 +250,6 @@ def test_changing_the_patch_of_a_flow_whose_vcjob_exists_warns_kubectl_that_the_
             "(the new spec applies to vcjobs created from now on)") in result.stderr
 
 
-MADE_FROM_TEMPLATE = """
-apiVersion: batch.volcano.sh/v1alpha1
-kind: Job
-metadata:
-  name: someflow-tpl
-  labels: {{volcano.sh/createdByJobTemplate: {namespace}.tpl}}
-spec:
-  minAvailable: 1
-  schedulerName: volcano
-  queue: default
-  tasks:
-  - name: main
-    replicas: 1
-    template:
-      metadata: {{annotations: {{kwok.jobflow.dev/run-for: 300ms}}}}
-      spec:
-        restartPolicy: Never
-        containers: [{{name: main, image: busybox}}]
-"""
-
-
 def test_changing_a_jobtemplate_that_vcjobs_were_made_from_returns_a_warning_header(cluster: LocalCluster,
                                                                                    webhook: Webhook):
     namespace = webhook.namespace
@@ -278,7 +258,8 @@ def test_changing_a_jobtemplate_that_vcjobs_were_made_from_returns_a_warning_hea
     create(cluster, namespace, yaml.safe_dump(template))
     # A vcjob made from it, and the status listing it (an engine, if one runs, computes the same list).
     cluster.custom.create_namespaced_custom_object("batch.volcano.sh", "v1alpha1", namespace, "jobs",
-                                                   yaml.safe_load(MADE_FROM_TEMPLATE.format(namespace=namespace)))
+                                                   one_pod_vcjob("someflow-tpl", namespace=namespace, labels={
+                                                       "volcano.sh/createdByJobTemplate": f"{namespace}.tpl"}))
     cluster.custom.patch_namespaced_custom_object_status(
         *FLOW, namespace, "jobtemplates", "tpl", {"status": {"jobDependsOnList": ["someflow-tpl"]}},
         _content_type="application/merge-patch+json")

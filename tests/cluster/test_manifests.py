@@ -39,7 +39,7 @@ from eventsource.resources import WATCHED
 from eventsource.watcher import Watcher
 from handlers.kube import Conflict, KubeApi
 from handlers.reconciler import Reconciler
-from objects import apply, template
+from objects import apply, one_pod_vcjob, template
 
 pytestmark = pytest.mark.cluster
 
@@ -245,33 +245,13 @@ def test_the_handler_role_is_enough_to_run_a_jobflow_to_succeed_and_delete_its_j
                        timeout=120, interval=0.5)
 
 
-PROBE_VCJOB = """
-apiVersion: batch.volcano.sh/v1alpha1
-kind: Job
-metadata: {name: probe}
-spec:
-  minAvailable: 1
-  schedulerName: volcano
-  queue: default
-  tasks:
-  - name: main
-    replicas: 1
-    template:
-      metadata: {annotations: {kwok.jobflow.dev/run-for: 300ms}}
-      spec:
-        restartPolicy: Never
-        containers: [{name: main, image: busybox}]
-"""
-
-
 def test_the_handler_role_allows_every_call_the_handler_makes(cluster: LocalCluster, accounts: Accounts) -> None:
     """Every public method of handlers.kube.KubeApi, once, as the handler: a new one must come with its RBAC."""
     namespace = accounts.namespace
     apply(cluster, namespace, template("b"))
     [flow] = apply(cluster, namespace, "apiVersion: flow.volcano.sh/v1alpha1\nkind: JobFlow\n"
                                        "metadata: {name: calls}\nspec: {flows: [{name: b}]}")
-    probe = yaml.safe_load(PROBE_VCJOB)
-    probe["metadata"]["namespace"] = namespace
+    probe = one_pod_vcjob("probe", namespace=namespace)
     kube = KubeApi(accounts.handler)
     calls: dict[str, Callable[[], object]] = {
         "get_jobflow": lambda: kube.get_jobflow(namespace, "calls"),
