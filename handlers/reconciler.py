@@ -107,7 +107,7 @@ class Reconciler:
             try:
                 created = self.kube.create_vcjob(manifest)
             except Rejected as rejected:
-                raise _Refused(_template_of_manifest(manifest), str(rejected)) from rejected
+                raise _Refused(_template_of(manifest["metadata"]["labels"], flow.namespace), str(rejected)) from rejected
             if not created:
                 # Someone holds the name: a concurrent handler (then the next LIST has it) or a vcjob that is not
                 # ours (the LIST by our label misses it): read it, so the re-plan can tell which.
@@ -116,13 +116,14 @@ class Reconciler:
                     holders[job_name] = VcJob.model_validate(holder)
                 raise Conflict(f"vcjob {job_name} already exists")
             outcome.created.append(job_name)
-            touched_templates.add(_template_of_manifest(manifest))
+            touched_templates.add(_template_of(manifest["metadata"]["labels"], flow.namespace))
             self.kube.record_event(raw, type_=created_event.type, reason=created_event.reason,
                                    message=created_event.message, now=now)
         for job_name in result.deletes:
             self.kube.delete_vcjob(flow.namespace, job_name)
             outcome.deleted.append(job_name)
-        touched_templates.update(_template_of(job, flow) for job in jobs if job.name in result.deletes)
+        touched_templates.update(_template_of(job.metadata.labels, flow.namespace)
+                                 for job in jobs if job.name in result.deletes)
 
         outcome.phase = result.status.state.phase if result.status.state else None
         if result.status_changed:
@@ -218,11 +219,6 @@ class _Refused(Exception):
         self.flow, self.message = flow, message
 
 
-def _template_of_manifest(manifest: dict) -> str:
-    """The flow (and JobTemplate) name a vcjob manifest was built for, from its createdByJobTemplate label."""
-    return manifest["metadata"]["labels"][CREATED_BY_JOBTEMPLATE].split(".", 1)[1]
-
-
 def _waits_for_template(raw: dict, template: str) -> bool:
     """Whether a JobFlow has a flow named ``template`` that has not got its vcjob yet (as far as its status says;
     a JobFlow without a status has not been planned at all)."""
@@ -243,9 +239,10 @@ def _owner_name(payload: dict | None) -> str | None:
     return None
 
 
-def _template_of(job: VcJob, flow: JobFlow) -> str:
-    value = (job.metadata.labels or {}).get(CREATED_BY_JOBTEMPLATE, "")
-    prefix = f"{flow.namespace}."
+def _template_of(labels: dict[str, str] | None, namespace: str) -> str:
+    """The flow (and JobTemplate) name a vcjob was made for, from its createdByJobTemplate label ("" if none)."""
+    value = (labels or {}).get(CREATED_BY_JOBTEMPLATE, "")
+    prefix = f"{namespace}."
     return value[len(prefix):] if value.startswith(prefix) else ""
 
 
