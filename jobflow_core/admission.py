@@ -31,7 +31,9 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from jobflow_core.models import JobFlow, JobTemplate
-from jobflow_core.naming import JOBFLOW_API_VERSION
+from jobflow_core.api import JOBFLOW as JOBFLOW_TYPE
+from jobflow_core.api import JOBTEMPLATE as JOBTEMPLATE_TYPE
+from jobflow_core.api import ApiType
 from jobflow_core.template_validation import validate_template
 from jobflow_core.update_warnings import jobflow_update_warnings, jobtemplate_update_warnings
 from jobflow_core.validation import SpecError, validate
@@ -46,9 +48,6 @@ MAX_LISTED = 10
 
 INVALID = 422
 
-GROUP, VERSION = JOBFLOW_API_VERSION.split("/")
-
-
 class BadReview(ValueError):
     """The body is not an AdmissionReview request; the message says what is missing."""
 
@@ -61,22 +60,27 @@ class Verdict:
 
 
 @dataclass(frozen=True)
-class Kind:
-    """One kind the webhook validates: how to read it, check it, and warn about an update of it."""
+class Reviewed:
+    """One type the webhook validates: how to read it, check it, and warn about an update of it."""
 
-    name: str
+    api_type: ApiType
     model: type[BaseModel]
     check: Callable[[Any], list[SpecError]]
     warn: Callable[[Any, Any], list[str]]
 
 
-JOBFLOW = Kind("JobFlow", JobFlow, validate, jobflow_update_warnings)
-JOBTEMPLATE = Kind("JobTemplate", JobTemplate, validate_template, jobtemplate_update_warnings)
-KINDS = {"jobflows": JOBFLOW, "jobtemplates": JOBTEMPLATE}
+    @property
+    def name(self) -> str:
+        return self.api_type.kind
+
+
+JOBFLOW = Reviewed(JOBFLOW_TYPE, JobFlow, validate, jobflow_update_warnings)
+JOBTEMPLATE = Reviewed(JOBTEMPLATE_TYPE, JobTemplate, validate_template, jobtemplate_update_warnings)
+KINDS = {reviewed.api_type.plural: reviewed for reviewed in (JOBFLOW, JOBTEMPLATE)}
 """By resource (plural), as in the webhook paths ``/validate/<resource>``."""
 
 
-def review(body: object, *, kind: Kind) -> dict[str, Any]:
+def review(body: object, *, kind: Reviewed) -> dict[str, Any]:
     """The AdmissionReview answering ``body`` (already decoded from JSON); raises :class:`BadReview`."""
     if not isinstance(body, Mapping):
         raise BadReview(f"an AdmissionReview is a JSON object, not {type(body).__name__}")
@@ -101,7 +105,7 @@ def review(body: object, *, kind: Kind) -> dict[str, Any]:
     return {"apiVersion": api_version, "kind": "AdmissionReview", "response": response}
 
 
-def decide(request: Mapping[str, Any], *, kind: Kind) -> Verdict:
+def decide(request: Mapping[str, Any], *, kind: Reviewed) -> Verdict:
     """Allow or deny one AdmissionReview ``request`` for an object of ``kind``."""
     operation = request.get("operation")
     if operation not in CHECKED_OPERATIONS:
@@ -109,12 +113,12 @@ def decide(request: Mapping[str, Any], *, kind: Kind) -> Verdict:
     requested = request.get("kind")
     if not isinstance(requested, Mapping):
         raise BadReview("the AdmissionReview request has no kind")
-    expected = {"group": GROUP, "version": VERSION, "kind": kind.name}
+    expected = {"group": kind.api_type.group, "version": kind.api_type.version, "kind": kind.name}
     if {key: requested.get(key) for key in expected} != expected:
         shown = "/".join(str(requested.get(key) or "") for key in ("group", "version", "kind"))
         return Verdict(
             allowed=False,
-            message=f"this webhook validates {JOBFLOW_API_VERSION} {kind.name}, not {shown}: "
+            message=f"this webhook validates {kind.api_type.api_version} {kind.name}, not {shown}: "
             "fix the rules of the ValidatingWebhookConfiguration that sent it here",
         )
     namespace = request.get("namespace")
@@ -145,7 +149,7 @@ def _object(request: Mapping[str, Any], key: str) -> Mapping[str, Any]:
     return value
 
 
-def _parse(kind: Kind, raw: Mapping[str, Any], namespace: object) -> Any:
+def _parse(kind: Reviewed, raw: Mapping[str, Any], namespace: object) -> Any:
     parsed = kind.model.model_validate(raw)
     # The namespace of a namespaced object is in its metadata by the time admission runs; the request names it too.
     if parsed.metadata.namespace is None and isinstance(namespace, str) and namespace:
@@ -165,7 +169,7 @@ def _listed(errors: Sequence[SpecError]) -> str:
     return f"{shown}; and {more} more problems" if more > 0 else shown
 
 
-def _unreadable(kind: Kind, error: ValidationError) -> str:
+def _unreadable(kind: Reviewed, error: ValidationError) -> str:
     problems = "; ".join(
         f"{'.'.join(str(part) for part in detail['loc']) or '(the object)'}: {detail['msg']}"
         for detail in error.errors()[:MAX_LISTED]

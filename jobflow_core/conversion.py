@@ -18,15 +18,8 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from jobflow_core.naming import (
-    CREATED_BY_JOBFLOW,
-    CREATED_BY_JOBTEMPLATE,
-    JOB_API_VERSION,
-    JOB_KIND,
-    JOBFLOW_API_VERSION,
-)
-
-JOBTEMPLATE_KIND = "JobTemplate"
+from jobflow_core.api import CREATED_BY_JOBFLOW, CREATED_BY_JOBTEMPLATE, JOBTEMPLATE, VCJOB
+from jobflow_core.naming import template_in_label
 
 KEPT_METADATA = ("name", "namespace", "labels", "annotations")
 """The metadata a user writes; everything else in ``metadata`` belongs to the API server."""
@@ -42,30 +35,30 @@ class ConversionError(ValueError):
 def convert(obj: Mapping[str, Any], *, name: str | None = None, namespace: str | None = None) -> dict[str, Any]:
     """A JobTemplate becomes a vcjob and a vcjob a JobTemplate; ``name``/``namespace`` rename the result."""
     kind = (obj.get("apiVersion"), obj.get("kind"))
-    if kind == (JOBFLOW_API_VERSION, JOBTEMPLATE_KIND):
+    if kind == (JOBTEMPLATE.api_version, JOBTEMPLATE.kind):
         return template_to_job(obj, name=name, namespace=namespace)
-    if kind == (JOB_API_VERSION, JOB_KIND):
+    if kind == (VCJOB.api_version, VCJOB.kind):
         return job_to_template(obj, name=name, namespace=namespace)
     shown = "/".join(str(part) for part in kind if part) or "an object without apiVersion and kind"
     raise ConversionError(
-        f"cannot convert {shown}: expected a {JOBFLOW_API_VERSION} {JOBTEMPLATE_KIND} "
-        f"or a {JOB_API_VERSION} {JOB_KIND} (vcjob)"
+        f"cannot convert {shown}: expected a {JOBTEMPLATE.api_version} {JOBTEMPLATE.kind} "
+        f"or a {VCJOB.api_version} {VCJOB.kind} (vcjob)"
     )
 
 
 def template_to_job(template: Mapping[str, Any], *, name: str | None = None,
                     namespace: str | None = None) -> dict[str, Any]:
     """The vcjob manifest that runs ``template``'s spec as it is."""
-    return _envelope(JOB_API_VERSION, JOB_KIND, template, name=name, namespace=namespace)
+    return _envelope(VCJOB.api_version, VCJOB.kind, template, name=name, namespace=namespace)
 
 
 def job_to_template(job: Mapping[str, Any], *, name: str | None = None,
                     namespace: str | None = None) -> dict[str, Any]:
     """The JobTemplate with ``job``'s spec; named after its flow if a JobFlow created it."""
     origin = _keys(job, "labels").get(CREATED_BY_JOBTEMPLATE) or _keys(job, "annotations").get(CREATED_BY_JOBTEMPLATE)
-    if name is None and origin and "." in origin:
-        name = origin.split(".", 1)[1]
-    return _envelope(JOBFLOW_API_VERSION, JOBTEMPLATE_KIND, job, name=name, namespace=namespace)
+    if name is None:
+        name = template_in_label(origin)
+    return _envelope(JOBTEMPLATE.api_version, JOBTEMPLATE.kind, job, name=name, namespace=namespace)
 
 
 def _keys(obj: Mapping[str, Any], field: str) -> Mapping[str, str]:

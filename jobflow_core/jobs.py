@@ -27,14 +27,8 @@ import copy
 from typing import Any
 
 from jobflow_core.models import Flow, JobFlow, JobTemplate
-from jobflow_core.naming import (
-    JOB_API_VERSION,
-    JOB_KIND,
-    RECORD_FINALIZER,
-    created_by,
-    job_name,
-    owner_reference,
-)
+from jobflow_core.api import RECORD_FINALIZER, VCJOB
+from jobflow_core.naming import created_by, job_name, owner_reference
 from jobflow_core.patching import merge_job_spec
 
 
@@ -42,8 +36,8 @@ def build_job(jobflow: JobFlow, *, flow: str, template: JobTemplate) -> dict[str
     """The vcjob manifest for ``flow`` of ``jobflow``, ready to POST."""
     keys = created_by(jobflow, flow)
     return {
-        "apiVersion": JOB_API_VERSION,
-        "kind": JOB_KIND,
+        "apiVersion": VCJOB.api_version,
+        "kind": VCJOB.kind,
         "metadata": {
             "name": job_name(jobflow=jobflow.name, flow=flow),
             "namespace": jobflow.namespace,

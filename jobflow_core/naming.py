@@ -10,23 +10,23 @@ so they are exactly upstream's:
 
 Which vcjobs *belong* to a JobFlow is decided by that owner reference's UID, not by name or label: names and
 labels are reused when a JobFlow is deleted and created again, UIDs never are (upstream issue #4089 was a
-label mix-up).
+label mix-up). Labels only narrow a LIST: the label selectors every component uses are built here too.
 """
 
 from typing import Any
 
+from jobflow_core.api import (
+    CREATED_BY_JOBFLOW,
+    CREATED_BY_JOBTEMPLATE,
+    JOBFLOW,
+    POD_JOB_NAME,
+    POD_TASK_SPEC,
+    RECORD_FINALIZER,
+)
 from jobflow_core.models import JobFlow, VcJob
 
-JOB_API_VERSION = "batch.volcano.sh/v1alpha1"
-JOB_KIND = "Job"
-JOBFLOW_API_VERSION = "flow.volcano.sh/v1alpha1"
-JOBFLOW_KIND = "JobFlow"
-
-RECORD_FINALIZER = "flow.volcano.sh/keep-record"
-"""Ours, additive: holds a deleted vcjob until its final phase is in the JobFlow's status (see ``jobs``)."""
-
-CREATED_BY_JOBFLOW = "volcano.sh/createdByJobFlow"
-CREATED_BY_JOBTEMPLATE = "volcano.sh/createdByJobTemplate"
+FLOW_JOBS_SELECTOR = CREATED_BY_JOBFLOW
+"""Selects every vcjob some JobFlow created (the label exists), in a namespace or cluster-wide."""
 
 
 def job_name(*, jobflow: str, flow: str) -> str:
@@ -44,6 +44,21 @@ def jobtemplate_label_value(*, namespace: str, flow: str) -> str:
     return f"{namespace}.{flow}"
 
 
+def jobs_of_jobflow_selector(*, namespace: str, jobflow: str) -> str:
+    """The label selector of the vcjobs a JobFlow created (ownership is then checked by UID)."""
+    return f"{CREATED_BY_JOBFLOW}={jobflow_label_value(namespace=namespace, jobflow=jobflow)}"
+
+
+def jobs_of_template_selector(*, namespace: str, template: str) -> str:
+    """The label selector of the vcjobs made from a JobTemplate, by any JobFlow of its namespace."""
+    return f"{CREATED_BY_JOBTEMPLATE}={jobtemplate_label_value(namespace=namespace, flow=template)}"
+
+
+def pods_of_task_selector(*, job: str, task: str) -> str:
+    """The label selector of the pods Volcano runs for one task of a vcjob."""
+    return f"{POD_JOB_NAME}={job},{POD_TASK_SPEC}={task}"
+
+
 def created_by(jobflow: JobFlow, flow: str) -> dict[str, str]:
     """The two ``createdBy`` keys of a flow's vcjob; upstream sets them as labels and as annotations."""
     return {
@@ -52,11 +67,24 @@ def created_by(jobflow: JobFlow, flow: str) -> dict[str, str]:
     }
 
 
+def template_in_label(value: str | None) -> str | None:
+    """The JobTemplate named by a createdByJobTemplate value ``<namespace>.<flow>`` (a namespace has no dot)."""
+    _, dot, template = (value or "").partition(".")
+    return (template or None) if dot else None
+
+
+def template_of(job: VcJob) -> str | None:
+    """The JobTemplate (and flow) of the vcjob's own namespace it was made from, by its createdByJobTemplate label;
+    None for a vcjob without one."""
+    value = (job.metadata.labels or {}).get(CREATED_BY_JOBTEMPLATE)
+    return template_in_label(value) if value and value.startswith(f"{job.namespace}.") else None
+
+
 def owner_reference(jobflow: JobFlow) -> dict[str, Any]:
     """The controller owner reference a vcjob gets, as ``controllerutil.SetControllerReference`` writes it."""
     return {
-        "apiVersion": JOBFLOW_API_VERSION,
-        "kind": JOBFLOW_KIND,
+        "apiVersion": JOBFLOW.api_version,
+        "kind": JOBFLOW.kind,
         "name": jobflow.name,
         "uid": jobflow.metadata.uid,
         "controller": True,
@@ -68,9 +96,12 @@ def has_record_finalizer(job: VcJob) -> bool:
     return RECORD_FINALIZER in (job.metadata.finalizers or ())
 
 
+def controller_uid(job: VcJob) -> str | None:
+    """The UID of the object that controls ``job`` (for our vcjobs: their JobFlow), if any."""
+    return next((ref.uid for ref in job.metadata.owner_references or () if ref.controller), None)
+
+
 def is_owned_by(job: VcJob, jobflow: JobFlow) -> bool:
     """Whether ``job``'s controller owner reference is this very JobFlow (same UID)."""
     uid = jobflow.metadata.uid
-    return uid is not None and any(
-        ref.controller and ref.uid == uid for ref in job.metadata.owner_references or ()
-    )
+    return uid is not None and controller_uid(job) == uid

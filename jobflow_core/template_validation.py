@@ -23,7 +23,8 @@ name ``<jobflow>-<name>-<task>-<index>`` fits in 63 characters, pod template val
 from collections.abc import Sequence
 
 from jobflow_core.models import JobTemplate, LifecyclePolicy, TaskSpec
-from jobflow_core.naming import CREATED_BY_JOBTEMPLATE, jobtemplate_label_value
+from jobflow_core.api import CREATED_BY_JOBTEMPLATE
+from jobflow_core.naming import jobtemplate_label_value
 from jobflow_core.validation import MAX_NAME_LENGTH, SpecError, is_dns1123_label, label_too_long
 
 VALID_EVENTS = ("*", "PodPending", "PodFailed", "PodEvicted", "Unknown", "TaskCompleted", "TaskFailed", "JobUpdated")

@@ -7,17 +7,16 @@ is recomputed from the vcjobs that exist now, so it shrinks when they go; a vcjo
 from collections.abc import Iterable
 
 from jobflow_core.models import JobTemplate, JobTemplateStatus, VcJob
-from jobflow_core.naming import CREATED_BY_JOBTEMPLATE, jobtemplate_label_value
+from jobflow_core.naming import template_of
 
 
 def template_status(template: JobTemplate, /, *, jobs: Iterable[VcJob]) -> JobTemplateStatus:
     """The status ``template`` should have, given the vcjobs of its namespace (any superset will do)."""
-    label = jobtemplate_label_value(namespace=template.namespace, flow=template.name)
     names = sorted(
         job.name
         for job in jobs
         if job.namespace == template.namespace
-        and (job.metadata.labels or {}).get(CREATED_BY_JOBTEMPLATE) == label
+        and template_of(job) == template.name
         and job.metadata.deletion_timestamp is None
     )
     return JobTemplateStatus(job_depends_on_list=names)

@@ -32,13 +32,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from jobflow_core.models import Flow, JobFlow, Probe
-from jobflow_core.naming import (
-    CREATED_BY_JOBFLOW,
-    CREATED_BY_JOBTEMPLATE,
-    job_name,
-    jobflow_label_value,
-    jobtemplate_label_value,
-)
+from jobflow_core.api import CREATED_BY_JOBFLOW, CREATED_BY_JOBTEMPLATE
+from jobflow_core.naming import job_name, jobflow_label_value, jobtemplate_label_value
 
 MAX_NAME_LENGTH = 63
 """The limit for a DNS-1123 label and for a label value."""

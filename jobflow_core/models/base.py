@@ -86,7 +86,7 @@ class ObjectMeta(WireModel):
     finalizers: list[str] | None = None
 
 
-class Resource(WireModel):
+class ApiObject(WireModel):
     """A top-level API object: ``apiVersion``, ``kind`` and ``metadata``; subclasses add ``spec``/``status``."""
 
     api_version: str | None = Field(None, alias="apiVersion")

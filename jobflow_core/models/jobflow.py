@@ -13,7 +13,7 @@ from enum import StrEnum
 
 from pydantic import Field
 
-from jobflow_core.models.base import Resource, Timestamp, WireModel
+from jobflow_core.models.base import ApiObject, Timestamp, WireModel
 from jobflow_core.models.vcjob import JobSpec, TaskState, VcJobPhase
 
 
@@ -166,6 +166,6 @@ class JobFlowStatus(WireModel):
     observed_generation: int | None = Field(None, alias="observedGeneration")
 
 
-class JobFlow(Resource):
+class JobFlow(ApiObject):
     spec: JobFlowSpec = Field(default_factory=JobFlowSpec)
     status: JobFlowStatus | None = None

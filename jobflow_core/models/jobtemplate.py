@@ -8,7 +8,7 @@ JobFlow that uses it.
 
 from pydantic import Field
 
-from jobflow_core.models.base import Resource, WireModel
+from jobflow_core.models.base import ApiObject, WireModel
 from jobflow_core.models.vcjob import JobSpec
 
 
@@ -16,6 +16,6 @@ class JobTemplateStatus(WireModel):
     job_depends_on_list: list[str] | None = Field(None, alias="jobDependsOnList")
 
 
-class JobTemplate(Resource):
+class JobTemplate(ApiObject):
     spec: JobSpec = Field(default_factory=JobSpec)
     status: JobTemplateStatus | None = None

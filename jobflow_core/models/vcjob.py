@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import Field
 
-from jobflow_core.models.base import Resource, Timestamp, WireModel
+from jobflow_core.models.base import ApiObject, Timestamp, WireModel
 
 
 class VcJobPhase(StrEnum):
@@ -136,7 +136,7 @@ class JobStatus(WireModel):
     controlled_resources: dict[str, str] | None = Field(None, alias="controlledResources")
 
 
-class VcJob(Resource):
+class VcJob(ApiObject):
     spec: JobSpec | None = None
     status: JobStatus | None = None
 

@@ -1,0 +1,64 @@
+"""Who is who in the Kubernetes API: the three object types the engine knows, and the keys it stamps on them.
+
+Every component names these objects on the wire: the handler reads and writes them, the event source watches them
+and puts their kind and apiVersion in each CloudEvent, the command line lists them, the demo and the tests create
+them. They all take the names from here, so that a group, a plural or a label key is spelled in one place.
+
+========================  ================  ===========  ============  ===============
+object                    group             version      kind          plural
+========================  ================  ===========  ============  ===============
+:data:`JOBFLOW`           flow.volcano.sh   v1alpha1     JobFlow       jobflows
+:data:`JOBTEMPLATE`       flow.volcano.sh   v1alpha1     JobTemplate   jobtemplates
+:data:`VCJOB`             batch.volcano.sh  v1alpha1     Job           jobs
+========================  ================  ===========  ============  ===============
+
+The label and annotation keys are upstream Volcano's (its tools select on them), except
+:data:`RECORD_FINALIZER`, which is ours. How their values are built lives in :mod:`jobflow_core.naming`.
+"""
+
+from dataclasses import dataclass
+from typing import Final
+
+
+@dataclass(frozen=True)
+class ApiType:
+    """One type of object in the Kubernetes API: its group, version, kind and (URL) plural."""
+
+    group: str
+    version: str
+    kind: str
+    plural: str
+
+    @property
+    def api_version(self) -> str:
+        """``<group>/<version>``, as in an object's ``apiVersion``."""
+        return f"{self.group}/{self.version}"
+
+    def path(self, namespace: str, name: str) -> str:
+        """The object's URL path, e.g. ``/apis/flow.volcano.sh/v1alpha1/namespaces/a/jobflows/x``."""
+        return f"/apis/{self.api_version}/namespaces/{namespace}/{self.plural}/{name}"
+
+
+JOBFLOW: Final = ApiType("flow.volcano.sh", "v1alpha1", "JobFlow", "jobflows")
+JOBTEMPLATE: Final = ApiType("flow.volcano.sh", "v1alpha1", "JobTemplate", "jobtemplates")
+VCJOB: Final = ApiType("batch.volcano.sh", "v1alpha1", "Job", "jobs")
+
+API_TYPES: Final = (JOBFLOW, JOBTEMPLATE, VCJOB)
+
+
+def api_type_of(api_version: object, kind: object) -> ApiType | None:
+    """The type an object (or an event about one) names by ``apiVersion`` and ``kind``; None if not one of ours."""
+    return next((t for t in API_TYPES if t.api_version == api_version and t.kind == kind), None)
+
+
+CREATED_BY_JOBFLOW: Final = "volcano.sh/createdByJobFlow"
+"""Label and annotation of a vcjob: ``<namespace>.<jobflow>`` of the JobFlow that created it (upstream's)."""
+CREATED_BY_JOBTEMPLATE: Final = "volcano.sh/createdByJobTemplate"
+"""Label and annotation of a vcjob: ``<namespace>.<flow>`` of the JobTemplate it was made from (upstream's)."""
+RECORD_FINALIZER: Final = "flow.volcano.sh/keep-record"
+"""Ours, additive: holds a deleted vcjob until its final phase is in the JobFlow's status (see ``jobs``)."""
+
+POD_JOB_NAME: Final = "volcano.sh/job-name"
+"""Label Volcano puts on a vcjob's pods: the vcjob's name."""
+POD_TASK_SPEC: Final = "volcano.sh/task-spec"
+"""Label Volcano puts on a vcjob's pods: the name of the task the pod belongs to."""
