@@ -12,12 +12,19 @@ spec, including an invalid one, so that a broken flow can still be shown:
 * ``levels``: the length of the longest path from a root (a flow without targets) to the node, so every edge goes
   from a lower level to a higher one. A blocked node sits one level below its deepest ordered target.
 
+The order and the levels come from the standard library's :class:`graphlib.TopologicalSorter`, batch by batch:
+:meth:`~graphlib.TopologicalSorter.get_ready` hands out every node whose targets are all done, and the whole
+batch is marked done before the next is asked for, so a node comes out in the batch after its deepest target's:
+its batch index is its level. On a cycle, :meth:`~graphlib.TopologicalSorter.prepare` raises
+:class:`graphlib.CycleError`, but ``get_ready()`` still hands out every node it can; the nodes it never hands out
+are the blocked ones.
+
 Linear in flows plus edges, like the validation (reference G.8).
 """
 
-from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
+from graphlib import CycleError, TopologicalSorter
 
 from jobflow_core.models import JobFlow
 
@@ -55,11 +62,13 @@ def flow_graph(jobflow: JobFlow) -> FlowGraph:
             if target not in flows:
                 undefined[target] = None
     nodes = (*flows, *undefined)
-    order, levels = _order(nodes, tuple(edges))
+    targets: dict[str, list[str]] = {node: [] for node in nodes}
+    for source, dependent in edges:
+        targets[dependent].append(source)
+    order, levels = _order(nodes, targets)
     blocked = [node for node in nodes if node not in levels]
     for node in blocked:
-        parents = [levels.get(source, -1) for source, dependent in edges if dependent == node]
-        levels[node] = max(parents, default=-1) + 1
+        levels[node] = max((levels.get(target, -1) for target in targets[node]), default=-1) + 1
     return FlowGraph(
         nodes=nodes,
         edges=tuple(edges),
@@ -70,21 +79,23 @@ def flow_graph(jobflow: JobFlow) -> FlowGraph:
     )
 
 
-def _order(nodes: tuple[str, ...], edges: tuple[tuple[str, str], ...]) -> tuple[list[str], dict[str, int]]:
-    waiting = dict.fromkeys(nodes, 0)
-    after: dict[str, list[str]] = {node: [] for node in nodes}
-    for source, dependent in edges:
-        waiting[dependent] += 1
-        after[source].append(dependent)
-    ready = deque(node for node, count in waiting.items() if count == 0)
-    levels = dict.fromkeys(ready, 0)
-    while ready:
-        node = ready.popleft()
-        for dependent in after[node]:
-            levels[dependent] = max(levels.get(dependent, 0), levels[node] + 1)
-            waiting[dependent] -= 1
-            if waiting[dependent] == 0:
-                ready.append(dependent)
+def _order(nodes: tuple[str, ...], targets: Mapping[str, list[str]]) -> tuple[list[str], dict[str, int]]:
+    """The nodes not blocked by a cycle, by level then spec order, and their levels."""
+    sorter: TopologicalSorter[str] = TopologicalSorter()
+    for node in nodes:
+        sorter.add(node, *targets[node])
+    try:
+        sorter.prepare()
+    except CycleError:
+        pass  # the nodes on the cycle, and after it, never come out of get_ready(): they are the blocked ones
     position = {node: index for index, node in enumerate(nodes)}
-    ordered = sorted((node for node in nodes if waiting[node] == 0), key=lambda node: (levels[node], position[node]))
-    return ordered, {node: levels[node] for node in ordered}
+    order: list[str] = []
+    levels: dict[str, int] = {}
+    level = 0
+    while batch := sorter.get_ready():
+        in_spec_order = sorted(batch, key=position.__getitem__)
+        order.extend(in_spec_order)
+        levels.update(dict.fromkeys(in_spec_order, level))
+        sorter.done(*batch)
+        level += 1
+    return order, levels

@@ -20,16 +20,22 @@ their errors are listed:
 The admission webhook (:mod:`jobflow_core.admission`) rejects a JobFlow with any of these errors; the planner
 fails a JobFlow that slipped past it, with the same messages.
 
-Every check is linear in flows plus edges. The cycle search is an iterative three-colour depth-first search:
-upstream's recursive path search is exponential on layered diamonds (reference G.8), and recursion would hit
-Python's stack limit long before 10,000 flows.
+Every check is linear in flows plus edges. The cycle search is the standard library's
+:class:`graphlib.TopologicalSorter`: its ``prepare()`` raises :class:`graphlib.CycleError` with one cycle, found by
+a depth-first search with an explicit stack (CPython's ``graphlib.py``), so it is linear and never meets Python's
+recursion limit, where upstream's recursive path search is exponential on layered diamonds (reference G.8).
+graphlib spells the cycle the way work flows, each flow a target of the next; the message spells it the other
+way, each flow followed by a flow it depends on, and starts at the cycle's first flow in spec order, so one spec
+always gets one message. An undefined target has no targets of its own, so it is never on a cycle: it does not
+disturb this check, and is reported by the first one.
 
 JobTemplate specs are checked by :mod:`jobflow_core.template_validation`.
 """
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
+from graphlib import CycleError, TopologicalSorter
 
 from jobflow_core.models import Flow, JobFlow, Probe
 from jobflow_core.api import CREATED_BY_JOBFLOW, CREATED_BY_JOBTEMPLATE
@@ -99,54 +105,36 @@ def _undefined_target(flows: Sequence[Flow]) -> list[SpecError]:
 
 
 def _cycle(flows: Sequence[Flow]) -> list[SpecError]:
-    edges: dict[str, list[str]] = {}
+    sorter: TopologicalSorter[str] = TopologicalSorter()
     for flow in flows:
-        edges.setdefault(flow.name, []).extend(_targets(flow))
-    cycle = find_cycle(edges)
-    if cycle is None:
-        return []
-    return [
-        SpecError(
-            code="Cycle",
-            message=f"jobflow Flow is not DAG: {' -> '.join(cycle)}",
-            hint="a flow must not depend on itself, directly or through other flows: "
-            "remove one of these dependencies",
-        )
-    ]
+        sorter.add(flow.name, *_targets(flow))
+    try:
+        sorter.prepare()
+    except CycleError as error:
+        cycle = _dependency_cycle(error.args[1], flows=flows)
+        return [
+            SpecError(
+                code="Cycle",
+                message=f"jobflow Flow is not DAG: {' -> '.join(cycle)}",
+                hint="a flow must not depend on itself, directly or through other flows: "
+                "remove one of these dependencies",
+            )
+        ]
+    return []
 
 
-def find_cycle(edges: Mapping[str, Sequence[str]]) -> list[str] | None:
-    """A cycle in the graph ``edges`` (node -> the nodes it depends on), as ``[a, b, a]``, or None.
+def _dependency_cycle(found: Sequence[str], *, flows: Sequence[Flow]) -> list[str]:
+    """graphlib's cycle ``found`` (``[a, b, a]``, each a target of the next), as each flow then one it depends on.
 
-    Nodes are explored in the mapping's order, so the answer is deterministic. Edges to nodes that are not keys
-    are ignored (they are reported as undefined targets instead).
+    The answer starts and ends at the cycle's first flow in spec order.
     """
-    finished: set[str] = set()
-    for root in edges:
-        if root in finished:
-            continue
-        # The current path, where each node sits on it, and how far we got through each node's edges.
-        path = [root]
-        on_path = {root: 0}
-        next_edge = [0]
-        while path:
-            node = path[-1]
-            targets = edges[node]
-            if next_edge[-1] == len(targets):
-                finished.add(node)
-                del on_path[node]
-                path.pop()
-                next_edge.pop()
-                continue
-            target = targets[next_edge[-1]]
-            next_edge[-1] += 1
-            if target in on_path:
-                return [*path[on_path[target]:], target]
-            if target in edges and target not in finished:
-                on_path[target] = len(path)
-                path.append(target)
-                next_edge.append(0)
-    return None
+    position: dict[str, int] = {}
+    for index, flow in enumerate(flows):
+        position.setdefault(flow.name, index)
+    backwards = list(reversed(found[1:]))  # found[0] == found[-1]: drop one end, then each flow depends on the next
+    start = min(range(len(backwards)), key=lambda index: position[backwards[index]])
+    loop = backwards[start:] + backwards[:start]
+    return [*loop, loop[0]]
 
 
 def _duplicates(flows: Sequence[Flow]) -> list[SpecError]:
