@@ -33,6 +33,9 @@ from devcluster.state import ClusterState, write_kubeconfig
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_ROOT = REPO / ".devcluster"
+"""The cluster of ``make cluster`` and ``make demo``."""
+TEST_ROOT = DEFAULT_ROOT / "tests"
+"""The tests' own cluster: the demo's handler and event source, which outlive ``make demo``, never see it."""
 CONFIG = Path(__file__).parent / "config"
 POD_CIDR = "127.1.0.0/16"  # loopback, so tests can listen on a fake pod's IP
 READY_TIMEOUT = 90.0

@@ -17,27 +17,15 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any
 
 from cloudevents.core.bindings.http import HTTPMessage, from_http_event
 from cloudevents.core.exceptions import BaseCloudEventException
 
+from jobflow_core.api import API_TYPES, ApiType, api_type_of
+from jobflow_core.routing import controller_name
+
 RESYNC_TYPES = frozenset({"dev.knative.sources.ping", "dev.volcano.jobflow.resync"})
-
-
-class Kind(StrEnum):
-    JOBFLOW = "JobFlow"
-    JOBTEMPLATE = "JobTemplate"
-    VCJOB = "Job"
-    RESYNC = "Resync"
-
-
-API_VERSIONS = {
-    ("flow.volcano.sh/v1alpha1", "JobFlow"): Kind.JOBFLOW,
-    ("flow.volcano.sh/v1alpha1", "JobTemplate"): Kind.JOBTEMPLATE,
-    ("batch.volcano.sh/v1alpha1", "Job"): Kind.VCJOB,
-}
 
 
 class BadEvent(ValueError):
@@ -46,14 +34,19 @@ class BadEvent(ValueError):
 
 @dataclass(frozen=True)
 class Hint:
-    kind: Kind
+    """Which object an event is about: ``about`` is its type, or None for a resync of everything."""
+
+    about: ApiType | None
     namespace: str = ""
     name: str = ""
-    event_id: str = ""
     event_type: str = ""
-    deleted: bool = False
-    # Resource-mode events carry the object; only its ownerReferences and labels are used, to find the JobFlow.
-    payload: dict[str, Any] | None = None
+    controller: str | None = None
+    """The JobFlow a Resource-mode vcjob payload names as its controller: only a hint for which one to re-read."""
+
+    @property
+    def membership_changed(self) -> bool:
+        """Whether the object came or went (an add or a delete), rather than changed."""
+        return not self.event_type.endswith(".update")
 
 
 def parse_cloudevent(headers: dict[str, str], body: bytes) -> Any:
@@ -76,28 +69,25 @@ def _data_dict(event: Any) -> dict[str, Any]:
 def hint_from(event: Any) -> Hint:
     event_type = event.get_type()
     if event_type in RESYNC_TYPES:
-        return Hint(Kind.RESYNC, event_id=event.get_id(), event_type=event_type)
+        return Hint(None, event_type=event_type)
     data = _data_dict(event)
     metadata = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
     kind = event.get_extension("kind") or data.get("kind")
     api_version = event.get_extension("apiversion") or data.get("apiVersion")
     name = event.get_extension("name") or data.get("name") or metadata.get("name")
     namespace = event.get_extension("namespace") or data.get("namespace") or metadata.get("namespace")
-    known = API_VERSIONS.get((api_version, kind))
-    if known is None:
+    about = api_type_of(api_version, kind)
+    if about is None:
+        understood = ", ".join(f"{t.kind} ({t.api_version})" for t in API_TYPES)
         raise BadEvent(
             f"event type {event_type!r} names kind {kind!r} in apiVersion {api_version!r}; this handler "
-            "understands JobFlow and JobTemplate (flow.volcano.sh/v1alpha1), Job (batch.volcano.sh/v1alpha1) "
-            "and the resync types " + ", ".join(sorted(RESYNC_TYPES))
+            f"understands {understood} and the resync types " + ", ".join(sorted(RESYNC_TYPES))
         )
     if not (isinstance(name, str) and name and isinstance(namespace, str) and namespace):
         raise BadEvent(f"event {event.get_id()!r} names a {kind} but not its namespace and name: set the "
                        "`namespace` and `name` extensions (or data fields)")
-    return Hint(
-        kind=known, namespace=namespace, name=name, event_id=event.get_id(), event_type=event_type,
-        deleted=event_type.endswith(".delete"),
-        payload=data if metadata else None,
-    )
+    return Hint(about, namespace=namespace, name=name, event_type=event_type,
+                controller=controller_name(data) if metadata else None)
 
 
 def hint_from_request(headers: dict[str, str], body: bytes) -> Hint:

@@ -16,12 +16,13 @@ import threading
 from datetime import datetime
 from typing import Any
 
-from kubernetes import client, config
+from kubernetes import client
 from kubernetes.client.rest import ApiException
 from urllib3.exceptions import HTTPError
 
-FLOW = ("flow.volcano.sh", "v1alpha1")
-BATCH = ("batch.volcano.sh", "v1alpha1")
+from apiclient import connect
+from jobflow_core.api import JOBFLOW, JOBTEMPLATE, VCJOB, ApiType
+
 COMPONENT = "volcano-jobflow-handler"
 
 
@@ -90,51 +91,52 @@ class KubeApi:
         except (HTTPError, OSError) as error:
             raise _translate(error) from error
 
+    def _custom(self, verb: str, api_type: ApiType, namespace: str | None, *args: Any, missing_ok: bool = False,
+                **kwargs: Any) -> Any:
+        """``CustomObjectsApi.<verb>_namespaced_custom_object`` (or ``_cluster_`` when ``namespace`` is None)."""
+        if namespace is None:
+            fn = getattr(self.custom, f"{verb}_cluster_custom_object")
+            return self._call(fn, api_type.group, api_type.version, api_type.plural, *args, missing_ok=missing_ok,
+                              **kwargs)
+        fn = getattr(self.custom, f"{verb}_namespaced_custom_object{'_status' if verb == 'replace' else ''}")
+        return self._call(fn, api_type.group, api_type.version, namespace, api_type.plural, *args,
+                          missing_ok=missing_ok, **kwargs)
+
     # JobFlows
     def get_jobflow(self, namespace: str, name: str) -> dict | None:
-        return self._call(self.custom.get_namespaced_custom_object, *FLOW, namespace, "jobflows", name,
-                          missing_ok=True)
+        return self._custom("get", JOBFLOW, namespace, name, missing_ok=True)
 
     def list_jobflows(self, namespace: str | None = None) -> list[dict]:
-        if namespace:
-            result = self._call(self.custom.list_namespaced_custom_object, *FLOW, namespace, "jobflows")
-        else:
-            result = self._call(self.custom.list_cluster_custom_object, *FLOW, "jobflows")
-        return result.get("items", [])
+        """The JobFlows of ``namespace``, or of every namespace when it is None."""
+        return self._custom("list", JOBFLOW, namespace or None).get("items", [])
 
     def replace_jobflow_status(self, flow: dict) -> dict:
         """PUT status with the read resourceVersion: a concurrent writer makes this fail with Conflict."""
         meta = flow["metadata"]
-        return self._call(self.custom.replace_namespaced_custom_object_status, *FLOW, meta["namespace"],
-                          "jobflows", meta["name"], flow)
+        return self._custom("replace", JOBFLOW, meta["namespace"], meta["name"], flow)
 
     # JobTemplates
     def get_jobtemplate(self, namespace: str, name: str) -> dict | None:
-        return self._call(self.custom.get_namespaced_custom_object, *FLOW, namespace, "jobtemplates", name,
-                          missing_ok=True)
+        return self._custom("get", JOBTEMPLATE, namespace, name, missing_ok=True)
 
     def replace_jobtemplate_status(self, template: dict) -> dict:
         meta = template["metadata"]
-        return self._call(self.custom.replace_namespaced_custom_object_status, *FLOW, meta["namespace"],
-                          "jobtemplates", meta["name"], template)
+        return self._custom("replace", JOBTEMPLATE, meta["namespace"], meta["name"], template)
 
     # vcjobs
-    def list_vcjobs(self, namespace: str, label_selector: str) -> list[dict]:
-        result = self._call(self.custom.list_namespaced_custom_object, *BATCH, namespace, "jobs",
-                            label_selector=label_selector)
-        return result.get("items", [])
+    def list_vcjobs(self, namespace: str | None, label_selector: str) -> list[dict]:
+        """The vcjobs of ``namespace`` (every namespace when None) that match ``label_selector``."""
+        return self._custom("list", VCJOB, namespace, label_selector=label_selector).get("items", [])
 
     def get_vcjob(self, namespace: str, name: str) -> dict | None:
-        return self._call(self.custom.get_namespaced_custom_object, *BATCH, namespace, "jobs", name,
-                          missing_ok=True)
+        return self._custom("get", VCJOB, namespace, name, missing_ok=True)
 
     def create_vcjob(self, body: dict) -> bool:
         """True when created, False when a vcjob of that name already exists (the caller checks whose it is).
 
         Raises Rejected with the API server's message when the vcjob is refused as invalid."""
         try:
-            self._call(self.custom.create_namespaced_custom_object, *BATCH, body["metadata"]["namespace"], "jobs",
-                       body)
+            self._custom("create", VCJOB, body["metadata"]["namespace"], body)
         except Conflict:
             return False
         except ApiException as error:
@@ -142,10 +144,6 @@ class KubeApi:
                 raise Rejected(_api_message(error)) from error
             raise
         return True
-
-    def list_all_vcjobs(self, label_selector: str) -> list[dict]:
-        result = self._call(self.custom.list_cluster_custom_object, *BATCH, "jobs", label_selector=label_selector)
-        return result.get("items", [])
 
     def remove_finalizer(self, job: dict, finalizer: str) -> None:
         """Take ``finalizer`` off a vcjob, as a JSON patch that first tests the list is still what we read."""
@@ -156,16 +154,15 @@ class KubeApi:
         patch = [{"op": "test", "path": "/metadata/finalizers", "value": current},
                  {"op": "replace", "path": "/metadata/finalizers", "value": [f for f in current if f != finalizer]}]
         try:
-            self._call(self.custom.patch_namespaced_custom_object, *BATCH, meta["namespace"], "jobs", meta["name"],
-                       patch, missing_ok=True, _content_type="application/json-patch+json")
+            self._custom("patch", VCJOB, meta["namespace"], meta["name"], patch, missing_ok=True,
+                         _content_type="application/json-patch+json")
         except ApiException as error:
             if error.status == 422:  # the test op failed: someone changed the finalizers since we read them
                 raise Conflict(f"finalizers of vcjob {meta['name']} changed") from error
             raise
 
     def delete_vcjob(self, namespace: str, name: str) -> None:
-        self._call(self.custom.delete_namespaced_custom_object, *BATCH, namespace, "jobs", name,
-                   propagation_policy="Background", missing_ok=True)
+        self._custom("delete", VCJOB, namespace, name, propagation_policy="Background", missing_ok=True)
 
     # Pods (for the HTTP and TCP probes)
     def list_pods(self, namespace: str, label_selector: str) -> list[dict]:
@@ -179,8 +176,8 @@ class KubeApi:
         stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
         body = {
             "metadata": {"generateName": f"{meta['name']}.", "namespace": meta["namespace"]},
-            "involvedObject": {"apiVersion": involved.get("apiVersion", "flow.volcano.sh/v1alpha1"),
-                               "kind": involved.get("kind", "JobFlow"), "name": meta["name"],
+            "involvedObject": {"apiVersion": involved.get("apiVersion", JOBFLOW.api_version),
+                               "kind": involved.get("kind", JOBFLOW.kind), "name": meta["name"],
                                "namespace": meta["namespace"], "uid": meta.get("uid"),
                                "resourceVersion": meta.get("resourceVersion")},
             "type": type_, "reason": reason, "message": message[:1024],
@@ -201,9 +198,5 @@ def shared_client() -> client.ApiClient:
     global _shared
     with _shared_lock:
         if _shared is None:
-            if os.environ.get("KUBECONFIG"):
-                _shared = config.new_client_from_config(config_file=os.environ["KUBECONFIG"])
-            else:
-                config.load_incluster_config()
-                _shared = client.ApiClient()
+            _shared = connect()
         return _shared

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 
 from jobflow_core import CheckKind, CheckResult, NetworkCheck
+from jobflow_core.naming import pods_of_task_selector
 
 from handlers.kube import KubeApi
 
@@ -46,8 +47,7 @@ class Prober:
         self.kube, self.timeout = kube, timeout
 
     def _pod_ips(self, check: NetworkCheck) -> list[str]:
-        selector = f"volcano.sh/job-name={check.job_name},volcano.sh/task-spec={check.task_name}"
-        pods = self.kube.list_pods(check.namespace, selector)
+        pods = self.kube.list_pods(check.namespace, pods_of_task_selector(job=check.job_name, task=check.task_name))
         return [pod["status"]["podIP"] for pod in pods
                 if (pod.get("status") or {}).get("phase") == "Running" and pod["status"].get("podIP")]
 

@@ -1,36 +1,35 @@
-"""The imperative shell around the pure planner: read the truth, plan, act, write the status once.
+"""The imperative shell around the pure planner: read, plan, act. It decides nothing of its own.
 
-One reconcile of a JobFlow:
+One reconcile of a JobFlow, one attempt after another (at most :data:`MAX_ATTEMPTS`):
 
-1. read: the JobFlow (GET, or taken from a LIST just made), its vcjobs (one LIST by the createdByJobFlow label)
-   and only the JobTemplates the plan needs now (usually none);
-2. plan (``jobflow_core.plan``: pure, no I/O);
-3. act: create vcjobs (a 409 AlreadyExists means another handler was faster, or a foreign vcjob holds the
-   name: that vcjob is read and the plan redone, so the planner can tell which), delete vcjobs, then write the
-   status with the resourceVersion read in step 1, and only if it changed;
-4. a 409 on the status write means someone else wrote in between: start again from step 1 (bounded).
+1. read: the JobFlow (GET, or taken from a LIST just made), its vcjobs (one LIST by the createdByJobFlow label),
+   the HTTP/TCP probes the observation asks for, and only the JobTemplates the decisions need now (usually none);
+2. plan: ``jobflow_core.plan_observation`` (pure, no I/O);
+3. act: carry out the plan's actions in order: create vcjobs (recording each creation event), delete vcjobs,
+   write the status with the resourceVersion read in step 1, release finalizers, refresh JobTemplates.
 
-Events are recorded only after the status write succeeded, so a retried reconcile never repeats them, and the
-JobTemplates whose vcjobs came or went get their ``jobDependsOnList`` refreshed.
+Two answers of the API server start a new attempt, with what they taught kept in :class:`_Learned`: a create
+answered 409 AlreadyExists (another handler was faster, or a foreign vcjob holds the name: that vcjob is read so
+the planner can tell which) or a status write answered 409 Conflict (someone wrote in between); a create refused
+as invalid (Volcano's webhook) is handed to the planner, whose status then says why the flow does not start.
+
+Which JobFlows an event concerns is decided by :mod:`jobflow_core.routing`; names and label selectors come from
+:mod:`jobflow_core.naming`.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from jobflow_core import network_checks_needed, plan, templates_needed
-from jobflow_core.models import JobFlow, JobFlowPhase, JobTemplate, RetainPolicy, VcJob
-from jobflow_core.naming import (
-    CREATED_BY_JOBFLOW,
-    CREATED_BY_JOBTEMPLATE,
-    RECORD_FINALIZER,
-    has_record_finalizer,
-    is_owned_by,
-    jobflow_label_value,
-)
+from jobflow_core import Create, Delete, Event, Observation, Plan, RefreshTemplate, Release, WriteStatus
+from jobflow_core import observe, plan_observation, templates_needed
+from jobflow_core.api import RECORD_FINALIZER
+from jobflow_core.models import JobFlow, JobTemplate, VcJob
+from jobflow_core.naming import FLOW_JOBS_SELECTOR, jobs_of_jobflow_selector, jobs_of_template_selector
+from jobflow_core.routing import can_change, flows_of_job, jobflows_of_job, orphan_to_release, waits_for_template
 from jobflow_core.templates import template_status, template_status_changed
 
 from handlers.kube import Conflict, KubeApi, Rejected
@@ -55,6 +54,20 @@ class Outcome:
     attempts: int = 0
 
 
+@dataclass
+class _Learned:
+    """What earlier attempts of one reconcile found out, for the next attempt's plan."""
+
+    holders: dict[str, VcJob] = field(default_factory=dict)
+    """vcjobs found holding a name we tried to create (the label LIST misses one that is not ours)."""
+    rejections: dict[str, str] = field(default_factory=dict)
+    """flow -> why the API server refused its vcjob."""
+
+
+class _Again(Exception):
+    """The attempt must start over from a fresh read (what it learned is already recorded)."""
+
+
 class Reconciler:
     def __init__(self, kube: KubeApi, *, clock: Callable[[], datetime], recheck_seconds: int = 10,
                  probe_timeout: float = 1.0) -> None:
@@ -64,83 +77,81 @@ class Reconciler:
     def jobflow(self, namespace: str, name: str, *, known: dict | None = None) -> Outcome:
         """Reconcile one JobFlow; ``known`` is a copy of it just read from the API server, if there is one."""
         outcome = Outcome(jobflow=f"{namespace}/{name}")
+        learned = _Learned()
         raw = known
-        holders: dict[str, VcJob] = {}  # vcjobs found holding a name we tried to create
-        rejections: dict[str, str] = {}  # flow -> why the API server refused its vcjob
         for attempt in range(1, MAX_ATTEMPTS + 1):
             outcome.attempts = attempt
-            if raw is None:
-                raw = self.kube.get_jobflow(namespace, name)
+            raw = raw if raw is not None else self.kube.get_jobflow(namespace, name)
             if raw is None:
                 outcome.found = False
                 return outcome
             try:
-                self._once(raw, outcome, holders, rejections)
+                now = self.clock()
+                observation = self._read(JobFlow.model_validate(raw), learned)
+                self._act(raw, self._plan(observation, learned, now=now), outcome, learned, now=now)
                 return outcome
-            except _Refused as refused:
-                # Plan again with the refusal, so the status says why the flow does not start.
-                rejections[refused.flow] = refused.message
-                raw = None
-            except Conflict as conflict:
-                log.info("%s: %s (attempt %d); re-reading", outcome.jobflow, conflict, attempt)
+            except (_Again, Conflict) as reason:
+                log.info("%s: %s (attempt %d); re-reading", outcome.jobflow, reason, attempt)
                 raw = None
         raise Conflict(f"JobFlow {namespace}/{name} kept changing during {MAX_ATTEMPTS} attempts; retry later")
 
-    def _once(self, raw: dict, outcome: Outcome, holders: dict[str, VcJob], rejections: dict[str, str]) -> None:
-        flow = JobFlow.model_validate(raw)
-        label = f"{CREATED_BY_JOBFLOW}={jobflow_label_value(namespace=flow.namespace, jobflow=flow.name)}"
-        listed = {j.name: j for j in map(VcJob.model_validate, self.kube.list_vcjobs(flow.namespace, label))}
-        jobs = list((holders | listed).values())
-        probe_results = self.prober.run(network_checks_needed(flow, jobs=jobs))
-        templates: dict[str, JobTemplate] = {}
-        for name in templates_needed(flow, jobs=jobs, probe_results=probe_results):
-            found = self.kube.get_jobtemplate(flow.namespace, name)
+    def _read(self, jobflow: JobFlow, learned: _Learned) -> Observation:
+        """The observation: the JobFlow's vcjobs (and any name holder found earlier), with the probes run."""
+        selector = jobs_of_jobflow_selector(namespace=jobflow.namespace, jobflow=jobflow.name)
+        listed = {job.name: job for job in map(VcJob.model_validate, self.kube.list_vcjobs(jobflow.namespace,
+                                                                                          selector))}
+        observation = observe(jobflow, jobs=list((learned.holders | listed).values()))
+        checks = observation.network_checks()
+        return observation.with_probe_results(self.prober.run(checks)) if checks else observation
+
+    def _plan(self, observation: Observation, learned: _Learned, *, now: datetime) -> Plan:
+        namespace = observation.jobflow.namespace
+        templates = {}
+        for name in templates_needed(observation):
+            found = self.kube.get_jobtemplate(namespace, name)
             if found is not None:
                 templates[name] = JobTemplate.model_validate(found)
+        return plan_observation(observation, templates=templates, now=now,
+                                recheck_seconds=self.recheck_seconds, rejections=learned.rejections)
 
-        now = self.clock()
-        result = plan(flow, templates=templates, jobs=jobs, now=now, probe_results=probe_results,
-                      recheck_seconds=self.recheck_seconds, rejections=rejections)
-        touched_templates: set[str] = set()
-        for manifest, created_event in zip(result.creates, result.create_events, strict=True):
-            job_name = manifest["metadata"]["name"]
-            try:
-                created = self.kube.create_vcjob(manifest)
-            except Rejected as rejected:
-                raise _Refused(_template_of(manifest["metadata"]["labels"], flow.namespace), str(rejected)) from rejected
-            if not created:
-                # Someone holds the name: a concurrent handler (then the next LIST has it) or a vcjob that is not
-                # ours (the LIST by our label misses it): read it, so the re-plan can tell which.
-                holder = self.kube.get_vcjob(flow.namespace, job_name)
-                if holder is not None:
-                    holders[job_name] = VcJob.model_validate(holder)
-                raise Conflict(f"vcjob {job_name} already exists")
-            outcome.created.append(job_name)
-            touched_templates.add(_template_of(manifest["metadata"]["labels"], flow.namespace))
-            self.kube.record_event(raw, type_=created_event.type, reason=created_event.reason,
-                                   message=created_event.message, now=now)
-        for job_name in result.deletes:
-            self.kube.delete_vcjob(flow.namespace, job_name)
-            outcome.deleted.append(job_name)
-        touched_templates.update(_template_of(job.metadata.labels, flow.namespace)
-                                 for job in jobs if job.name in result.deletes)
+    def _act(self, raw: dict, plan: Plan, outcome: Outcome, learned: _Learned, *, now: datetime) -> None:
+        namespace = raw["metadata"]["namespace"]
+        outcome.phase = plan.status.state.phase if plan.status.state else None
+        for action in plan.actions:
+            match action:
+                case Create():
+                    self._create(raw, action, learned, now=now)
+                    outcome.created.append(action.job_name)
+                case Delete(job_name=job_name):
+                    self.kube.delete_vcjob(namespace, job_name)
+                    outcome.deleted.append(job_name)
+                case WriteStatus(status=status, events=events):
+                    self.kube.replace_jobflow_status({**raw, "status": status.to_wire()})
+                    outcome.status_written = True
+                    for event in events:
+                        self._record(raw, event, now=now)
+                case Release(job=job):
+                    self.kube.remove_finalizer(job.to_wire(), RECORD_FINALIZER)
+                    outcome.released.append(job.name)
+                case RefreshTemplate(name=name):
+                    self.jobtemplate(namespace, name)
 
-        outcome.phase = result.status.state.phase if result.status.state else None
-        if result.status_changed:
-            self.kube.replace_jobflow_status({**raw, "status": result.status.to_wire()})
-            outcome.status_written = True
-            for event in result.events:
-                self.kube.record_event(raw, type_=event.type, reason=event.reason, message=event.message, now=now)
-        # Only now is every deleted vcjob's record safe in the status: let them go. Deleting vcjobs of an earlier
-        # JobFlow of the same name (the garbage collector removes them) are let go too: their owner is gone.
-        by_name = {job.name: job for job in jobs}
-        orphans = [job.name for job in jobs if job.metadata.deletion_timestamp is not None
-                   and has_record_finalizer(job) and not is_owned_by(job, flow)]
-        for job_name in [*result.releases, *orphans]:
-            self.kube.remove_finalizer(by_name[job_name].to_wire(), RECORD_FINALIZER)
-            outcome.released.append(job_name)
-        for template in sorted(t for t in touched_templates if t):
-            self.jobtemplate(flow.namespace, template)
+    def _create(self, raw: dict, action: Create, learned: _Learned, *, now: datetime) -> None:
+        namespace = raw["metadata"]["namespace"]
+        try:
+            created = self.kube.create_vcjob(action.manifest)
+        except Rejected as rejected:
+            learned.rejections[action.flow] = str(rejected)
+            raise _Again(f"vcjob {action.job_name} refused: {rejected}") from rejected
+        if not created:
+            holder = self.kube.get_vcjob(namespace, action.job_name)
+            if holder is not None:
+                learned.holders[action.job_name] = VcJob.model_validate(holder)
+            raise _Again(f"vcjob {action.job_name} already exists")
+        self._record(raw, action.event, now=now)
+
+    def _record(self, raw: dict, event: Event, *, now: datetime) -> None:
+        self.kube.record_event(raw, type_=event.type, reason=event.reason, message=event.message, now=now)
 
     def jobtemplate(self, namespace: str, name: str) -> bool:
         """Refresh ``status.jobDependsOnList`` of a JobTemplate; True when it was written."""
@@ -149,9 +160,9 @@ class Reconciler:
             if raw is None:
                 return False
             template = JobTemplate.model_validate(raw)
-            label = f"{CREATED_BY_JOBTEMPLATE}={namespace}.{name}"
-            jobs = [VcJob.model_validate(j) for j in self.kube.list_vcjobs(namespace, label)]
-            status = template_status(template, jobs=jobs)
+            selector = jobs_of_template_selector(namespace=namespace, template=name)
+            status = template_status(template, jobs=map(VcJob.model_validate, self.kube.list_vcjobs(namespace,
+                                                                                                    selector)))
             if not template_status_changed(template, status):
                 return False
             try:
@@ -162,33 +173,22 @@ class Reconciler:
         raise Conflict(f"JobTemplate {namespace}/{name} kept changing; retry later")
 
     def jobflows_using(self, namespace: str, template: str) -> list[Outcome]:
-        """A JobTemplate appeared or changed: reconcile the JobFlows of its namespace whose flow of that name has
-        no vcjob yet. (A flow that already has one is not affected by its template any more; this also keeps our
-        own writes of the template's status from setting off a reconcile of every JobFlow that uses it.)"""
+        """A JobTemplate appeared or changed: reconcile the JobFlows still waiting for it."""
         return [self.jobflow(namespace, raw["metadata"]["name"], known=raw)
-                for raw in self.kube.list_jobflows(namespace) if _waits_for_template(raw, template)]
+                for raw in self.kube.list_jobflows(namespace) if waits_for_template(raw, template)]
 
-    def jobflows_of_vcjob(self, namespace: str, name: str, payload: dict | None, *,
+    def jobflows_of_vcjob(self, namespace: str, name: str, *, controller: str | None,
                           membership_changed: bool) -> list[Outcome]:
-        """A vcjob changed: reconcile the JobFlow that controls it.
-
-        The event's payload (Resource mode) may name the owner; it is only a hint for *which* JobFlow to
-        re-read. Without one (Reference mode, or a delete), the namespace's JobFlows are listed and those
-        whose flows would have a vcjob of that name are reconciled: one LIST that also serves as their read.
-        When a vcjob appeared or went (``membership_changed``), its JobTemplate's list is refreshed too.
-        """
-        owner = _owner_name(payload)
-        listed = self.kube.list_jobflows(namespace)
-        candidates = [raw for raw in listed if (raw["metadata"]["name"] == owner) or (
-            owner is None and any(f"{raw['metadata']['name']}-{f.get('name')}" == name
-                                  for f in (raw.get("spec") or {}).get("flows") or []))]
+        """A vcjob changed: reconcile the JobFlow(s) it concerns (one LIST that also serves as their read), and
+        when it came or went, refresh its JobTemplate's list. A vcjob no JobFlow claims is let go if it waits
+        for our finalizer."""
+        candidates = jobflows_of_job(self.kube.list_jobflows(namespace), job=name, controller=controller)
         if not candidates:
-            self._release_orphan(self.kube.get_vcjob(namespace, name))
+            self._release_orphan(self.kube.get_vcjob(namespace, name), jobflow_uids=())
         outcomes = [self.jobflow(namespace, raw["metadata"]["name"], known=raw) for raw in candidates]
         for raw in candidates if membership_changed else []:
-            for f in (raw.get("spec") or {}).get("flows") or []:
-                if f"{raw['metadata']['name']}-{f.get('name')}" == name:
-                    self.jobtemplate(namespace, f["name"])
+            for template in flows_of_job(raw, name):
+                self.jobtemplate(namespace, template)
         return outcomes
 
     def resync(self) -> list[Outcome]:
@@ -196,58 +196,12 @@ class Reconciler:
         net for lost events)."""
         listed = self.kube.list_jobflows()
         outcomes = [self.jobflow(raw["metadata"]["namespace"], raw["metadata"]["name"], known=raw)
-                    for raw in listed if not _settled(raw)]
-        alive = {raw["metadata"]["uid"] for raw in listed}
-        for job in self.kube.list_all_vcjobs(CREATED_BY_JOBFLOW):
-            owners = {ref.get("uid") for ref in job["metadata"].get("ownerReferences") or [] if ref.get("controller")}
-            if not owners & alive:
-                self._release_orphan(job)
+                    for raw in listed if can_change(raw)]
+        alive = {raw["metadata"].get("uid") for raw in listed}
+        for job in self.kube.list_vcjobs(None, FLOW_JOBS_SELECTOR):
+            self._release_orphan(job, jobflow_uids=alive)
         return outcomes
 
-    def _release_orphan(self, raw: dict | None) -> None:
-        """A vcjob held by our finalizer and being deleted, with no JobFlow left to record it: let it go."""
-        if raw is None:
-            return
-        job = VcJob.model_validate(raw)
-        if job.metadata.deletion_timestamp is not None and has_record_finalizer(job):
+    def _release_orphan(self, raw: dict | None, *, jobflow_uids: Collection[str]) -> None:
+        if raw is not None and orphan_to_release(VcJob.model_validate(raw), jobflow_uids=jobflow_uids):
             self.kube.remove_finalizer(raw, RECORD_FINALIZER)
-
-
-class _Refused(Exception):
-    def __init__(self, flow: str, message: str) -> None:
-        super().__init__(message)
-        self.flow, self.message = flow, message
-
-
-def _waits_for_template(raw: dict, template: str) -> bool:
-    """Whether a JobFlow has a flow named ``template`` that has not got its vcjob yet (as far as its status says;
-    a JobFlow without a status has not been planned at all)."""
-    if not any(f.get("name") == template for f in (raw.get("spec") or {}).get("flows") or []):
-        return False
-    status = raw.get("status")
-    if not status:
-        return True
-    return any(w.get("name") == template for w in status.get("waitingFlows") or [])
-
-
-def _owner_name(payload: dict | None) -> str | None:
-    if not payload:
-        return None
-    for ref in (payload.get("metadata") or {}).get("ownerReferences") or []:
-        if ref.get("kind") == "JobFlow" and ref.get("controller"):
-            return ref.get("name")
-    return None
-
-
-def _template_of(labels: dict[str, str] | None, namespace: str) -> str:
-    """The flow (and JobTemplate) name a vcjob was made for, from its createdByJobTemplate label ("" if none)."""
-    value = (labels or {}).get(CREATED_BY_JOBTEMPLATE, "")
-    prefix = f"{namespace}."
-    return value[len(prefix):] if value.startswith(prefix) else ""
-
-
-def _settled(raw: dict) -> bool:
-    """A Succeed JobFlow that keeps its jobs cannot change any more; everything else is worth a look."""
-    flow = JobFlow.model_validate(raw)
-    phase = flow.status.state.phase if flow.status and flow.status.state else None
-    return phase is JobFlowPhase.SUCCEED and flow.spec.job_retain_policy is not RetainPolicy.DELETE

@@ -8,7 +8,9 @@ from datetime import UTC, datetime
 from flask import Blueprint, current_app, jsonify, request
 from pydantic import ValidationError
 
-from handlers.events import BadEvent, Hint, Kind, hint_from_request
+from jobflow_core.api import JOBFLOW, JOBTEMPLATE
+
+from handlers.events import BadEvent, Hint, hint_from_request
 from handlers.kube import Conflict, KubeApi, Unavailable, shared_client
 from handlers.reconciler import Outcome, Reconciler
 
@@ -30,16 +32,16 @@ def _error(status: int, message: str, **extra: object):
 
 
 def dispatch(reconciler: Reconciler, hint: Hint) -> list[Outcome]:
-    if hint.kind is Kind.RESYNC:
+    """Hand the hint to the reconciler method for its object type."""
+    if hint.about is None:
         return reconciler.resync()
-    if hint.kind is Kind.JOBFLOW:
+    if hint.about is JOBFLOW:
         return [reconciler.jobflow(hint.namespace, hint.name)]
-    if hint.kind is Kind.JOBTEMPLATE:
+    if hint.about is JOBTEMPLATE:
         reconciler.jobtemplate(hint.namespace, hint.name)
         return reconciler.jobflows_using(hint.namespace, hint.name)
-    membership_changed = not hint.event_type.endswith(".update")
-    return reconciler.jobflows_of_vcjob(hint.namespace, hint.name, hint.payload,
-                                        membership_changed=membership_changed)
+    return reconciler.jobflows_of_vcjob(hint.namespace, hint.name, controller=hint.controller,
+                                        membership_changed=hint.membership_changed)
 
 
 def _run(handle):
@@ -71,7 +73,8 @@ def receive_event():
     except BadEvent as error:
         log.warning("rejected event: %s", error)
         return _error(400, str(error))
-    log.info("event %s %s %s/%s", hint.event_type, hint.kind, hint.namespace, hint.name)
+    log.info("event %s %s %s/%s", hint.event_type, hint.about.kind if hint.about else "(all)", hint.namespace,
+             hint.name)
     return _run(lambda: dispatch(_reconciler(), hint))
 
 

@@ -18,15 +18,21 @@ Where each fact is decided:
 * :mod:`~jobflow_core.jobs`: the vcjob manifest of a flow; :mod:`~jobflow_core.patching`: ``patch.jobSpec``.
 * :mod:`~jobflow_core.templates`: a JobTemplate's ``jobDependsOnList``.
 * :mod:`~jobflow_core.graph` and :mod:`~jobflow_core.conversion`: DAG order and JobTemplate <-> vcjob, for the CLI.
-* :mod:`~jobflow_core.observation`: each flow next to its vcjob and its previous record.
+* :mod:`~jobflow_core.observation`: each flow next to its vcjob and its previous record, gathered once.
+* :mod:`~jobflow_core.decisions`: whether each flow starts, waits or is blocked, from one table.
 * :mod:`~jobflow_core.status`: the status, from one observation.
 * :mod:`~jobflow_core.events`: the events and reason words.
-* :mod:`~jobflow_core.planner`: all of the above, in order: :func:`plan`, :func:`templates_needed`.
+* :mod:`~jobflow_core.planner`: all of the above, as a list of actions for the shell: :func:`plan`.
+* :mod:`~jobflow_core.routing`: which JobFlows an incoming event concerns, and what a resync looks at.
+* :mod:`~jobflow_core.api`: the API identity (group, version, kind, plural, label keys) every component uses.
 """
 
+from jobflow_core.decisions import templates_needed
 from jobflow_core.events import Event, EventType, Reason
-from jobflow_core.planner import Plan, network_checks_needed, plan, templates_needed
+from jobflow_core.observation import Observation, observe
+from jobflow_core.planner import Create, Delete, Plan, RefreshTemplate, Release, WriteStatus, plan, plan_observation
 from jobflow_core.probes import CheckKind, CheckResult, NetworkCheck
 
-__all__ = ["CheckKind", "CheckResult", "Event", "EventType", "NetworkCheck", "Plan", "Reason",
-           "network_checks_needed", "plan", "templates_needed"]
+__all__ = ["CheckKind", "CheckResult", "Create", "Delete", "Event", "EventType", "NetworkCheck", "Observation",
+           "Plan", "Reason", "RefreshTemplate", "Release", "WriteStatus", "observe", "plan", "plan_observation",
+           "templates_needed"]

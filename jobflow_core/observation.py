@@ -1,21 +1,26 @@
-"""What the planner knows, gathered once: each flow of the spec next to its vcjob and its previous record.
+"""What the planner knows, gathered once per attempt: each flow of the spec next to its vcjob and its previous record.
 
-The planner is called with a JobFlow (spec and previous status) and the vcjobs the shell listed. From those this
-module builds one :class:`FlowView` per flow (the first flow of each name, in spec order):
+The shell builds one :class:`Observation` per attempt with :func:`observe` (the JobFlow, spec and previous status,
+and the vcjobs it listed), adds the answers of the HTTP/TCP probes the observation asked for
+(:meth:`Observation.with_probe_results`), and hands it to :func:`jobflow_core.planner.plan_observation`. The
+spec is validated once, here; everything below is derived from this one value.
+
+One :class:`FlowView` per flow (the first flow of each name, in spec order):
 
 * ``job``: the live vcjob named ``<jobflow>-<flow>`` that this JobFlow controls (owner reference UID);
 * ``foreign``: a live vcjob with that name that someone else owns, which blocks the flow (a name conflict);
 * ``record`` and ``condition``: what the previous status recorded about that vcjob. The status is the record of
   vcjobs that are gone, for instance deleted by ``ttlSecondsAfterFinished``.
 
-From these follows each flow's *effective job phase* (:attr:`FlowView.phase`), which drives the JobFlow phase
-(:mod:`jobflow_core.phase`), dependencies (:mod:`jobflow_core.dependencies`) and the status lists.
+From these follow each flow's *effective job phase* (:attr:`FlowView.phase`), which drives the JobFlow phase
+(:mod:`jobflow_core.phase`), dependencies (:mod:`jobflow_core.dependencies`) and the status lists, and, for each
+flow that still needs a vcjob, its :class:`~jobflow_core.dependencies.Readiness`.
 """
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from jobflow_core.dependencies import Readiness, check_dependencies, check_probe
+from jobflow_core.dependencies import Readiness, check_dependencies, check_probe, starts_allowed
 from jobflow_core.models import (
     Flow,
     FlowCondition,
@@ -26,7 +31,7 @@ from jobflow_core.models import (
     VcJob,
     VcJobPhase,
 )
-from jobflow_core.naming import is_owned_by, job_name
+from jobflow_core.naming import has_record_finalizer, is_owned_by, job_name
 from jobflow_core.phase import decide_flow_phase, is_final
 from jobflow_core.probes import CheckResult, NetworkCheck, network_checks
 from jobflow_core.validation import SpecError, validate
@@ -40,6 +45,10 @@ class FlowView:
     foreign: VcJob | None
     record: FlowJobStatus | None
     condition: FlowCondition | None
+
+    @property
+    def name(self) -> str:
+        return self.flow.name
 
     @property
     def phase(self) -> VcJobPhase | None:
@@ -61,44 +70,46 @@ class Observation:
     """One per distinct flow name, in spec order."""
     owned: tuple[VcJob, ...]
     """Every live vcjob this JobFlow controls, by name, including jobs of flows no longer in the spec."""
+    orphans: tuple[VcJob, ...]
+    """Listed vcjobs being deleted and held by our finalizer that this JobFlow does not control (for instance
+    those of an earlier JobFlow of the same name): nobody else will record them, so they are let go."""
     previous: JobFlowStatus
     errors: tuple[SpecError, ...]
-    phases: Mapping[str, VcJobPhase | None]
-    """Effective job phase by flow name."""
+    phase: JobFlowPhase
+    """The JobFlow phase as observed, before anything this plan starts."""
+    readiness: Mapping[str, Readiness]
+    """For each flow that needs a vcjob: whether its dependencies (or probe) let it start."""
     probe_results: Mapping[NetworkCheck, CheckResult]
     """What the shell found for the HTTP and TCP checks it was asked for (:meth:`network_checks`)."""
 
-    def phase_of(self, flow: str) -> VcJobPhase | None:
-        return self.phases.get(flow)
+    @property
+    def candidates(self) -> list[FlowView]:
+        """Flows that need a vcjob, while the JobFlow still starts anything: their dependencies decide."""
+        return [view for view in self.views if view.needs_job] if starts_allowed(self.phase) else []
 
-    def live_job(self, flow: str) -> VcJob | None:
-        view = next((v for v in self.views if v.flow.name == flow), None)
-        return view.job if view is not None else None
-
-    def readiness(self, view: FlowView) -> Readiness:
-        if view.flow.depends_on is not None and view.flow.depends_on.probe is not None:
-            return check_probe(view.flow, live_job=self.live_job, results=self.probe_results)
-        return check_dependencies(view.flow, phase_of=self.phase_of)
-
-    def network_checks(self, views: Iterable[FlowView]) -> list[NetworkCheck]:
-        """The HTTP/TCP checks the probes of ``views`` need now, against the targets that have a live vcjob."""
+    def network_checks(self) -> list[NetworkCheck]:
+        """The HTTP/TCP checks the probes of the candidates need now, against the targets that have a live vcjob."""
+        live = {view.name: view.job for view in self.views}
         checks: dict[NetworkCheck, None] = {}
-        for view in views:
+        for view in self.candidates:
             probe = view.flow.depends_on.probe if view.flow.depends_on else None
             for target in (view.flow.depends_on.targets or ()) if probe else ():
-                job = self.live_job(target)
+                job = live.get(target)
                 if job is not None:
                     checks.update(dict.fromkeys(network_checks(probe, job)))
         return list(checks)
 
+    def with_probe_results(self, results: Mapping[NetworkCheck, CheckResult]) -> "Observation":
+        """The same observation, with the answers of :meth:`network_checks` (the spec is not validated again)."""
+        return replace(self, probe_results=dict(results),
+                       readiness=_readiness(self.views, probe_results=results))
+
     def flow_phase(self, *, creating: Iterable[str] = ()) -> JobFlowPhase:
         """The JobFlow phase, counting the flows in ``creating`` as vcjobs just created (phase ``""``)."""
         created = set(creating)
-        return decide_flow_phase(
-            deleting=self.jobflow.metadata.deletion_timestamp is not None,
-            spec_valid=not self.errors,
-            job_phases=(VcJobPhase.NEW if view.flow.name in created else view.phase for view in self.views),
-        )
+        if not created:
+            return self.phase
+        return _phase(self.jobflow, self.views, valid=not self.errors, creating=created)
 
 
 def observe(jobflow: JobFlow, *, jobs: Iterable[VcJob],
@@ -125,12 +136,39 @@ def observe(jobflow: JobFlow, *, jobs: Iterable[VcJob],
             record=records.get(name),
             condition=conditions.get(name),
         )
+    errors = tuple(validate(jobflow))
+    flows = tuple(views.values())
     return Observation(
         jobflow=jobflow,
-        views=tuple(views.values()),
+        views=flows,
         owned=tuple(owned[name] for name in sorted(owned)),
+        orphans=tuple(foreign[name] for name in sorted(foreign)
+                      if foreign[name].metadata.deletion_timestamp is not None
+                      and has_record_finalizer(foreign[name])),
         previous=previous,
-        errors=tuple(validate(jobflow)),
-        phases={flow: view.phase for flow, view in views.items()},
+        errors=errors,
+        phase=_phase(jobflow, flows, valid=not errors, creating=set()),
+        readiness=_readiness(flows, probe_results=probe_results or {}),
         probe_results=dict(probe_results or {}),
     )
+
+
+def _phase(jobflow: JobFlow, views: Iterable[FlowView], *, valid: bool, creating: set[str]) -> JobFlowPhase:
+    return decide_flow_phase(
+        deleting=jobflow.metadata.deletion_timestamp is not None,
+        spec_valid=valid,
+        job_phases=(VcJobPhase.NEW if view.name in creating else view.phase for view in views),
+    )
+
+
+def _readiness(views: tuple[FlowView, ...], *,
+               probe_results: Mapping[NetworkCheck, CheckResult]) -> dict[str, Readiness]:
+    phases = {view.name: view.phase for view in views}
+    live = {view.name: view.job for view in views}
+    return {
+        view.name: check_probe(view.flow, live_job=live.get, results=probe_results)
+        if view.flow.depends_on is not None and view.flow.depends_on.probe is not None
+        else check_dependencies(view.flow, phase_of=phases.get)
+        for view in views
+        if view.needs_job
+    }

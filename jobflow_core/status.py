@@ -81,7 +81,7 @@ def build_status(
     for job in known:
         if job.phase is not None:
             lists[JOB_LIST_OF_PHASE[job.phase]].append(job.name)
-    done = sum(category_of(observation.phase_of(view.flow.name)) is JobCategory.DONE for view in observation.views)
+    done = sum(category_of(view.phase) is JobCategory.DONE for view in observation.views)
     return JobFlowStatus.model_validate(
         {
             **{name: jobs or None for name, jobs in lists.items()},

@@ -21,10 +21,9 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from jobflow_core import plan as plan_flow
-from jobflow_core import templates_needed
+from jobflow_core import observe, plan_observation, templates_needed
 from jobflow_core.models import JobFlow, JobTemplate, VcJob
-from jobflow_core.naming import CREATED_BY_JOBTEMPLATE, job_name
+from jobflow_core.naming import job_name
 from kubectl_jobflow import documents
 from kubectl_jobflow.errors import CommandError
 from kubectl_jobflow.kube import JOBFLOW, JOBTEMPLATE, VCJOB
@@ -73,19 +72,18 @@ def _plan_one(ctx: Context, doc: documents.Document, template_docs: list[documen
         jobs = [VcJob.model_validate(job) for job in ctx.cluster.list(VCJOB, namespace)["items"]
                 if job["metadata"]["name"] in names]
         exists = ctx.cluster.find(JOBFLOW, namespace, jobflow.name) is not None
-        for name in templates_needed(jobflow, jobs=jobs):
+    observation = observe(jobflow, jobs=jobs)
+    if not ctx.args.local:
+        for name in templates_needed(observation):
             if name not in templates:
                 found = ctx.cluster.find(JOBTEMPLATE, namespace, name)
                 if found is not None:
                     templates[name] = JobTemplate.model_validate(found)
                     origin[name] = "the cluster"
-    result = plan_flow(jobflow, templates=templates, jobs=jobs, now=utc_now())
+    result = plan_observation(observation, templates=templates, now=utc_now())
     state = result.status.state
-    starts = []
-    for manifest in result.creates:
-        flow = manifest["metadata"]["annotations"][CREATED_BY_JOBTEMPLATE].split(".", 1)[1]
-        starts.append({"flow": flow, "job": manifest["metadata"]["name"],
-                       "template": f"{namespace}/{flow}", "templateFrom": origin.get(flow)})
+    starts = [{"flow": create.flow, "job": create.job_name, "template": f"{namespace}/{create.flow}",
+               "templateFrom": origin.get(create.flow)} for create in result.creates]
     return {
         "namespace": namespace,
         "name": jobflow.name,
@@ -97,7 +95,7 @@ def _plan_one(ctx: Context, doc: documents.Document, template_docs: list[documen
         "start": starts,
         "wait": [{"flow": entry.name, "job": entry.job_name, "waitingFor": entry.waiting_for or [],
                   "message": entry.message} for entry in result.status.waiting_flows or ()],
-        "jobs": result.creates,
+        "jobs": [create.manifest for create in result.creates],
     }
 
 

@@ -1,8 +1,10 @@
 """Fixtures shared by the whole test run.
 
-``cluster`` starts the local control plane once per run (or reuses a healthy one that ``make cluster`` started) and
-stops it at the end if it started it (set JOBFLOW_KEEP_CLUSTER=1 to keep it for the next run). ``namespace`` gives a
-test its own namespace and deletes it afterwards. Unit tests request neither, so they never start a cluster.
+``cluster`` starts the tests' own local control plane once per run, in ``.devcluster/tests/`` (or reuses a healthy
+one a previous run kept), and stops it at the end if it started it (set JOBFLOW_KEEP_CLUSTER=1 to keep it for the next
+run). It is never the cluster of ``make cluster`` and ``make demo``: the demo's handler and event source keep running
+after the demo and would reconcile the tests' JobFlows too. ``namespace`` gives a test its own namespace and deletes
+it afterwards. Unit tests request neither, so they never start a cluster.
 """
 
 from __future__ import annotations
@@ -19,14 +21,14 @@ from devcluster.testing import LocalCluster
 @pytest.fixture(scope="session")
 def cluster() -> Iterator[LocalCluster]:
     try:
-        state, started_here = devcluster.up(log=lambda line: print(line, flush=True))
+        state, started_here = devcluster.up(devcluster.TEST_ROOT, log=lambda line: print(line, flush=True))
     except Exception as error:  # the message already says which component failed and what to do
         pytest.fail(f"the local control plane could not start:\n{error}", pytrace=False)
     local = LocalCluster(state)
     yield local
     local.close()
     if started_here and not os.environ.get("JOBFLOW_KEEP_CLUSTER"):
-        devcluster.down(log=lambda line: None)
+        devcluster.down(devcluster.TEST_ROOT, log=lambda line: None)
 
 
 @pytest.fixture

@@ -39,6 +39,7 @@ from eventsource.resources import WATCHED
 from eventsource.watcher import Watcher
 from handlers.kube import Conflict, KubeApi
 from handlers.reconciler import Reconciler
+from jobflow_core.naming import FLOW_JOBS_SELECTOR
 from objects import apply, one_pod_vcjob, template
 
 pytestmark = pytest.mark.cluster
@@ -259,14 +260,14 @@ def test_the_handler_role_allows_every_call_the_handler_makes(cluster: LocalClus
         "replace_jobflow_status": lambda: kube.replace_jobflow_status(kube.get_jobflow(namespace, "calls")),
         "get_jobtemplate": lambda: kube.get_jobtemplate(namespace, "b"),
         "replace_jobtemplate_status": lambda: kube.replace_jobtemplate_status(kube.get_jobtemplate(namespace, "b")),
-        "list_vcjobs": lambda: kube.list_vcjobs(namespace, "volcano.sh/createdByJobFlow"),
+        "list_vcjobs": lambda: (kube.list_vcjobs(namespace, FLOW_JOBS_SELECTOR),
+                                kube.list_vcjobs(None, FLOW_JOBS_SELECTOR)),  # all namespaces: POST /resync
         "create_vcjob": lambda: kube.create_vcjob(probe),
         "get_vcjob": lambda: kube.get_vcjob(namespace, "probe"),
         "delete_vcjob": lambda: kube.delete_vcjob(namespace, "probe"),
         "record_event": lambda: kube.record_event(flow, type_="Normal", reason="Checked", message="RBAC test",
                                                   now=datetime.now(UTC)),
         "list_pods": lambda: kube.list_pods(namespace, "volcano.sh/job-name=probe"),
-        "list_all_vcjobs": lambda: kube.list_all_vcjobs("volcano.sh/createdByJobFlow"),
         "remove_finalizer": lambda: kube.remove_finalizer(
             {"metadata": {"namespace": namespace, "name": "probe", "finalizers": ["flow.volcano.sh/keep-record"]}},
             "flow.volcano.sh/keep-record"),

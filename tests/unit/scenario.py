@@ -118,9 +118,9 @@ class Cluster:
     def step(self) -> Plan:
         """Plan, then create, delete and write the status as the shell would."""
         result = plan(self.flow, templates=self.templates, jobs=list(self.jobs.values()), now=self.now)
-        for manifest in result.creates:
+        for create in result.creates:
             created = self.tick()
-            name = manifest["metadata"]["name"]
+            manifest, name = create.manifest, create.job_name
             metadata = manifest["metadata"] | {"uid": f"uid-{name}", "creationTimestamp": created}
             self.jobs[name] = VcJob.model_validate(manifest | {"metadata": metadata})
         for name in result.deletes:

@@ -22,7 +22,8 @@ from devcluster.processes import free_port
 from eventsource.cloudevent import Change, Mode, event_type
 from eventsource.resources import CREATED_BY_JOBFLOW, WATCHED
 from handlers import create_app
-from handlers.events import API_VERSIONS, RESYNC_TYPES, Kind, hint_from_request
+from handlers.events import RESYNC_TYPES, hint_from_request
+from jobflow_core.api import API_TYPES, JOBFLOW
 from knative_types import ISO_8601_DURATION, RENDERS, REPO, rendered
 
 HANDLER = "jobflow-handler"
@@ -73,7 +74,7 @@ def test_there_is_a_trigger_for_each_kind_the_handler_understands_filtering_on_k
         directory: str) -> None:
     kinds = [(exact_filters(t)["apiversion"], exact_filters(t)["kind"]) for t in object_triggers(directory)]
 
-    assert sorted(kinds) == sorted(API_VERSIONS)
+    assert sorted(kinds) == sorted((t.api_version, t.kind) for t in API_TYPES)
 
 
 @pytest.mark.parametrize("directory", RENDERS)
@@ -91,7 +92,7 @@ def test_the_apiserversource_watches_what_our_event_source_watches_in_reference_
 
     assert source["mode"] == "Reference"
     assert source["namespaceSelector"] == {}  # every namespace, as the event source's default
-    assert {(r["apiVersion"], r["kind"]) for r in source["resources"]} == set(watched) == set(API_VERSIONS)
+    assert {(r["apiVersion"], r["kind"]) for r in source["resources"]} == set(watched) == {(t.api_version, t.kind) for t in API_TYPES}
     for resource in source["resources"]:
         expected = watched[(resource["apiVersion"], resource["kind"])]
         selector = resource.get("selector", {}).get("matchExpressions")
@@ -277,18 +278,18 @@ def test_the_containersource_runs_our_event_source_with_the_settings_it_reads() 
     assert not [d for d in rendered("knative/eventsource") if d["kind"] in ("ApiServerSource", "PingSource")]
 
 
-# --- the README's guide for other event buses ------------------------------------------------------------------
+# --- docs/knative.md's guide for other event buses -------------------------------------------------------------
 
-def test_the_readmes_example_for_other_buses_is_an_event_the_handler_reads_as_documented() -> None:
-    readme = (REPO / "README.md").read_text()
+def test_the_knative_guides_example_for_other_buses_is_an_event_the_handler_reads_as_documented() -> None:
+    guide = (REPO / "docs" / "knative.md").read_text()
     block = re.search(r"<!-- knative-bus-example-start -->\n```sh\n(.*?)```\n<!-- knative-bus-example-end -->",
-                      readme, re.S)
-    assert block, "the README lost its example for other event buses"
+                      guide, re.S)
+    assert block, "docs/knative.md lost its example for other event buses"
     words = shlex.split(block.group(1).replace("\\\n", " "))
     headers = dict(words[i + 1].split(": ", 1) for i, word in enumerate(words) if word == "-H")
     body = words[words.index("-d") + 1].encode()
 
     hint = hint_from_request(headers, body)
 
-    assert (hint.kind, hint.namespace, hint.name) == (Kind.JOBFLOW, "default", "test")
+    assert (hint.about, hint.namespace, hint.name) == (JOBFLOW, "default", "test")
     assert words[words.index("-X") + 2] == f"http://{HANDLER}.{handler()['metadata']['namespace']}.svc.cluster.local/"

@@ -2,7 +2,7 @@
 
 from datetime import timedelta
 
-from jobflow_core import EventType, Reason, plan, templates_needed
+from jobflow_core import EventType, Reason, observe, plan, templates_needed
 from jobflow_core.models import JobFlowPhase, VcJobPhase
 from scenario import T0, Cluster, jobflow, template, templates_for, vcjob
 
@@ -33,7 +33,7 @@ def run(flow, *jobs, templates=None):
 
 
 def created(result) -> list[str]:
-    return [manifest["metadata"]["name"] for manifest in result.creates]
+    return [create.job_name for create in result.creates]
 
 
 def after(flow, result):
@@ -51,7 +51,7 @@ def test_the_first_plan_creates_the_flows_without_dependencies_and_lists_them_as
 
 def test_each_create_comes_with_upstreams_created_event_to_record_after_it_succeeded():
     result = run(jobflow(A_THEN_B))
-    assert [(e.type, e.reason, e.message) for e in result.create_events] == [
+    assert [(e.type, e.reason, e.message) for e in (create.event for create in result.creates)] == [
         (EventType.NORMAL, Reason.CREATED, "create a job named test-a!")
     ]
 
@@ -220,18 +220,18 @@ def test_the_status_does_not_depend_on_the_time_of_planning():
 
 def test_templates_needed_names_only_the_flows_about_to_start():
     flow = jobflow(A_AND_B_THEN_C)
-    assert templates_needed(flow, jobs=[]) == ["a", "b"]
-    assert templates_needed(flow, jobs=[vcjob(flow, "a", P.COMPLETED), vcjob(flow, "b", P.RUNNING)]) == ["c"]
+    assert templates_needed(observe(flow, jobs=[])) == ["a", "b"]
+    assert templates_needed(observe(flow, jobs=[vcjob(flow, "a", P.COMPLETED), vcjob(flow, "b", P.RUNNING)])) == ["c"]
 
 
 def test_templates_needed_is_empty_for_a_failed_jobflow():
     flow = jobflow(A_AND_B_THEN_C)
-    assert templates_needed(flow, jobs=[vcjob(flow, "a", P.FAILED)]) == []
+    assert templates_needed(observe(flow, jobs=[vcjob(flow, "a", P.FAILED)])) == []
 
 
 def test_templates_needed_skips_a_flow_whose_job_name_is_taken():
     flow = jobflow(A_THEN_B)
-    assert templates_needed(flow, jobs=[vcjob(flow, "a", owner_uid="someone-else")]) == []
+    assert templates_needed(observe(flow, jobs=[vcjob(flow, "a", owner_uid="someone-else")])) == []
 
 
 def test_the_status_records_the_generation_it_was_computed_from():

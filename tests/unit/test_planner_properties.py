@@ -77,8 +77,8 @@ any_worlds = st.one_of(worlds(acyclic=True), worlds(acyclic=False))
 @settings(max_examples=300)
 def test_a_plan_only_creates_flows_whose_targets_are_all_completed(world):
     flows = {flow.name: flow for flow in world.flow.spec.flows or ()}
-    for manifest in world.run().creates:
-        flow = flows[manifest["metadata"]["name"].removeprefix("test-")]
+    for create in world.run().creates:
+        flow = flows[create.flow]
         targets = (flow.depends_on.targets if flow.depends_on else None) or []
         assert all(world.effective_phase(target) is VcJobPhase.COMPLETED for target in targets)
 
@@ -90,8 +90,8 @@ def test_a_plan_never_creates_a_job_that_exists_or_finished_nor_anything_when_in
     if validate(world.flow) or world.flow.metadata.deletion_timestamp:
         assert result.creates == []
     existing = {job.name for job in world.jobs}
-    for manifest in result.creates:
-        name = manifest["metadata"]["name"]
+    for create in result.creates:
+        name = create.job_name
         assert name not in existing
         assert world.effective_phase(name.removeprefix("test-")) not in FINAL
 
@@ -127,5 +127,5 @@ def test_a_ten_thousand_flow_layered_dag_is_planned_at_once():
     flow = jobflow("metadata: {name: t}").model_copy(update={"spec": JobFlowSpec(flows=flows)})
     completed = [vcjob(flow, f"f{i}", VcJobPhase.COMPLETED) for i in range(5_000)]
     result = plan(flow, templates={f"f{i}": template(f"f{i}") for i in (5_000, 5_001)}, jobs=completed, now=T0)
-    assert [m["metadata"]["name"] for m in result.creates] == ["t-f5000", "t-f5001"]
+    assert [c.job_name for c in result.creates] == ["t-f5000", "t-f5001"]
     assert result.status.progress == "5000/10000"

@@ -2,7 +2,7 @@
 
 import yaml
 
-from jobflow_core import CheckKind, CheckResult, NetworkCheck, network_checks_needed, plan
+from jobflow_core import CheckKind, CheckResult, NetworkCheck, observe, plan
 from jobflow_core.models import JobTemplate, VcJob, VcJobPhase
 from scenario import T0, jobflow, template, templates_for, vcjob
 
@@ -63,7 +63,7 @@ def waiting(result, name):
 def test_a_task_status_probe_starts_the_flow_once_enough_pods_are_in_the_phase_while_the_target_runs():
     two_succeeded = {"ps": {"phase": {"Running": 1}}, "worker": {"phase": {"Succeeded": 2}}}
     result = planned(BOCLOUD, tf_job(BOCLOUD, P.RUNNING, two_succeeded))
-    assert [m["metadata"]["name"] for m in result.creates] == ["test-next"]
+    assert [c.job_name for c in result.creates] == ["test-next"]
 
 
 def test_a_task_status_probe_waits_and_says_how_many_pods_it_has():
@@ -77,7 +77,7 @@ def test_a_task_status_probe_waits_and_says_how_many_pods_it_has():
 
 
 def test_a_completed_target_passes_a_succeeded_probe_although_volcano_dropped_its_counts():
-    assert [m["metadata"]["name"] for m in planned(BOCLOUD, tf_job(BOCLOUD, P.COMPLETED)).creates] == ["test-next"]
+    assert [c.job_name for c in planned(BOCLOUD, tf_job(BOCLOUD, P.COMPLETED)).creates] == ["test-next"]
 
 
 def test_an_unknown_task_name_blocks_the_flow_with_a_clear_message_and_one_warning():
@@ -101,8 +101,8 @@ def test_an_unknown_task_name_blocks_the_flow_with_a_clear_message_and_one_warni
 
 
 def test_network_checks_are_asked_for_only_once_the_target_has_a_live_vcjob():
-    assert network_checks_needed(SERVING, jobs=[]) == []
-    checks = network_checks_needed(SERVING, jobs=[tf_job(SERVING, P.RUNNING)])
+    assert observe(SERVING, jobs=[]).network_checks() == []
+    checks = observe(SERVING, jobs=[tf_job(SERVING, P.RUNNING)]).network_checks()
     assert checks == [
         NetworkCheck(CheckKind.HTTP_GET, "test-tf", "default", "ps", 8080, "/ready", ("X-Probe", "1")),
         NetworkCheck(CheckKind.TCP_SOCKET, "test-tf", "default", "worker", 2222),
@@ -111,7 +111,7 @@ def test_network_checks_are_asked_for_only_once_the_target_has_a_live_vcjob():
 
 def test_network_probes_start_the_flow_only_when_every_check_passed():
     job = tf_job(SERVING, P.RUNNING)
-    http, tcp = network_checks_needed(SERVING, jobs=[job])
+    http, tcp = observe(SERVING, jobs=[job]).network_checks()
     unanswered = planned(SERVING, job)
     assert unanswered.creates == [] and "not checked yet" in waiting(unanswered, "client").message
     half = planned(SERVING, job, results={http: CheckResult(True, "HTTP 200"),
@@ -119,7 +119,7 @@ def test_network_probes_start_the_flow_only_when_every_check_passed():
     assert half.creates == []
     assert "TCP :2222 on task 'worker' of vcjob 'test-tf': connection refused" in waiting(half, "client").message
     both = planned(SERVING, job, results={http: CheckResult(True, "HTTP 200"), tcp: CheckResult(True, "open")})
-    assert [m["metadata"]["name"] for m in both.creates] == ["test-client"]
+    assert [c.job_name for c in both.creates] == ["test-client"]
 
 
 def test_a_probe_target_without_a_vcjob_yet_is_waited_for():

@@ -7,7 +7,7 @@ P = VcJobPhase
 
 
 def created(plan) -> list[str]:
-    return [manifest["metadata"]["name"] for manifest in plan.creates]
+    return [create.job_name for create in plan.creates]
 
 
 def test_the_upstream_example_runs_each_flow_after_its_targets_complete_then_cleans_up():

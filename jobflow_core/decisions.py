@@ -1,0 +1,212 @@
+"""When a flow starts: one ordered table of rules, the first that holds decides.
+
+Every flow that still needs a vcjob (none yet, or one that vanished before it finished) is put to
+:data:`START_RULES`, top to bottom, the way :data:`jobflow_core.phase.FLOW_PHASE_RULES` decides the JobFlow phase.
+The first rule that holds gives the flow's :class:`Verdict` and, for a blocker, the reason word that the status and
+a Warning event carry:
+
+======================================================================  =======  ====================
+when                                                                    verdict  reason
+======================================================================  =======  ====================
+the JobFlow starts nothing (it is Failed, e.g. an invalid spec, or      held
+being deleted)
+its probe can never pass as written (a task its target does not have)   blocked  ProbeTaskNotFound
+its targets are not ready (not Completed, or a probe has not passed)    wait
+a vcjob that this JobFlow does not control holds its vcjob name         blocked  JobNameConflict
+its JobTemplate does not exist                                          blocked  TemplateNotFound
+its JobTemplate, with the flow's patch, would make an invalid vcjob     blocked  InvalidTemplate
+the API server refused its vcjob (e.g. Volcano's webhook)               blocked  JobRejected
+otherwise                                                               start
+======================================================================  =======  ====================
+
+The rules above the JobTemplate ones (:data:`READINESS_RULES`) need nothing but the observation; only a flow
+that passes them all needs its JobTemplate read (:func:`templates_needed`), so the shell fetches templates only
+for flows that are about to start. A new rule (a condition, a retry, a timeout) is a new row here plus its tests.
+"""
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from functools import cached_property
+from typing import Any, Final
+
+from jobflow_core.dependencies import Readiness, starts_allowed
+from jobflow_core.events import Reason
+from jobflow_core.jobs import build_job
+from jobflow_core.models import JobSpec, JobTemplate
+from jobflow_core.observation import FlowView, Observation
+from jobflow_core.template_validation import validate_template
+from jobflow_core.validation import SpecError
+
+
+class Verdict(StrEnum):
+    HELD = "held"
+    """Nothing starts while the JobFlow is Failed or Terminating."""
+    WAIT = "wait"
+    """The flow waits for its dependencies; nothing is wrong."""
+    BLOCKED = "blocked"
+    """The flow cannot start until someone fixes something; the message says what."""
+    START = "start"
+
+
+class FlowFacts:
+    """What the rules may ask about one flow. The JobTemplate, the vcjob manifest and the template's problems are
+    worked out only when a rule first asks, so flows that wait never touch a template."""
+
+    def __init__(self, view: FlowView, *, observation: Observation, templates: Mapping[str, JobTemplate],
+                 rejections: Mapping[str, str]) -> None:
+        self.view, self.observation = view, observation
+        self.readiness: Readiness = observation.readiness[view.name]
+        self._templates, self._rejections = templates, rejections
+
+    @property
+    def namespace(self) -> str:
+        return self.observation.jobflow.namespace
+
+    @property
+    def template(self) -> JobTemplate | None:
+        return self._templates.get(self.view.name)
+
+    @cached_property
+    def manifest(self) -> dict[str, Any]:
+        """The vcjob this flow would create (its template must exist)."""
+        assert self.template is not None, "only rules after the template check read the manifest"
+        return build_job(self.observation.jobflow, flow=self.view.name, template=self.template)
+
+    @cached_property
+    def template_errors(self) -> list[SpecError]:
+        """What Volcano would refuse in the vcjob: the template as the flow runs it, with its patch merged in."""
+        assert self.template is not None, "only rules after the template check read the template's errors"
+        patched = self.template.model_copy(update={"spec": JobSpec.model_validate(self.manifest["spec"])})
+        return validate_template(patched)
+
+    @property
+    def rejection(self) -> str | None:
+        return self._rejections.get(self.view.name)
+
+
+@dataclass(frozen=True)
+class StartRule:
+    when: str
+    verdict: Verdict
+    reason: Reason | None
+    holds: Callable[[FlowFacts], str | None]
+    """The message when the rule holds for a flow (what it waits for, or what to fix), else None."""
+
+
+def _held(facts: FlowFacts) -> str | None:
+    phase = facts.observation.phase
+    return None if starts_allowed(phase) else f"not started: the JobFlow is {phase}"
+
+
+def _broken_probe(facts: FlowFacts) -> str | None:
+    return "; ".join(facts.readiness.errors) or None
+
+
+def _not_ready(facts: FlowFacts) -> str | None:
+    return facts.readiness.message if not facts.readiness.ready else None
+
+
+def _name_taken(facts: FlowFacts) -> str | None:
+    if facts.view.foreign is None:
+        return None
+    jobflow = facts.observation.jobflow
+    return (f'vcjob "{facts.namespace}/{facts.view.job_name}" already exists and is not controlled by JobFlow '
+            f'"{facts.namespace}/{jobflow.name}": delete or rename that vcjob (or rename flow "{facts.view.name}") '
+            "and the flow will continue")
+
+
+def _template_missing(facts: FlowFacts) -> str | None:
+    if facts.template is not None:
+        return None
+    return (f'JobTemplate "{facts.namespace}/{facts.view.name}" not found: '
+            "create it (kubectl apply -f ...) and the flow will continue")
+
+
+def _template_invalid(facts: FlowFacts) -> str | None:
+    if not facts.template_errors:
+        return None
+    errors = "; ".join(str(error) for error in facts.template_errors)
+    return (f'JobTemplate "{facts.namespace}/{facts.view.name}" (with the flow\'s patch) would make an '
+            f"invalid vcjob: {errors}")
+
+
+def _refused(facts: FlowFacts) -> str | None:
+    if facts.rejection is None:
+        return None
+    return (f'the API server refused vcjob "{facts.view.job_name}": {facts.rejection} '
+            f'(fix JobTemplate "{facts.namespace}/{facts.view.name}" or the cluster; the flow will retry)')
+
+
+READINESS_RULES: Final = (
+    StartRule("the JobFlow starts nothing (Failed or Terminating)", Verdict.HELD, None, _held),
+    StartRule("its probe can never pass as written", Verdict.BLOCKED, Reason.PROBE_TASK_NOT_FOUND, _broken_probe),
+    StartRule("its targets are not ready", Verdict.WAIT, None, _not_ready),
+    StartRule("a vcjob this JobFlow does not control holds its name", Verdict.BLOCKED, Reason.JOB_NAME_CONFLICT,
+              _name_taken),
+)
+"""The rules decided from the observation alone."""
+
+TEMPLATE_RULES: Final = (
+    StartRule("its JobTemplate does not exist", Verdict.BLOCKED, Reason.TEMPLATE_NOT_FOUND, _template_missing),
+    StartRule("its JobTemplate, patched, would make an invalid vcjob", Verdict.BLOCKED, Reason.INVALID_TEMPLATE,
+              _template_invalid),
+    StartRule("the API server refused its vcjob", Verdict.BLOCKED, Reason.JOB_REJECTED, _refused),
+)
+"""The rules that read the flow's JobTemplate."""
+
+START: Final = StartRule("otherwise", Verdict.START, None, lambda facts: "starts now")
+
+START_RULES: Final = (*READINESS_RULES, *TEMPLATE_RULES, START)
+"""The whole table of the module docstring, in order."""
+
+
+@dataclass(frozen=True)
+class FlowDecision:
+    """What happens to one flow that needs a vcjob, and why."""
+
+    view: FlowView
+    rule: StartRule
+    message: str
+    readiness: Readiness
+    manifest: dict[str, Any] | None = None
+    """The vcjob to create, for a flow that starts."""
+
+    @property
+    def verdict(self) -> Verdict:
+        return self.rule.verdict
+
+    @property
+    def reason(self) -> Reason | None:
+        return self.rule.reason
+
+
+def decide(facts: FlowFacts, rules: tuple[StartRule, ...] = START_RULES) -> FlowDecision | None:
+    """The decision of the first rule of ``rules`` that holds for the flow (None if none does)."""
+    for rule in rules:
+        message = rule.holds(facts)
+        if message is not None:
+            manifest = facts.manifest if rule.verdict is Verdict.START else None
+            return FlowDecision(view=facts.view, rule=rule, message=message, readiness=facts.readiness,
+                                manifest=manifest)
+    return None
+
+
+def decide_all(observation: Observation, *, templates: Mapping[str, JobTemplate],
+               rejections: Mapping[str, str] | None = None) -> list[FlowDecision]:
+    """A decision for every flow that needs a vcjob, in spec order."""
+    decisions = []
+    for view in observation.views:
+        if view.needs_job:
+            facts = FlowFacts(view, observation=observation, templates=templates, rejections=rejections or {})
+            decision = decide(facts)
+            assert decision is not None, "the last rule always holds"
+            decisions.append(decision)
+    return decisions
+
+
+def templates_needed(observation: Observation) -> list[str]:
+    """The JobTemplates the decisions will read: those of the flows no readiness rule holds back."""
+    return [view.name for view in observation.candidates
+            if decide(FlowFacts(view, observation=observation, templates={}, rejections={}),
+                      READINESS_RULES) is None]

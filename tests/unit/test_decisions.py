@@ -1,0 +1,119 @@
+"""The start table (``jobflow_core.decisions``): one example per row, and properties of the table as a whole."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+
+from jobflow_core import observe, plan
+from jobflow_core.decisions import READINESS_RULES, START_RULES, TEMPLATE_RULES, FlowFacts, Verdict, decide
+from jobflow_core.events import Reason
+from jobflow_core.models import VcJobPhase
+from scenario import T0, jobflow, template, templates_for, vcjob
+from test_planner_properties import any_worlds
+from test_probes import BOCLOUD, templates as tf_templates, tf_job
+
+P = VcJobPhase
+
+A_THEN_B = jobflow("spec: {flows: [{name: a}, {name: b, dependsOn: {targets: [a]}}]}")
+INVALID_SPEC = jobflow("spec: {flows: [{name: a, dependsOn: {targets: [a]}}]}")
+BAD_TEMPLATE = template("b", spec="{minAvailable: 1, tasks: [{name: t, replicas: 1, minAvailable: 2}]}")
+
+
+def decision_of(flow, name, *jobs, templates=None, rejections=None):
+    result = plan(flow, templates=templates_for(flow) if templates is None else templates, jobs=list(jobs), now=T0,
+                  rejections=rejections)
+    return next(d for d in result.decisions if d.view.name == name)
+
+
+ROWS = {
+    "the JobFlow starts nothing (Failed or Terminating)":
+        lambda: decision_of(INVALID_SPEC, "a"),
+    "its probe can never pass as written":
+        lambda: decision_of(jobflow(BOCLOUD.model_dump_json().replace("worker", "chief")), "next",
+                            tf_job(BOCLOUD, P.RUNNING), templates=tf_templates(BOCLOUD)),
+    "its targets are not ready":
+        lambda: decision_of(A_THEN_B, "b", vcjob(A_THEN_B, "a", P.RUNNING)),
+    "a vcjob this JobFlow does not control holds its name":
+        lambda: decision_of(A_THEN_B, "a", vcjob(A_THEN_B, "a", owner_uid="someone-else")),
+    "its JobTemplate does not exist":
+        lambda: decision_of(A_THEN_B, "a", templates={}),
+    "its JobTemplate, patched, would make an invalid vcjob":
+        lambda: decision_of(A_THEN_B, "b", vcjob(A_THEN_B, "a", P.COMPLETED), templates={"b": BAD_TEMPLATE}),
+    "the API server refused its vcjob":
+        lambda: decision_of(A_THEN_B, "a", rejections={"a": "queue x is not found"}),
+    "otherwise":
+        lambda: decision_of(A_THEN_B, "b", vcjob(A_THEN_B, "a", P.COMPLETED)),
+}
+
+
+def test_every_row_of_the_table_has_an_example_here():
+    assert [rule.when for rule in START_RULES] == list(ROWS)
+
+
+@pytest.mark.parametrize("rule", START_RULES, ids=lambda rule: rule.when)
+def test_each_row_decides_its_example(rule):
+    decision = ROWS[rule.when]()
+    assert decision.rule is rule
+    assert (decision.verdict, decision.reason) == (rule.verdict, rule.reason)
+    assert (decision.manifest is not None) == (rule.verdict is Verdict.START)
+
+
+def test_the_messages_say_what_the_flow_waits_for_or_what_to_fix():
+    assert ROWS["the JobFlow starts nothing (Failed or Terminating)"]().message == \
+        "not started: the JobFlow is Failed"
+    assert ROWS["its targets are not ready"]().message == 'waiting for "a" to be Completed'
+    assert ROWS["its JobTemplate does not exist"]().message == \
+        'JobTemplate "default/a" not found: create it (kubectl apply -f ...) and the flow will continue'
+    assert "minAvailable" in ROWS["its JobTemplate, patched, would make an invalid vcjob"]().message
+    assert ROWS["the API server refused its vcjob"]().message.startswith(
+        'the API server refused vcjob "test-a": queue x is not found')
+
+
+def test_the_blocking_rows_name_the_reason_the_status_reports():
+    flow = A_THEN_B
+    result = plan(flow, templates={}, jobs=[], now=T0)
+    assert result.status.state.reason == Reason.TEMPLATE_NOT_FOUND
+    assert [w.message for w in result.status.waiting_flows] == [
+        'JobTemplate "default/a" not found: create it (kubectl apply -f ...) and the flow will continue',
+        'waiting for "a" to be Completed',
+    ]
+
+
+class _NoTemplates(dict):
+    def get(self, key, default=None):
+        raise AssertionError(f"a readiness rule read the JobTemplate {key!r}")
+
+
+@given(any_worlds)
+def test_the_readiness_rules_never_read_a_jobtemplate(world):
+    observation = observe(world.flow, jobs=world.jobs)
+    for view in observation.views:
+        if view.needs_job:
+            decide(FlowFacts(view, observation=observation, templates=_NoTemplates(), rejections={}),
+                   READINESS_RULES)
+
+
+@given(any_worlds)
+def test_every_flow_that_needs_a_vcjob_gets_one_decision_and_only_starting_flows_are_created(world):
+    result = world.run()
+    needing = [view.name for view in observe(world.flow, jobs=world.jobs).views if view.needs_job]
+    assert [decision.view.name for decision in result.decisions] == needing
+    started = [d.view.name for d in result.decisions if d.verdict is Verdict.START]
+    assert [create.flow for create in result.creates] == started
+
+
+@given(any_worlds)
+def test_a_blocked_flow_always_shows_its_reason_in_the_status(world):
+    result = world.run()
+    reasons = {d.reason for d in result.decisions if d.verdict is Verdict.BLOCKED}
+    if reasons:
+        assert result.status.state.reason is not None
+        assert all(d.message in result.status.state.message
+                   for d in result.decisions if d.verdict is Verdict.BLOCKED)
+
+
+def test_the_template_rules_come_after_every_readiness_rule_and_start_is_last():
+    assert START_RULES[: len(READINESS_RULES)] == READINESS_RULES
+    assert START_RULES[len(READINESS_RULES):-1] == TEMPLATE_RULES
+    assert START_RULES[-1].verdict is Verdict.START

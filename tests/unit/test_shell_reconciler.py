@@ -1,0 +1,247 @@
+"""The shell's behaviours, in-process and fast: the Reconciler against an in-memory KubeApi (``memory_kube``).
+
+Each behaviour here is also covered against the real API server in ``tests/cluster`` (named in each docstring);
+this tier shows the shell's own logic (re-read loops, re-plans, releases, which JobFlows an event concerns) in
+milliseconds.
+"""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from handlers.kube import Conflict
+from handlers.reconciler import MAX_ATTEMPTS, Reconciler
+from jobflow_core.api import JOBFLOW, JOBTEMPLATE, RECORD_FINALIZER, VCJOB
+from memory_kube import MemoryKube
+from scenario import TEMPLATE_SPEC
+
+NS = "default"
+
+A_THEN_B = """
+apiVersion: flow.volcano.sh/v1alpha1
+kind: JobFlow
+metadata: {name: f, namespace: default}
+spec: {flows: [{name: a}, {name: b, dependsOn: {targets: [a]}}]}
+"""
+
+
+def template(name: str) -> dict:
+    return {"apiVersion": JOBTEMPLATE.api_version, "kind": JOBTEMPLATE.kind,
+            "metadata": {"name": name, "namespace": NS}, "spec": yaml.safe_load(TEMPLATE_SPEC)}
+
+
+@pytest.fixture
+def kube() -> MemoryKube:
+    kube = MemoryKube()
+    kube.put(template("a"))
+    kube.put(template("b"))
+    return kube
+
+
+def reconciler(kube: MemoryKube) -> Reconciler:
+    return Reconciler(kube, clock=lambda: kube.now)
+
+
+def status(kube: MemoryKube, name: str = "f") -> dict:
+    return kube.stored(JOBFLOW, NS, name).get("status") or {}
+
+
+def created_events(kube: MemoryKube) -> list[str]:
+    return [message for _, _, reason, message in kube.events if reason == "Created"]
+
+
+def test_a_jobflow_event_creates_the_root_flow_writes_the_status_and_records_the_events(kube):
+    kube.put(yaml.safe_load(A_THEN_B))
+    outcome = reconciler(kube).jobflow(NS, "f")
+    assert (outcome.created, outcome.status_written, outcome.attempts) == (["f-a"], True, 1)
+    assert kube.names(VCJOB, NS) == ["f-a"]
+    assert status(kube)["pendingJobs"] == ["f-a"]
+    assert created_events(kube) == ["create a job named f-a!"]
+    assert kube.stored(JOBTEMPLATE, NS, "a")["status"] == {"jobDependsOnList": ["f-a"]}
+
+
+def test_a_reconcile_that_changes_nothing_writes_nothing(kube):
+    kube.put(yaml.safe_load(A_THEN_B))
+    reconciler(kube).jobflow(NS, "f")
+    reconciler(kube).jobflow(NS, "f")  # records the vcjob as created (its creation time and uid)
+    before = kube.requests
+    outcome = reconciler(kube).jobflow(NS, "f")
+    assert (outcome.created, outcome.status_written) == ([], False)
+    assert kube.requests - before == 2  # one GET of the JobFlow, one LIST of its vcjobs
+
+
+def test_a_lost_status_race_is_resolved_by_reading_again(kube):
+    """Cluster tier: test_handler_http.py, test_a_persistent_conflict_gives_409_so_the_bus_retries."""
+    kube.put(yaml.safe_load(A_THEN_B))
+    races = iter([True])
+
+    def other_writer(flow: dict) -> None:
+        if next(races, False):
+            kube.put(kube.stored(JOBFLOW, NS, "f") | {"metadata": {**flow["metadata"], "labels": {"x": "y"}}})
+
+    kube.before_status_write = other_writer
+    outcome = reconciler(kube).jobflow(NS, "f")
+    assert outcome.attempts == 2
+    assert kube.names(VCJOB, NS) == ["f-a"]
+    assert created_events(kube) == ["create a job named f-a!"]
+    assert status(kube)["pendingJobs"] == ["f-a"]
+
+
+def test_a_status_race_lost_every_time_gives_up_with_conflict_after_the_last_attempt(kube):
+    kube.put(yaml.safe_load(A_THEN_B))
+    kube.before_status_write = lambda flow: kube.put(kube.stored(JOBFLOW, NS, "f"))
+    with pytest.raises(Conflict, match="kept changing"):
+        reconciler(kube).jobflow(NS, "f")
+    assert kube.names(VCJOB, NS) == ["f-a"]  # created once, then found on every re-read
+    assert created_events(kube) == ["create a job named f-a!"]
+    assert status(kube) == {}
+    assert MAX_ATTEMPTS == 5
+
+
+def stale_list_once(kube: MemoryKube) -> None:
+    """The next LIST of vcjobs misses everything, as one made just before another handler's create would."""
+    real = kube.list_vcjobs
+    kube.list_vcjobs = lambda namespace, selector: (setattr(kube, "list_vcjobs", real), [])[1]
+
+
+def test_a_vcjob_another_handler_created_meanwhile_is_adopted_without_a_second_create(kube):
+    """Cluster tier: test_handler_http.py, test_the_same_event_delivered_many_times_at_once_creates_each_vcjob_once."""
+    kube.put(yaml.safe_load(A_THEN_B))
+    read_before = kube.get_jobflow(NS, "f")
+    reconciler(kube).jobflow(NS, "f")  # the other handler: creates f-a and writes the status
+    stale_list_once(kube)
+    outcome = reconciler(kube).jobflow(NS, "f", known=read_before)
+    assert (outcome.created, outcome.attempts) == ([], 2)
+    assert kube.names(VCJOB, NS) == ["f-a"]
+    assert created_events(kube) == ["create a job named f-a!"]
+
+
+def test_a_foreign_vcjob_holding_the_name_is_read_and_reported_as_a_name_conflict(kube):
+    kube.put(yaml.safe_load(A_THEN_B))
+    kube.put({"apiVersion": VCJOB.api_version, "kind": VCJOB.kind, "metadata": {"name": "f-a", "namespace": NS},
+              "spec": yaml.safe_load(TEMPLATE_SPEC)})  # no createdBy label: the LIST by label misses it
+    outcome = reconciler(kube).jobflow(NS, "f")
+    assert (outcome.created, outcome.attempts) == ([], 2)
+    assert status(kube)["state"]["reason"] == "JobNameConflict"
+    assert 'vcjob "default/f-a" already exists and is not controlled by JobFlow "default/f"' in \
+        status(kube)["state"]["message"]
+    assert ("f", "Warning", "JobNameConflict") in [event[:3] for event in kube.events]
+
+
+def test_a_vcjob_the_webhook_refuses_is_planned_again_and_shown_in_status_and_an_event(kube):
+    """Cluster tier: test_reconciler.py, test_a_vcjob_refused_by_volcanos_webhook_is_shown_in_status_and_an_event."""
+    kube.put(yaml.safe_load(A_THEN_B))
+    kube.refuse = lambda manifest: "queue no-such-queue is not found"
+    outcome = reconciler(kube).jobflow(NS, "f")
+    assert (outcome.created, outcome.attempts) == ([], 2)
+    assert kube.names(VCJOB, NS) == []
+    state = status(kube)["state"]
+    assert state["reason"] == "JobRejected"
+    assert 'the API server refused vcjob "f-a": queue no-such-queue is not found' in state["message"]
+    assert [event[:3] for event in kube.events if event[1] == "Warning"] == [("f", "Warning", "JobRejected")]
+
+
+def test_the_diamond_runs_to_succeed_on_vcjob_events_and_deletes_its_jobs(kube):
+    """Cluster tier: test_reconciler.py, test_the_seed_diamond_runs_in_dag_order_to_succeed_and_deletes_its_jobs."""
+    for name in "cde":
+        kube.put(template(name))
+    kube.put(yaml.safe_load(DIAMOND))
+    handler = reconciler(kube)
+    handler.jobflow(NS, "test")
+    for step in (["a"], ["b"], ["c", "d"], ["e"]):
+        assert kube.names(VCJOB, NS) == sorted(f"test-{flow}" for flow in _done_and(step))
+        for flow in step:
+            kube.move(NS, f"test-{flow}", "Completed")
+            handler.jobflows_of_vcjob(NS, f"test-{flow}", controller=None, membership_changed=False)
+    assert status(kube, "test")["state"]["phase"] == "Succeed"
+    assert status(kube, "test")["completedJobs"] == [f"test-{flow}" for flow in "abcde"]
+    # Deleted with jobRetainPolicy: delete; each deletion's event releases our finalizer, and the job goes.
+    for name in kube.names(VCJOB, NS):
+        handler.jobflows_of_vcjob(NS, name, controller=None, membership_changed=True)
+    assert kube.names(VCJOB, NS) == []
+    assert kube.stored(JOBTEMPLATE, NS, "a")["status"] == {"jobDependsOnList": []}
+
+
+def _done_and(step: list[str]) -> list[str]:
+    order = ["a", "b", "c", "d", "e"]
+    return order[:order.index(step[-1]) + 1]
+
+
+def test_a_completed_vcjob_deleted_while_no_handler_looked_is_recorded_released_and_never_run_again(kube):
+    """Cluster tier: test_reconciler.py, test_a_vcjob_its_ttl_deletes_while_no_handler_looks_is_still_recorded..."""
+    kube.put(yaml.safe_load(A_THEN_B))
+    handler = reconciler(kube)
+    handler.jobflow(NS, "f")
+    kube.move(NS, "f-a", "Completed")
+    kube.remove(VCJOB, NS, "f-a")  # the TTL deletes it: our finalizer holds it
+    assert kube.stored(VCJOB, NS, "f-a")["metadata"]["deletionTimestamp"]
+    outcome = handler.jobflow(NS, "f")
+    assert (outcome.created, outcome.released) == (["f-b"], ["f-a"])
+    assert kube.names(VCJOB, NS) == ["f-b"]
+    assert status(kube)["completedJobs"] == ["f-a"]
+    handler.jobflow(NS, "f")
+    assert created_events(kube) == ["create a job named f-a!", "create a job named f-b!"]
+
+
+def test_a_vcjob_whose_jobflow_is_gone_is_released_by_its_event_and_by_a_resync(kube):
+    kube.put(yaml.safe_load(A_THEN_B))
+    handler = reconciler(kube)
+    handler.jobflow(NS, "f")
+    kube.objects.pop((JOBFLOW.kind, NS, "f"))
+    kube.remove(VCJOB, NS, "f-a")  # the garbage collector deletes it: our finalizer holds it
+    handler.jobflows_of_vcjob(NS, "f-a", controller=None, membership_changed=True)
+    assert kube.names(VCJOB, NS) == []
+
+    kube.put(yaml.safe_load(A_THEN_B))
+    handler.jobflow(NS, "f")
+    kube.objects.pop((JOBFLOW.kind, NS, "f"))
+    kube.remove(VCJOB, NS, "f-a")
+    assert kube.stored(VCJOB, NS, "f-a")["metadata"]["finalizers"] == [RECORD_FINALIZER]
+    handler.resync()
+    assert kube.names(VCJOB, NS) == []
+
+
+def test_a_resync_reconciles_every_jobflow_that_can_still_change_and_skips_the_settled(kube):
+    kube.put(yaml.safe_load(A_THEN_B))
+    settled = yaml.safe_load(A_THEN_B.replace("name: f,", "name: done,"))
+    kube.put(settled | {"status": {"state": {"phase": "Succeed"}}})
+    outcomes = reconciler(kube).resync()
+    assert [outcome.jobflow for outcome in outcomes] == ["default/f"]
+    assert kube.names(VCJOB, NS) == ["f-a"]
+
+
+def test_a_jobtemplate_event_reconciles_only_the_jobflows_still_waiting_for_it(kube):
+    """Cluster tier: test_reconciler.py, test_a_jobtemplate_created_after_its_jobflow_is_picked_up."""
+    kube.objects.pop((JOBTEMPLATE.kind, NS, "a"))
+    kube.put(yaml.safe_load(A_THEN_B))
+    handler = reconciler(kube)
+    handler.jobflow(NS, "f")
+    assert status(kube)["state"]["reason"] == "TemplateNotFound"
+    kube.put(template("a"))
+    assert [outcome.created for outcome in handler.jobflows_using(NS, "a")] == [["f-a"]]
+    # Flow a has its vcjob now: a change of its template (our own status write, say) concerns no JobFlow.
+    assert handler.jobflows_using(NS, "a") == []
+    assert handler.jobflows_using(NS, "c") == []  # no flow of that name
+
+
+def test_a_vcjob_event_with_a_controller_hint_reconciles_only_that_jobflow(kube):
+    kube.put(yaml.safe_load(A_THEN_B))
+    kube.put(yaml.safe_load(A_THEN_B.replace("name: f,", "name: g,")))
+    outcomes = reconciler(kube).jobflows_of_vcjob(NS, "f-a", controller="g", membership_changed=False)
+    assert [outcome.jobflow for outcome in outcomes] == ["default/g"]
+
+
+DIAMOND = """
+apiVersion: flow.volcano.sh/v1alpha1
+kind: JobFlow
+metadata: {name: test, namespace: default}
+spec:
+  jobRetainPolicy: delete
+  flows:
+  - {name: a}
+  - {name: b, dependsOn: {targets: [a]}}
+  - {name: c, dependsOn: {targets: [b]}}
+  - {name: d, dependsOn: {targets: [b]}}
+  - {name: e, dependsOn: {targets: [c, d]}}
+"""
