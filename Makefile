@@ -20,7 +20,7 @@ build: venv  ## build (or find cached) etcd, kube-apiserver, Volcano and kwok bi
 cluster: venv  ## start (or reuse) the local control plane; prints `export KUBECONFIG=...`
 	$(PY) -m devcluster up
 
-cluster-down: venv  ## stop exactly the processes `make cluster` and `make demo` started
+cluster-down: venv  ## stop exactly the processes `make cluster`, `make demo` (and a test cluster kept by JOBFLOW_KEEP_CLUSTER=1) started
 	$(PY) -m demo stop
 	$(PY) -m devcluster down
 

@@ -17,14 +17,22 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from kubernetes import client, config
+if TYPE_CHECKING:
+    from kubernetes import client
 
 DEFAULT_KUBECONFIG = "~/.kube/config"
 
 
 class ConnectError(RuntimeError):
-    """No usable configuration: the message names the kubeconfig files and context tried, and what to do."""
+    """No usable configuration: the message names the kubeconfig files and context tried, and what to do.
+
+    ``problem`` is what was wrong with the kubeconfig that was found, or None when none was found at all."""
+
+    def __init__(self, message: str, *, problem: str | None = None) -> None:
+        super().__init__(message)
+        self.problem = problem
 
 
 def kubeconfig_files(kubeconfig: str | os.PathLike[str] | None = None) -> list[Path]:
@@ -36,6 +44,8 @@ def kubeconfig_files(kubeconfig: str | os.PathLike[str] | None = None) -> list[P
 def connect(kubeconfig: str | os.PathLike[str] | None = None, *, context: str | None = None,
             server: str | None = None, retries: int | None = None) -> client.ApiClient:
     """An API client configured by the rules of the module docstring."""
+    from kubernetes import client, config  # here, so that kubeconfig_files alone never loads the client
+
     configuration = client.Configuration()
     files = [path for path in kubeconfig_files(kubeconfig) if path.exists()]
     tried = f"kubeconfig {os.pathsep.join(map(str, kubeconfig_files(kubeconfig)))}"
@@ -51,7 +61,8 @@ def connect(kubeconfig: str | os.PathLike[str] | None = None, *, context: str | 
                 "(for the local cluster of this repository: export KUBECONFIG=$PWD/.devcluster/kubeconfig)")
     except config.ConfigException as error:
         where = f"{tried}, context {context}" if context else tried
-        raise ConnectError(f"cannot use {where}: {error} (fix the file, or pick another context)") from error
+        raise ConnectError(f"cannot use {where}: {error} (fix the file, or pick another context)",
+                           problem=str(error)) from error
     if server:
         configuration.host = server
     if retries is not None:

@@ -52,6 +52,7 @@ from devcluster.processes import free_port
 from devcluster.state import ClusterState
 from handlers import create_app
 from jobflow_core.admission import JOBFLOW, review
+from jobflow_core.api import JOBFLOW as JOBFLOW_TYPE
 from jobflow_core.models import JobFlow
 from jobflow_core.validation import validate
 
@@ -61,12 +62,12 @@ REPO = Path(__file__).resolve().parent.parent
 def layered(count: int, *, name: str = "layered") -> dict:
     flows = [{"name": f"f{i}", **({"dependsOn": {"targets": [f"f{2 * (i // 2) - 2}", f"f{2 * (i // 2) - 1}"]}}
                                   if i >= 2 else {})} for i in range(count)]
-    return {"apiVersion": "flow.volcano.sh/v1alpha1", "kind": "JobFlow",
+    return {"apiVersion": JOBFLOW_TYPE.api_version, "kind": JOBFLOW_TYPE.kind,
             "metadata": {"name": name, "namespace": "default", "uid": "u"}, "spec": {"flows": flows}}
 
 
 def admission_review(obj: dict, *, old: dict | None = None) -> dict:
-    kind = {"group": "flow.volcano.sh", "version": "v1alpha1", "kind": "JobFlow"}
+    kind = {"group": JOBFLOW_TYPE.group, "version": JOBFLOW_TYPE.version, "kind": JOBFLOW_TYPE.kind}
     request = {"uid": str(uuid.uuid4()), "kind": kind, "operation": "UPDATE" if old else "CREATE",
                "namespace": "default", "object": obj}
     if old:
@@ -211,8 +212,8 @@ def through_api_server(count: int, repeat: int, workdir: Path) -> dict | None:
         deadline = time.monotonic() + 30
         while True:  # until the API server calls the new webhook
             try:
-                custom.create_namespaced_custom_object("flow.volcano.sh", "v1alpha1", checked, "jobflows", cycle,
-                                                       dry_run="All")
+                custom.create_namespaced_custom_object(JOBFLOW_TYPE.group, JOBFLOW_TYPE.version, checked,
+                                                       JOBFLOW_TYPE.plural, cycle, dry_run="All")
             except ApiException as error:
                 if error.status == 422:
                     break
@@ -221,8 +222,8 @@ def through_api_server(count: int, repeat: int, workdir: Path) -> dict | None:
             time.sleep(0.2)
 
         def dry_run(namespace: str) -> Callable[[], object]:
-            return lambda: custom.create_namespaced_custom_object("flow.volcano.sh", "v1alpha1", namespace,
-                                                                  "jobflows", body, dry_run="All")
+            return lambda: custom.create_namespaced_custom_object(JOBFLOW_TYPE.group, JOBFLOW_TYPE.version, namespace,
+                                                                  JOBFLOW_TYPE.plural, body, dry_run="All")
 
         return {"dry-run create, webhook on": timed(dry_run(checked), repeat),
                 "dry-run create, webhook off": timed(dry_run(unchecked), repeat)}

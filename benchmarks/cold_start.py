@@ -41,15 +41,15 @@ from benchmarks.throughput import event, post, steady_flow
 from devcluster.processes import free_port
 from devcluster.testing import LocalCluster
 from eventsource import cloudevent
-from eventsource.resources import JOBFLOWS
+from jobflow_core.api import JOBFLOW, VCJOB
 
 APP = "'handlers:create_app()'"
-BARE_APP = '''
-import os
-
+BARE_APP = f'''
 from cloudevents.core.bindings.http import HTTPMessage, from_http_event
 from flask import Flask, request
-from kubernetes import client, config
+from kubernetes import client
+
+from apiclient import connect
 
 app = Flask(__name__)
 custom = []
@@ -59,9 +59,9 @@ custom = []
 def receive():
     event = from_http_event(HTTPMessage(dict(request.headers), request.get_data()))
     if not custom:
-        custom.append(client.CustomObjectsApi(config.new_client_from_config(config_file=os.environ["KUBECONFIG"])))
-    custom[0].get_namespaced_custom_object("flow.volcano.sh", "v1alpha1", event.get_extension("namespace"),
-                                           "jobflows", event.get_extension("name"))
+        custom.append(client.CustomObjectsApi(connect()))
+    custom[0].get_namespaced_custom_object({JOBFLOW.group!r}, {JOBFLOW.version!r}, event.get_extension("namespace"),
+                                           {JOBFLOW.plural!r}, event.get_extension("name"))
     return "", 202
 '''
 
@@ -122,7 +122,7 @@ def one_start(local: LocalCluster, command: str, message: tuple[dict[str, str], 
 def new_flow_event(local: LocalCluster, namespace: str, name: str) -> tuple[dict[str, str], bytes]:
     """Create JobFlow ``name`` (a -> b) with no handler running, and the ``ref.add`` event that announces it."""
     created = create(local, namespace, chain_jobflow(name, ["a", "b"]))
-    envelope = cloudevent.Envelope(JOBFLOWS, cloudevent.Change.ADD, created)
+    envelope = cloudevent.Envelope(JOBFLOW, cloudevent.Change.ADD, created)
     return cloudevent.encode(envelope, mode=cloudevent.Mode.REFERENCE, source=local.api.configuration.host,
                              overrides={})
 
@@ -156,7 +156,7 @@ def run(*, runs: int = 10) -> dict:
             cases["starts a flow"].append(one_start(local, web, new_flow_event(local, fresh, f"cold-{index}")))
             cases["nothing to do"].append(one_start(local, web, event("JobFlow", steady, local.api.configuration.host)))
             cases["bare app"].append(one_start(local, bare, event("JobFlow", steady, local.api.configuration.host)))
-        started = local.custom.list_namespaced_custom_object("batch.volcano.sh", "v1alpha1", fresh, "jobs")["items"]
+        started = local.custom.list_namespaced_custom_object(VCJOB.group, VCJOB.version, fresh, VCJOB.plural)["items"]
         assert len(started) == runs, f"{len(started)} of {runs} new flows got their first vcjob"
         imports = [import_breakdown(local) for _ in range(3)]
     finally:

@@ -30,11 +30,10 @@ from devcluster import cluster
 from devcluster.processes import Component, start
 from devcluster.state import ClusterState
 from devcluster.testing import LocalCluster
+from jobflow_core.api import JOBFLOW, JOBTEMPLATE, VCJOB, api_type_of
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "benchmarks" / "results"
-FLOW = ("flow.volcano.sh", "v1alpha1")
-BATCH = ("batch.volcano.sh", "v1alpha1")
 
 
 # --- the cluster and the machine -------------------------------------------------------------------------------
@@ -87,13 +86,13 @@ def _pod_spec(run_for: str | None) -> dict:
 
 def job_template(name: str, *, run_for: str) -> dict:
     """A JobTemplate of one pod that runs ``run_for`` on a kwok node, then succeeds."""
-    return {"apiVersion": "flow.volcano.sh/v1alpha1", "kind": "JobTemplate", "metadata": {"name": name},
+    return {"apiVersion": JOBTEMPLATE.api_version, "kind": JOBTEMPLATE.kind, "metadata": {"name": name},
             "spec": _pod_spec(run_for)}
 
 
 def vcjob(name: str, *, run_for: str | None) -> dict:
     """A one-pod vcjob; ``run_for=None`` leaves the annotation out (kwok's default: 1s)."""
-    return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": name},
+    return {"apiVersion": VCJOB.api_version, "kind": VCJOB.kind, "metadata": {"name": name},
             "spec": _pod_spec(run_for)}
 
 
@@ -101,19 +100,20 @@ def chain_jobflow(name: str, flows: list[str], *, retain: str = "retain") -> dic
     """A JobFlow running ``flows`` one after another: each depends on the one before."""
     specs = [{"name": f} if i == 0 else {"name": f, "dependsOn": {"targets": [flows[i - 1]]}}
              for i, f in enumerate(flows)]
-    return {"apiVersion": "flow.volcano.sh/v1alpha1", "kind": "JobFlow", "metadata": {"name": name},
+    return {"apiVersion": JOBFLOW.api_version, "kind": JOBFLOW.kind, "metadata": {"name": name},
             "spec": {"jobRetainPolicy": retain, "flows": specs}}
 
 
 def create(local: LocalCluster, namespace: str, body: dict) -> dict:
-    group, version = body["apiVersion"].split("/")
-    plural = {"JobFlow": "jobflows", "JobTemplate": "jobtemplates", "Job": "jobs"}[body["kind"]]
-    return local.custom.create_namespaced_custom_object(group, version, namespace, plural, body)
+    api_type = api_type_of(body["apiVersion"], body["kind"])
+    return local.custom.create_namespaced_custom_object(api_type.group, api_type.version, namespace, api_type.plural,
+                                                        body)
 
 
 def flow_phase(local: LocalCluster, namespace: str, name: str) -> str | None:
     try:
-        flow = local.custom.get_namespaced_custom_object(*FLOW, namespace, "jobflows", name)
+        flow = local.custom.get_namespaced_custom_object(JOBFLOW.group, JOBFLOW.version, namespace, JOBFLOW.plural,
+                                                         name)
     except ApiException as error:
         if error.status == 404:
             return None
@@ -169,7 +169,7 @@ class VcJobWatch:
         self.first: dict[tuple[str, str], tuple[float, float]] = {}
         self._cond = threading.Condition()
         self._stop = threading.Event()
-        listing = local.custom.list_namespaced_custom_object(*BATCH, namespace, "jobs")
+        listing = local.custom.list_namespaced_custom_object(VCJOB.group, VCJOB.version, namespace, VCJOB.plural)
         self._version = listing["metadata"]["resourceVersion"]
         self._thread = threading.Thread(target=self._run, name="vcjob-watch", daemon=True)
         self._thread.start()
@@ -184,8 +184,8 @@ class VcJobWatch:
 
     def _watch_once(self) -> None:
         stream = watch.Watch()
-        for event in stream.stream(self.local.custom.list_namespaced_custom_object, *BATCH, self.namespace, "jobs",
-                                   resource_version=self._version, timeout_seconds=5):
+        for event in stream.stream(self.local.custom.list_namespaced_custom_object, VCJOB.group, VCJOB.version,
+                                   self.namespace, VCJOB.plural, resource_version=self._version, timeout_seconds=5):
             now = (time.monotonic(), time.time())
             obj = event["object"]
             self._version = obj["metadata"]["resourceVersion"]

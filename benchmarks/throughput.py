@@ -36,7 +36,8 @@ from benchmarks.common import (chain_jobflow, connect, cpu_seconds, create, flow
 from devcluster.processes import free_port
 from devcluster.testing import LocalCluster
 from eventsource import cloudevent
-from eventsource.resources import JOBFLOWS, VCJOBS
+from jobflow_core.api import JOBFLOW, VCJOB
+from jobflow_core.naming import job_name
 
 FLOW_NAME = "steady"
 
@@ -63,8 +64,8 @@ def steady_flow(local: LocalCluster) -> str:
 
 def event(kind: str, namespace: str, source: str) -> tuple[dict[str, str], bytes]:
     """One ApiServerSource ``ref.update`` event for the steady JobFlow or for its first vcjob, with a fresh id."""
-    resource, name = (JOBFLOWS, FLOW_NAME) if kind == "JobFlow" else (VCJOBS, f"{FLOW_NAME}-a")
-    envelope = cloudevent.Envelope(resource, cloudevent.Change.UPDATE,
+    api_type, name = (JOBFLOW, FLOW_NAME) if kind == JOBFLOW.kind else (VCJOB, job_name(jobflow=FLOW_NAME, flow="a"))
+    envelope = cloudevent.Envelope(api_type, cloudevent.Change.UPDATE,
                                    {"metadata": {"namespace": namespace, "name": name}})
     return cloudevent.encode(envelope, mode=cloudevent.Mode.REFERENCE, source=source, overrides={})
 

@@ -17,10 +17,10 @@ from demo import procfile, progress
 from devcluster import cluster
 from devcluster.build import BuildError
 from devcluster.testing import LocalCluster
+from jobflow_core.api import JOBFLOW, JOBTEMPLATE, ApiType
 
 EXAMPLE = procfile.REPO / "examples" / "diamond"
 NAMESPACE = "default"
-FLOW = ("flow.volcano.sh", "v1alpha1")
 
 
 def wait_for_handler(port: int, components, timeout: float = 30) -> None:
@@ -41,24 +41,25 @@ def apply_example(local: LocalCluster) -> None:
     """(Re)create the seed JobTemplates and JobFlow, so every demo run starts from scratch."""
     custom = local.custom
     try:
-        custom.delete_namespaced_custom_object(*FLOW, NAMESPACE, "jobflows", "test")
-        local.wait_until("the previous demo JobFlow to go", lambda: _absent(local, "jobflows", "test"), timeout=30)
+        custom.delete_namespaced_custom_object(JOBFLOW.group, JOBFLOW.version, NAMESPACE, JOBFLOW.plural, "test")
+        local.wait_until("the previous demo JobFlow to go", lambda: _absent(local, JOBFLOW, "test"), timeout=30)
     except ApiException as error:
         if error.status != 404:
             raise
     for path in ("jobtemplates.yaml", "jobflow.yaml"):
         for doc in yaml.safe_load_all((EXAMPLE / path).read_text()):
-            plural = "jobflows" if doc["kind"] == "JobFlow" else "jobtemplates"
+            api_type = JOBFLOW if doc["kind"] == JOBFLOW.kind else JOBTEMPLATE
             try:
-                custom.create_namespaced_custom_object(*FLOW, NAMESPACE, plural, doc)
+                custom.create_namespaced_custom_object(api_type.group, api_type.version, NAMESPACE, api_type.plural,
+                                                       doc)
             except ApiException as error:
                 if error.status != 409:
                     raise
 
 
-def _absent(local: LocalCluster, plural: str, name: str) -> bool:
+def _absent(local: LocalCluster, api_type: ApiType, name: str) -> bool:
     try:
-        local.custom.get_namespaced_custom_object(*FLOW, NAMESPACE, plural, name)
+        local.custom.get_namespaced_custom_object(api_type.group, api_type.version, NAMESPACE, api_type.plural, name)
     except ApiException as error:
         return error.status == 404
     return False
@@ -81,7 +82,8 @@ def main(argv: list[str]) -> int:
     apply_example(local)
     print(f"demo: applied {EXAMPLE.relative_to(procfile.REPO)}: JobFlow `test`, a -> b -> {{c, d}} -> e")
     phase = progress.follow(
-        lambda: local.custom.get_namespaced_custom_object(*FLOW, NAMESPACE, "jobflows", "test"), timeout=300)
+        lambda: local.custom.get_namespaced_custom_object(JOBFLOW.group, JOBFLOW.version, NAMESPACE, JOBFLOW.plural,
+                                                          "test"), timeout=300)
     kubeconfig = state.kubeconfig
     print(f"""
 demo: JobFlow `test` ended {phase}. Look at it with kubectl:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from jobflow_core.naming import job_name
+
 FINAL_PHASES = ("Succeed", "Failed")
 
 
@@ -17,7 +19,7 @@ def describe(flow: dict) -> str:
     parts = []
     for spec in (flow.get("spec") or {}).get("flows") or []:
         name = spec["name"]
-        job = f"{flow['metadata']['name']}-{name}"
+        job = job_name(jobflow=flow["metadata"]["name"], flow=name)
         if job in jobs:
             parts.append(f"{name}:{jobs[job]}")
         else:

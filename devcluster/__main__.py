@@ -22,6 +22,8 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if args.command == "down":
             cluster.down()
+            if cluster.TEST_ROOT.joinpath("state.json").exists():  # one the tests kept (JOBFLOW_KEEP_CLUSTER=1)
+                cluster.down(cluster.TEST_ROOT)
             return 0
         state = ClusterState.load(cluster.DEFAULT_ROOT)
         if state is None:

@@ -24,8 +24,9 @@ import time
 import urllib.request
 from pathlib import Path
 
-from kubernetes import client, config
+from kubernetes import client
 
+from apiclient import connect
 from devcluster import objects, pki, processes
 from devcluster.build import ensure_binaries, module_source_dir
 from devcluster.components import module_named
@@ -51,7 +52,7 @@ class ClusterError(RuntimeError):
 
 
 def api_client(state: ClusterState) -> client.ApiClient:
-    return config.new_client_from_config(config_file=str(state.kubeconfig))
+    return connect(state.kubeconfig)
 
 
 def _http_ok(url: str, token: str | None = None) -> bool:

@@ -15,6 +15,8 @@ import yaml
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
+from jobflow_core.api import VCJOB
+
 FAKE_NODE_COUNT = 2
 
 
@@ -173,8 +175,8 @@ def install_volcano_webhooks(api: client.ApiClient, *, port: int, ca_bundle: byt
 def probe_vcjob() -> dict:
     """A minimal vcjob that only Volcano's mutating webhook can make valid (no queue, no minAvailable)."""
     return {
-        "apiVersion": "batch.volcano.sh/v1alpha1",
-        "kind": "Job",
+        "apiVersion": VCJOB.api_version,
+        "kind": VCJOB.kind,
         "metadata": {"name": "devcluster-webhook-probe", "namespace": "default"},
         "spec": {"tasks": [{"replicas": 1, "template": {"spec": {
             "containers": [{"name": "c", "image": "busybox"}], "restartPolicy": "Never"}}}]},
@@ -184,6 +186,6 @@ def probe_vcjob() -> dict:
 def volcano_webhook_answers(api: client.ApiClient) -> bool:
     """True when a server-side dry-run create of a vcjob comes back mutated by Volcano's webhook."""
     created = client.CustomObjectsApi(api).create_namespaced_custom_object(
-        "batch.volcano.sh", "v1alpha1", "default", "jobs", probe_vcjob(), dry_run="All")
+        VCJOB.group, VCJOB.version, "default", VCJOB.plural, probe_vcjob(), dry_run="All")
     spec = created.get("spec", {})
     return spec.get("queue") == "default" and spec.get("schedulerName") == "volcano"

@@ -18,10 +18,9 @@ from kubernetes.client.rest import ApiException
 
 from devcluster import cluster
 from devcluster.state import ClusterState
+from jobflow_core.api import VCJOB
 
 T = TypeVar("T")
-
-VCJOB = ("batch.volcano.sh", "v1alpha1", "jobs")
 
 
 class WaitTimeout(AssertionError):
@@ -78,7 +77,7 @@ class LocalCluster:
 
     def vcjob(self, namespace: str, name: str) -> dict | None:
         try:
-            return self.custom.get_namespaced_custom_object(*VCJOB[:2], namespace, VCJOB[2], name)
+            return self.custom.get_namespaced_custom_object(VCJOB.group, VCJOB.version, namespace, VCJOB.plural, name)
         except ApiException as error:
             if error.status == 404:
                 return None

@@ -12,7 +12,12 @@ It does what ApiServerSource does not, because a stateless reconciler depends on
   for the same object are coalesced (events are hints: the handler re-reads the truth), so memory stays bounded
   by the number of objects, never by the length of an outage.
 
-Modules: ``resources`` (what is watched), ``cloudevent`` (the event format), ``outbox`` (coalescing and delivery),
-``watcher`` (list, watch, relist, resync), ``recheck`` (probe wake-ups), ``__main__`` (configuration from the
-environment).
+Modules: ``cloudevent`` (the event format), ``outbox`` (coalescing and delivery), ``watcher`` (what is watched;
+list, watch, relist, resync), ``recheck`` (probe wake-ups), ``runner`` (:func:`start`: all of them in threads, for
+``__main__`` and the tests), ``__main__`` (configuration from the environment). The types watched and their names
+on the wire are :mod:`jobflow_core.api`'s.
 """
+
+from eventsource.runner import EventSource, start
+
+__all__ = ["EventSource", "start"]

@@ -11,7 +11,12 @@ Configuration (environment, as Knative's SinkBinding/ContainerSource injects it)
 - ``SINK_CONCURRENCY``: how many events may be in flight at once (default 4; never two of one object).
 - JobFlows waiting for a probe are also re-announced as often as their ``waitingFlows[].recheckSeconds`` asks
   (``eventsource.recheck``).
-- ``KUBECONFIG``: used when set; otherwise the in-cluster service account.
+- ``KUBECONFIG``: the API server is found by kubectl's rules (:func:`apiclient.connect`): ``KUBECONFIG``, else
+  ``~/.kube/config``, else the in-cluster service account.
+- ``LOG_LEVEL``: the logging level (default ``INFO``).
+
+Bad configuration stops it at once with exit status 2 and a message saying what to fix; SIGTERM or SIGINT stop it
+with exit status 0. What runs in between is :func:`eventsource.start`.
 """
 
 from __future__ import annotations
@@ -23,22 +28,9 @@ import sys
 import threading
 import urllib.parse
 
-from kubernetes import client, config
-
+import apiclient
+import eventsource
 from eventsource import cloudevent
-from eventsource.outbox import Outbox
-from eventsource.recheck import Rechecker
-from eventsource.resources import JOBFLOWS, WATCHED
-from eventsource.watcher import Watcher
-
-log = logging.getLogger("eventsource")
-
-
-def load_api() -> client.ApiClient:
-    if os.environ.get("KUBECONFIG"):
-        return config.new_client_from_config(config_file=os.environ["KUBECONFIG"])
-    config.load_incluster_config()
-    return client.ApiClient()
 
 
 def main() -> int:
@@ -64,33 +56,22 @@ def main() -> int:
     except ValueError as error:
         print(f"eventsource: bad configuration: {error}", file=sys.stderr)
         return 2
-    namespaces = [n.strip() for n in os.environ.get("NAMESPACES", "").split(",") if n.strip()] or [None]
+    namespaces = [n.strip() for n in os.environ.get("NAMESPACES", "").split(",") if n.strip()]
+    try:
+        api = apiclient.connect()
+    except apiclient.ConnectError as error:
+        print(f"eventsource: {error}", file=sys.stderr)
+        return 2
 
-    api = load_api()
-    source = api.configuration.host
-    outbox = Outbox(sink, lambda env: cloudevent.encode(env, mode=mode, source=source, overrides=overrides),
-                    ca_certs=os.environ.get("K_CA_CERTS") or None)
-    stop = threading.Event()
-
-    def shutdown(*_: object) -> None:
-        stop.set()
-        outbox.stop()
-
-    signal.signal(signal.SIGTERM, shutdown)
-    signal.signal(signal.SIGINT, shutdown)
-    rechecker = Rechecker(outbox, stop)
-    threads = [threading.Thread(target=outbox.run, name=f"sender-{i}", daemon=True) for i in range(senders)]
-    threads.append(threading.Thread(target=rechecker.run, name="recheck", daemon=True))
-    for resource in WATCHED:
-        for namespace in namespaces:
-            watcher = Watcher(api, resource, namespace, outbox, resync_seconds=resync, stop=stop,
-                              observer=rechecker.observe if resource is JOBFLOWS else None)
-            threads.append(threading.Thread(target=watcher.run, name=f"watch-{resource.plural}", daemon=True))
-    for thread in threads:
-        thread.start()
-    log.info("watching %s in %s; sending %s events to %s", ", ".join(r.plural for r in WATCHED),
-             ", ".join(n or "all namespaces" for n in namespaces), mode, sink)
-    stop.wait()
+    terminated = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: terminated.set())
+    signal.signal(signal.SIGINT, lambda *_: terminated.set())
+    source = eventsource.start(api, sink=sink, namespaces=namespaces, mode=mode, resync_seconds=resync,
+                               senders=senders, overrides=overrides, ca_certs=os.environ.get("K_CA_CERTS") or None)
+    terminated.wait()
+    # No waiting for the threads: a pending event is only a hint, and the next start announces every object again;
+    # a watcher would hold the exit until its current watch request ends (minutes).
+    source.stop(timeout=0)
     return 0
 
 

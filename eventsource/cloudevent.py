@@ -19,7 +19,7 @@ from enum import StrEnum
 from cloudevents.core.bindings.http import to_binary_event
 from cloudevents.core.v1.event import CloudEvent
 
-from eventsource.resources import Resource
+from jobflow_core.api import ApiType
 
 
 class Mode(StrEnum):
@@ -76,16 +76,17 @@ def parse_overrides(text: str | None) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class Envelope:
-    """One outgoing event, before it is encoded for HTTP."""
+    """One outgoing event, before it is encoded for HTTP: a change to an object of type ``api_type``."""
 
-    resource: Resource
+    api_type: ApiType
     change: Change
     obj: dict
 
     @property
     def key(self) -> tuple[str, str, str]:
+        """Which object the event is about (the outbox keeps one pending event per object)."""
         meta = self.obj.get("metadata") or {}
-        return (self.resource.plural, meta.get("namespace", ""), meta.get("name", ""))
+        return (self.api_type.plural, meta.get("namespace", ""), meta.get("name", ""))
 
 
 def encode(envelope: Envelope, *, mode: Mode, source: str, overrides: dict[str, str],
@@ -93,21 +94,21 @@ def encode(envelope: Envelope, *, mode: Mode, source: str, overrides: dict[str, 
     """(headers, body) of the binary-mode HTTP request for one event."""
     meta = envelope.obj.get("metadata") or {}
     namespace, name = meta.get("namespace", ""), meta.get("name", "")
-    resource = envelope.resource
+    api_type = envelope.api_type
     if mode is Mode.REFERENCE:
-        data = {"kind": resource.kind, "namespace": namespace, "name": name, "apiVersion": resource.api_version}
+        data = {"kind": api_type.kind, "namespace": namespace, "name": name, "apiVersion": api_type.api_version}
     else:
-        data = {"apiVersion": resource.api_version, "kind": resource.kind, **envelope.obj}
+        data = {"apiVersion": api_type.api_version, "kind": api_type.kind, **envelope.obj}
     attributes = {
         "specversion": "1.0",
         "id": str(uuid.uuid4()),
         "source": source,
         "type": event_type(mode, envelope.change),
-        "subject": resource.subject(namespace, name),
+        "subject": api_type.path(namespace, name),  # ApiServerSource's pseudo self-link
         "time": now or datetime.now(timezone.utc),
         "datacontenttype": "application/json",
-        "kind": resource.kind,
-        "apiversion": resource.api_version,
+        "kind": api_type.kind,
+        "apiversion": api_type.api_version,
         "name": name,
         "namespace": namespace,
         **overrides,

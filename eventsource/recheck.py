@@ -14,7 +14,7 @@ import time
 
 from eventsource.cloudevent import Change, Envelope
 from eventsource.outbox import Outbox
-from eventsource.resources import JOBFLOWS
+from jobflow_core.api import JOBFLOW
 
 
 def recheck_seconds(obj: dict) -> float | None:
@@ -57,4 +57,4 @@ class Rechecker:
                     next_due = min((entry[0] for entry in self._due.values()), default=now + 1.0)
                     self._lock.wait(timeout=max(0.05, min(next_due - now, 1.0)))
             for _, (_, _, obj) in ready:
-                self.outbox.put(Envelope(JOBFLOWS, Change.UPDATE, obj))
+                self.outbox.put(Envelope(JOBFLOW, Change.UPDATE, obj))

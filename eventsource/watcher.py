@@ -1,4 +1,7 @@
-"""List, then watch, one resource in one namespace (or all), forever; re-list after 410 and on every resync.
+"""List, then watch, one type of object in one namespace (or all), forever; re-list after 410 and on every resync.
+
+What the event source watches is :data:`WATCHED`: every JobFlow and JobTemplate, and only the vcjobs some JobFlow
+created (a cluster's other vcjobs are none of our business), narrowed on the API server by a label selector.
 
 Each (re-)list compares what the API server has with what this watcher last knew, and announces the difference:
 ``add`` for objects that are new to it (so everything at start-up), ``update`` for the ones it knew (a resync
@@ -10,9 +13,10 @@ A watch that ends (server timeout, network error) resumes from the last resource
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 import threading
 import time
+from collections.abc import Callable, Mapping
+from typing import Final
 
 from kubernetes import client, watch
 from kubernetes.client.rest import ApiException
@@ -20,36 +24,44 @@ from urllib3.exceptions import HTTPError
 
 from eventsource.cloudevent import Change, Envelope
 from eventsource.outbox import Outbox
-from eventsource.resources import Resource
+from jobflow_core.api import JOBFLOW, JOBTEMPLATE, VCJOB, ApiType
+from jobflow_core.naming import FLOW_JOBS_SELECTOR
 
 log = logging.getLogger("eventsource.watcher")
 
 WATCH_SECONDS = 240  # a watch request's server-side timeout; the loop simply opens the next one
 
+WATCHED: Final[Mapping[ApiType, str | None]] = {JOBFLOW: None, JOBTEMPLATE: None, VCJOB: FLOW_JOBS_SELECTOR}
+"""Each watched type, with the label selector its lists and watches carry (None: every object of the type)."""
+
 CHANGES = {"ADDED": Change.ADD, "MODIFIED": Change.UPDATE, "DELETED": Change.DELETE}
 
 
 class Watcher:
-    def __init__(self, api: client.ApiClient, resource: Resource, namespace: str | None, outbox: Outbox, *,
-                 resync_seconds: float, stop: threading.Event, watch_seconds: int = WATCH_SECONDS,
-                 observer: Callable[[Change, dict], None] | None = None) -> None:
+    """Puts every change to the objects of ``api_type`` in ``namespace`` (None: all namespaces) that match
+    ``label_selector`` (None: all of them) into ``outbox``."""
+
+    def __init__(self, api: client.ApiClient, api_type: ApiType, namespace: str | None, outbox: Outbox, *,
+                 resync_seconds: float, stop: threading.Event, label_selector: str | None = None,
+                 watch_seconds: int = WATCH_SECONDS, observer: Callable[[Change, dict], None] | None = None) -> None:
         self.custom = client.CustomObjectsApi(api)
-        self.resource, self.namespace, self.outbox = resource, namespace, outbox
+        self.api_type, self.namespace, self.outbox = api_type, namespace, outbox
+        self.label_selector = label_selector
         self.resync_seconds, self.stop, self.watch_seconds = resync_seconds, stop, watch_seconds
         self.observer = observer  # also sees every change (the Rechecker, for JobFlows)
         self.known: dict[str, str] = {}  # "<ns>/<name>" -> resourceVersion
         self.relists = 0
 
     def _call(self, **kwargs):
-        r = self.resource
-        if r.label_selector:
-            kwargs["label_selector"] = r.label_selector
+        t = self.api_type
+        if self.label_selector:
+            kwargs["label_selector"] = self.label_selector
         if self.namespace:
-            return self.custom.list_namespaced_custom_object(r.group, r.version, self.namespace, r.plural, **kwargs)
-        return self.custom.list_cluster_custom_object(r.group, r.version, r.plural, **kwargs)
+            return self.custom.list_namespaced_custom_object(t.group, t.version, self.namespace, t.plural, **kwargs)
+        return self.custom.list_cluster_custom_object(t.group, t.version, t.plural, **kwargs)
 
     def _emit(self, change: Change, obj: dict) -> None:
-        self.outbox.put(Envelope(self.resource, change, obj))
+        self.outbox.put(Envelope(self.api_type, change, obj))
         if self.observer is not None:
             self.observer(change, obj)
 
@@ -93,7 +105,7 @@ class Watcher:
                         break
             except ApiException as error:
                 if error.status == 410:
-                    log.info("%s: resourceVersion %s is gone; re-listing", self.resource.plural, resource_version)
+                    log.info("%s: resourceVersion %s is gone; re-listing", self.api_type.plural, resource_version)
                     return None
                 raise
         return resource_version
@@ -115,8 +127,8 @@ class Watcher:
                     resource_version = self._watch(resource_version, until)
                 backoff = 0.5
             except (ApiException, HTTPError, OSError) as error:
-                log.warning("%s in %s: %s; retrying in %.1f s", self.resource.plural, self.namespace or "all namespaces",
-                            error, backoff)
+                log.warning("%s in %s: %s; retrying in %.1f s", self.api_type.plural,
+                            self.namespace or "all namespaces", error, backoff)
                 self.stop.wait(backoff)
                 backoff = min(backoff * 2, 30)
             resource_version = None

@@ -17,6 +17,7 @@ import sys
 from functools import cached_property
 from typing import TextIO
 
+from jobflow_core.api import JOBFLOW, JOBTEMPLATE
 from jobflow_core.conversion import ConversionError
 from kubectl_jobflow import convert, graph, plan, resources, status, validate
 from kubectl_jobflow.documents import DocumentError
@@ -119,7 +120,7 @@ def _bool(value: str) -> bool:
 def build_parser() -> argparse.ArgumentParser:
     common = _common()
     parser = argparse.ArgumentParser(prog=PROG, parents=[common],
-                                     description="JobFlows and JobTemplates (flow.volcano.sh/v1alpha1) from the "
+                                     description=f"JobFlows and JobTemplates ({JOBFLOW.api_version}) from the "
                                                  "command line: vcctl jobflow's commands and more.")
     commands = parser.add_subparsers(title="commands", metavar="COMMAND")
 
@@ -128,12 +129,12 @@ def build_parser() -> argparse.ArgumentParser:
         sub.set_defaults(command=func, failure=failure)
         return sub
 
-    _resource_commands(commands, command, resources.NOUNS["JobFlow"], "jobflow")
+    _resource_commands(commands, command, resources.NOUNS[JOBFLOW.kind], "jobflow")
     templates = commands.add_parser("template", aliases=["jobtemplate", "jt"], parents=[common],
                                     help="create, delete, list, get, describe JobTemplates")
     templates.set_defaults(command=lambda ctx: _usage(templates, ctx), failure="")
     _resource_commands(templates.add_subparsers(title="commands", metavar="COMMAND"), command,
-                       resources.NOUNS["JobTemplate"], "jobtemplate")
+                       resources.NOUNS[JOBTEMPLATE.kind], "jobtemplate")
 
     sub = command(commands, "convert", convert.run, "Failed to convert",
                   "turn a JobTemplate into a vcjob manifest and a vcjob into a JobTemplate (the spec unchanged)")
@@ -174,9 +175,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _resource_commands(group, command, noun: resources.Noun, word: str) -> None:
-    kind = noun.kind.kind
+    kind = noun.api_type.kind
     sub = command(group, "create", lambda ctx: resources.create(ctx, noun), f"Failed to create {word}",
-                  f"create the {kind}s of a file" + (" (and its JobTemplates)" if kind == "JobFlow" else ""))
+                  f"create the {kind}s of a file" + (" (and its JobTemplates)" if noun.api_type is JOBFLOW else ""))
     _file(sub, required=True)
     sub.add_argument("--validate", type=_bool, default=True, metavar="true|false",
                      help="run the admission webhook's checks before sending (default true)")

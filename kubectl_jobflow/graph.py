@@ -16,11 +16,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from jobflow_core.api import JOBFLOW
 from jobflow_core.graph import FlowGraph, flow_graph
 from jobflow_core.models import JobFlow
 from kubectl_jobflow import documents, svg
 from kubectl_jobflow.errors import CommandError
-from kubectl_jobflow.kube import JOBFLOW
 from kubectl_jobflow.snapshot import take
 from kubectl_jobflow.status import fetch
 

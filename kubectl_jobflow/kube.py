@@ -1,9 +1,11 @@
 """The command line's only door to the API server: connect as kubectl would, speak plain dicts, explain failures.
 
-The connection follows kubectl's rules: ``--kubeconfig``, else ``$KUBECONFIG`` (a list of files, merged), else
-``~/.kube/config``; ``--context``, else the current context; ``-s/--master`` overrides the server (vcctl's flag);
-inside a pod without a kubeconfig, the pod's service account. The namespace is ``-n``, else the context's, else
-``default``. Reading the context's namespace needs no Kubernetes client, so offline commands never import it.
+The connection is :func:`apiclient.connect`'s, so kubectl's rules: ``--kubeconfig``, else ``$KUBECONFIG`` (a list
+of files, merged), else ``~/.kube/config``; ``--context``, else the current context; ``-s/--master`` overrides the
+server (vcctl's flag); inside a pod without a kubeconfig, the pod's service account. The namespace is ``-n``, else
+the context's, else ``default``. Reading the context's namespace needs no Kubernetes client, so offline commands
+never import it. Objects are named by their :class:`~jobflow_core.api.ApiType` (``JOBFLOW``, ``JOBTEMPLATE``,
+``VCJOB`` of :mod:`jobflow_core.api`).
 
 Every failure becomes a :class:`KubeError` whose message says what was tried and what to do: which server,
 kubeconfig and context could not be reached; that the JobFlow CRDs are missing; the API server's own message
@@ -20,31 +22,13 @@ from typing import Any
 
 import yaml
 
+from apiclient import ConnectError, connect, kubeconfig_files
+from jobflow_core.api import JOBFLOW, VCJOB, ApiType
 from jobflow_core.models import DEFAULT_NAMESPACE
-from jobflow_core.naming import CREATED_BY_JOBFLOW, jobflow_label_value
+from jobflow_core.naming import jobs_of_jobflow_selector
 
 CONNECT_TIMEOUT = 5
 READ_TIMEOUT = 30
-DEFAULT_KUBECONFIG = "~/.kube/config"
-
-
-@dataclass(frozen=True)
-class Kind:
-    """One kind of object the commands read or write, as the API names it."""
-
-    kind: str
-    group: str
-    version: str
-    plural: str
-
-    @property
-    def api_version(self) -> str:
-        return f"{self.group}/{self.version}"
-
-
-JOBFLOW = Kind("JobFlow", "flow.volcano.sh", "v1alpha1", "jobflows")
-JOBTEMPLATE = Kind("JobTemplate", "flow.volcano.sh", "v1alpha1", "jobtemplates")
-VCJOB = Kind("Job", "batch.volcano.sh", "v1alpha1", "jobs")
 
 
 class KubeError(RuntimeError):
@@ -64,8 +48,7 @@ class Target:
     master: str | None = None
 
     def kubeconfig_files(self) -> list[Path]:
-        listed = self.kubeconfig or os.environ.get("KUBECONFIG") or DEFAULT_KUBECONFIG
-        return [Path(part).expanduser() for part in listed.split(os.pathsep) if part]
+        return kubeconfig_files(self.kubeconfig)
 
     def describe(self) -> str:
         """``kubeconfig /x/config, context dev``, naming what was tried (for error messages)."""
@@ -104,32 +87,21 @@ class Cluster:
     """A connection to one API server; every method returns the API server's JSON as dicts."""
 
     def __init__(self, target: Target) -> None:
-        from kubernetes import client, config
+        from kubernetes import client
 
         self.target = target
-        configuration = client.Configuration()
-        files = [path for path in target.kubeconfig_files() if path.exists()]
         try:
-            if files:
-                config.load_kube_config(config_file=os.pathsep.join(map(str, files)) if len(files) > 1
-                                        else str(files[0]), context=target.context,
-                                        client_configuration=configuration)
-            elif os.environ.get("KUBERNETES_SERVICE_HOST") and not target.kubeconfig:
-                config.load_incluster_config(client_configuration=configuration)
-            else:
+            # One quick retry, not urllib3's default three: a command line should say "unreachable" within seconds.
+            self.api = connect(target.kubeconfig, context=target.context, server=target.master, retries=1)
+        except ConnectError as error:
+            if error.problem is None:
                 raise KubeError(
                     f"no kubeconfig found ({target.describe()}): pass --kubeconfig FILE or set KUBECONFIG "
                     "(for the local cluster of this repository: export KUBECONFIG=$PWD/.devcluster/kubeconfig)"
-                )
-        except config.ConfigException as error:
-            raise KubeError(f"cannot use {target.describe()}: {error} (fix the file, or pick another context "
-                            "with --context)") from error
-        if target.master:
-            configuration.host = target.master
-        # One quick retry, not urllib3's default three: a command line should say "unreachable" within seconds.
-        configuration.retries = 1
-        self.server = configuration.host
-        self.api = client.ApiClient(configuration)
+                ) from error
+            raise KubeError(f"cannot use {target.describe()}: {error.problem} (fix the file, or pick another "
+                            "context with --context)") from error
+        self.server = self.api.configuration.host
         self.custom = client.CustomObjectsApi(self.api)
 
     def _call(self, fn, *args, **kwargs) -> Any:
@@ -163,41 +135,41 @@ class Cluster:
             message = f"{message} (ask your cluster admin for this permission, or use another --context)"
         return KubeError(message, status=error.status)
 
-    def get(self, kind: Kind, namespace: str, name: str) -> dict:
-        return self._call(self.custom.get_namespaced_custom_object, kind.group, kind.version, namespace,
-                          kind.plural, name)
+    def get(self, api_type: ApiType, namespace: str, name: str) -> dict:
+        return self._call(self.custom.get_namespaced_custom_object, api_type.group, api_type.version, namespace,
+                          api_type.plural, name)
 
-    def find(self, kind: Kind, namespace: str, name: str) -> dict | None:
+    def find(self, api_type: ApiType, namespace: str, name: str) -> dict | None:
         """Like :meth:`get`, but None when the object does not exist."""
         try:
-            return self.get(kind, namespace, name)
+            return self.get(api_type, namespace, name)
         except KubeError as error:
             if error.status == 404 and "not found" in str(error) and f'"{name}"' in str(error):
                 return None
             raise
 
-    def list(self, kind: Kind, namespace: str | None, *, label_selector: str | None = None) -> dict:
+    def list(self, api_type: ApiType, namespace: str | None, *, label_selector: str | None = None) -> dict:
         """The list object (``items`` and all); every namespace when ``namespace`` is None."""
         selector = {"label_selector": label_selector} if label_selector else {}
         if namespace is None:
-            return self._call(self.custom.list_cluster_custom_object, kind.group, kind.version, kind.plural,
-                              **selector)
-        return self._call(self.custom.list_namespaced_custom_object, kind.group, kind.version, namespace,
-                          kind.plural, **selector)
+            return self._call(self.custom.list_cluster_custom_object, api_type.group, api_type.version,
+                              api_type.plural, **selector)
+        return self._call(self.custom.list_namespaced_custom_object, api_type.group, api_type.version, namespace,
+                          api_type.plural, **selector)
 
-    def create(self, kind: Kind, namespace: str, body: dict) -> dict:
-        return self._call(self.custom.create_namespaced_custom_object, kind.group, kind.version, namespace,
-                          kind.plural, body)
+    def create(self, api_type: ApiType, namespace: str, body: dict) -> dict:
+        return self._call(self.custom.create_namespaced_custom_object, api_type.group, api_type.version, namespace,
+                          api_type.plural, body)
 
-    def delete(self, kind: Kind, namespace: str, name: str) -> dict:
-        return self._call(self.custom.delete_namespaced_custom_object, kind.group, kind.version, namespace,
-                          kind.plural, name)
+    def delete(self, api_type: ApiType, namespace: str, name: str) -> dict:
+        return self._call(self.custom.delete_namespaced_custom_object, api_type.group, api_type.version, namespace,
+                          api_type.plural, name)
 
     def jobs_of(self, jobflow: dict) -> list[dict]:
         """The vcjobs a JobFlow created, found by upstream's label (the core then checks ownership by UID)."""
         meta = jobflow["metadata"]
-        label = jobflow_label_value(namespace=meta["namespace"], jobflow=meta["name"])
-        return self.list(VCJOB, meta["namespace"], label_selector=f"{CREATED_BY_JOBFLOW}={label}")["items"]
+        selector = jobs_of_jobflow_selector(namespace=meta["namespace"], jobflow=meta["name"])
+        return self.list(VCJOB, meta["namespace"], label_selector=selector)["items"]
 
     def close(self) -> None:
         self.api.close()

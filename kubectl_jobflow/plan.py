@@ -22,11 +22,11 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from jobflow_core import observe, plan_observation, templates_needed
+from jobflow_core.api import JOBFLOW, JOBTEMPLATE, VCJOB
 from jobflow_core.models import JobFlow, JobTemplate, VcJob
 from jobflow_core.naming import job_name
 from kubectl_jobflow import documents
 from kubectl_jobflow.errors import CommandError
-from kubectl_jobflow.kube import JOBFLOW, JOBTEMPLATE, VCJOB
 from kubectl_jobflow.output import dump, utc_now
 
 if TYPE_CHECKING:

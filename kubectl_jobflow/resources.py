@@ -20,9 +20,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from jobflow_core.api import JOBFLOW, JOBTEMPLATE, ApiType
+from jobflow_core.naming import job_name
 from kubectl_jobflow import documents, validate
 from kubectl_jobflow.errors import CommandError
-from kubectl_jobflow.kube import JOBFLOW, JOBTEMPLATE, Kind, KubeError
+from kubectl_jobflow.kube import KubeError
 from kubectl_jobflow.output import age, dump, dump_all, utc_now, vcctl_table, without_managed_fields
 
 if TYPE_CHECKING:
@@ -31,9 +33,9 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Noun:
-    """How one kind is named in vcctl's messages and which table it gets."""
+    """How one type of object is named in vcctl's messages and which table it gets."""
 
-    kind: Kind
+    api_type: ApiType
     word: str
     """vcctl's word in errors: ``jobflow``, ``job template``."""
     headers: tuple[str, ...]
@@ -47,7 +49,7 @@ def _progress(flow: dict[str, Any]) -> str:
         return status["progress"]
     names = list(dict.fromkeys(f.get("name") for f in (flow.get("spec") or {}).get("flows") or ()))
     completed = set(status.get("completedJobs") or ())
-    done = sum(f"{flow['metadata']['name']}-{name}" in completed for name in names)
+    done = sum(job_name(jobflow=flow["metadata"]["name"], flow=name) in completed for name in names)
     return f"{done}/{len(names)}"
 
 
@@ -72,42 +74,42 @@ def create(ctx: Context, noun: Noun) -> int:
     docs = _documents(ctx, noun)
     failed = 0
     for doc in docs:
-        kind = NOUNS[doc.kind or noun.kind.kind]
-        body = {"apiVersion": kind.kind.api_version, "kind": kind.kind.kind, **doc.with_namespace(ctx.namespace)}
+        api_type = NOUNS[doc.kind or noun.api_type.kind].api_type
+        body = {"apiVersion": api_type.api_version, "kind": api_type.kind, **doc.with_namespace(ctx.namespace)}
         namespace = body["metadata"]["namespace"]
         problems = validate.problems(body, namespace=namespace) if ctx.args.validate else []
         try:
             if problems:
                 raise CommandError(f"{doc.source}: {'; '.join(problems)} (or skip this check with --validate=false)")
-            created = ctx.cluster.create(kind.kind, namespace, body)
+            created = ctx.cluster.create(api_type, namespace, body)
         except (KubeError, CommandError) as error:
-            ctx.fail(f"Failed to create {kind.kind.kind}: {error}")
+            ctx.fail(f"Failed to create {api_type.kind}: {error}")
             failed += 1
             continue
-        ctx.say(f"Created {kind.kind.kind}: {created['metadata']['namespace']}/{created['metadata']['name']}")
+        ctx.say(f"Created {api_type.kind}: {created['metadata']['namespace']}/{created['metadata']['name']}")
     return 1 if failed else 0
 
 
 def delete(ctx: Context, noun: Noun) -> int:
     if ctx.args.file:
-        targets = [(NOUNS[doc.kind or noun.kind.kind], doc.namespace or ctx.namespace, doc.name)
+        targets = [(NOUNS[doc.kind or noun.api_type.kind].api_type, doc.namespace or ctx.namespace, doc.name)
                    for doc in _documents(ctx, noun)]
     else:
-        targets = [(noun, ctx.namespace, _name(ctx, f"{noun.word} name must be specified"))]
+        targets = [(noun.api_type, ctx.namespace, _name(ctx, f"{noun.word} name must be specified"))]
     failed = 0
-    for kind, namespace, name in targets:
+    for api_type, namespace, name in targets:
         try:
-            ctx.cluster.delete(kind.kind, namespace, name)
+            ctx.cluster.delete(api_type, namespace, name)
         except KubeError as error:
-            ctx.fail(f"Failed to delete {kind.kind.kind}: {error}")
+            ctx.fail(f"Failed to delete {api_type.kind}: {error}")
             failed += 1
             continue
-        ctx.say(f"Deleted {kind.kind.kind}: {namespace}/{name}")
+        ctx.say(f"Deleted {api_type.kind}: {namespace}/{name}")
     return 1 if failed else 0
 
 
 def list_(ctx: Context, noun: Noun) -> int:
-    listing = ctx.cluster.list(noun.kind, None if ctx.args.all_namespaces else ctx.namespace)
+    listing = ctx.cluster.list(noun.api_type, None if ctx.args.all_namespaces else ctx.namespace)
     items = [without_managed_fields(item) for item in listing.get("items") or ()]
     if ctx.args.output:
         ctx.write(dump({**listing, "items": items}, ctx.args.output))
@@ -120,7 +122,7 @@ def list_(ctx: Context, noun: Noun) -> int:
 
 def get(ctx: Context, noun: Noun) -> int:
     name = _name(ctx, f"name is mandatory to get the particular {noun.word} details")
-    obj = ctx.cluster.get(noun.kind, ctx.namespace, name)
+    obj = ctx.cluster.get(noun.api_type, ctx.namespace, name)
     if ctx.args.output:
         ctx.write(dump(without_managed_fields(obj), ctx.args.output))
     else:
@@ -131,10 +133,10 @@ def get(ctx: Context, noun: Noun) -> int:
 def describe(ctx: Context, noun: Noun) -> int:
     name = ctx.args.name or ctx.args.name_flag
     if name:
-        objects = [ctx.cluster.get(noun.kind, ctx.namespace, name)]
+        objects = [ctx.cluster.get(noun.api_type, ctx.namespace, name)]
     else:
-        objects = ctx.cluster.list(noun.kind, ctx.namespace).get("items") or []
-    shown = [{"apiVersion": noun.kind.api_version, "kind": noun.kind.kind, **without_managed_fields(obj)}
+        objects = ctx.cluster.list(noun.api_type, ctx.namespace).get("items") or []
+    shown = [{"apiVersion": noun.api_type.api_version, "kind": noun.api_type.kind, **without_managed_fields(obj)}
              for obj in objects]
     if shown:
         ctx.write(dump_all(shown, ctx.args.output))
@@ -155,7 +157,7 @@ def _documents(ctx: Context, noun: Noun) -> list[documents.Document]:
     if not ctx.args.file:
         raise CommandError("no file given: pass -f FILE (or -f - for standard input)")
     docs = documents.read(ctx.args.file)
-    accepted = (JOBFLOW.kind, JOBTEMPLATE.kind) if noun.kind is JOBFLOW else (JOBTEMPLATE.kind,)
+    accepted = (JOBFLOW.kind, JOBTEMPLATE.kind) if noun.api_type is JOBFLOW else (JOBTEMPLATE.kind,)
     wrong = [doc for doc in docs if doc.kind is not None and doc.kind not in accepted]
     if wrong:
         kinds = " or ".join(accepted)

@@ -27,8 +27,9 @@ import time
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from jobflow_core.api import JOBFLOW
 from kubectl_jobflow.errors import CommandError
-from kubectl_jobflow.kube import JOBFLOW, KubeError
+from kubectl_jobflow.kube import KubeError
 from kubectl_jobflow.output import age, columns, dump, utc_now
 from kubectl_jobflow.snapshot import FlowRow, Snapshot, take
 

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from jobflow_core.admission import KINDS, decide
+from jobflow_core.api import JOBFLOW, JOBTEMPLATE
 from kubectl_jobflow import documents
-from kubectl_jobflow.kube import JOBFLOW, JOBTEMPLATE
 from kubectl_jobflow.output import dump
 
 if TYPE_CHECKING:
@@ -39,15 +39,15 @@ class Review:
 
 def review(body: dict[str, Any], *, namespace: str, source: str = "") -> Review:
     """The webhook's verdict on ``body`` (a JobFlow or JobTemplate) as if it were created in ``namespace``."""
-    resource = CHECKED[body["kind"]]
-    kind = KINDS[resource.plural]
+    api_type = CHECKED[body["kind"]]
+    kind = KINDS[api_type.plural]
     metadata = {**(body.get("metadata") or {})}
     metadata.setdefault("namespace", namespace)
     obj = {**body, "metadata": metadata}
     request = {
         "uid": "kubectl-jobflow-validate",
         "operation": "CREATE",
-        "kind": {"group": resource.group, "version": resource.version, "kind": resource.kind},
+        "kind": {"group": api_type.group, "version": api_type.version, "kind": api_type.kind},
         "namespace": metadata["namespace"],
         "object": obj,
     }
@@ -58,7 +58,7 @@ def review(body: dict[str, Any], *, namespace: str, source: str = "") -> Review:
         problems = []
     if not verdict.allowed and not problems:
         problems = [verdict.message or "denied"]
-    return Review(source=source, kind=resource.kind, namespace=metadata["namespace"],
+    return Review(source=source, kind=api_type.kind, namespace=metadata["namespace"],
                   name=str(metadata.get("name") or ""), valid=verdict.allowed, problems=problems,
                   message=None if verdict.allowed else verdict.message)
 

@@ -1,7 +1,7 @@
 """The engine under test, in-process: the real Flask app on a loopback port, fed by the real event source.
 
 ``start_handler`` serves ``handlers.create_app()`` with a threaded WSGI server; ``start_engine`` adds the event
-source's watchers (scoped to one namespace) and outbox in threads, all against the real API server of the local
+source (``eventsource.start``, scoped to one namespace) sending to it, all against the real API server of the local
 cluster. ``serve`` is ``start_handler`` as a context manager, for tests that need several handlers at once; ``send``
 POSTs an event exactly as ApiServerSource would (the event source's own encoder).
 """
@@ -13,19 +13,18 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from werkzeug.serving import make_server
 
+import eventsource
 from devcluster.processes import free_port
 from devcluster.testing import LocalCluster
 from eventsource import cloudevent
 from eventsource.outbox import Outbox
-from eventsource.recheck import Rechecker
-from eventsource.resources import JOBFLOWS, WATCHED, Resource
-from eventsource.watcher import Watcher
 from handlers import create_app
 from handlers.kube import KubeApi
+from jobflow_core.api import ApiType
 
 
 @dataclass
@@ -52,37 +51,24 @@ def start_handler(cluster: LocalCluster, config: dict | None = None) -> Handler:
 @dataclass
 class Engine:
     handler: Handler
-    outbox: Outbox
-    stop_event: threading.Event
-    threads: list[threading.Thread] = field(default_factory=list)
+    source: eventsource.EventSource
+
+    @property
+    def outbox(self) -> Outbox:
+        return self.source.outbox
 
     def stop(self) -> None:
-        self.stop_event.set()
-        self.outbox.stop()
-        for thread in self.threads:
-            thread.join(timeout=10)
+        self.source.stop()
         self.handler.stop()
 
 
 def start_engine(cluster: LocalCluster, namespace: str, *, resync_seconds: float = 300,
                  handler_config: dict | None = None) -> Engine:
     handler = start_handler(cluster, handler_config)
-    source = cluster.api.configuration.host
-    outbox = Outbox(handler.url, lambda env: cloudevent.encode(env, mode=cloudevent.Mode.REFERENCE, source=source,
-                                                               overrides={}))
-    stop = threading.Event()
-    engine = Engine(handler, outbox, stop)
-    rechecker = Rechecker(outbox, stop)
-    engine.threads += [threading.Thread(target=outbox.run, name=f"sender-{i}", daemon=True) for i in range(4)]
-    engine.threads.append(threading.Thread(target=rechecker.run, name="recheck", daemon=True))
-    for resource in WATCHED:
-        watcher = Watcher(cluster.api, resource, namespace, outbox, resync_seconds=resync_seconds, stop=stop,
-                          watch_seconds=2,  # short watches, so the threads notice the stop quickly
-                          observer=rechecker.observe if resource is JOBFLOWS else None)
-        engine.threads.append(threading.Thread(target=watcher.run, name=f"watch-{resource.plural}", daemon=True))
-    for thread in engine.threads:
-        thread.start()
-    return engine
+    source = eventsource.start(cluster.api, sink=handler.url, namespaces=[namespace], mode=cloudevent.Mode.REFERENCE,
+                               resync_seconds=resync_seconds, senders=4,
+                               watch_seconds=2)  # short watches, so the threads notice the stop quickly
+    return Engine(handler, source)
 
 
 @contextmanager
@@ -108,8 +94,8 @@ def post(url: str, body: bytes, headers: dict[str, str]) -> tuple[int, bytes]:
         return error.code, error.read()
 
 
-def send(url: str, resource: Resource, namespace: str, name: str, change=cloudevent.Change.UPDATE):
-    envelope = cloudevent.Envelope(resource, change, {"metadata": {"namespace": namespace, "name": name}})
+def send(url: str, api_type: ApiType, namespace: str, name: str, change=cloudevent.Change.UPDATE):
+    envelope = cloudevent.Envelope(api_type, change, {"metadata": {"namespace": namespace, "name": name}})
     headers, body = cloudevent.encode(envelope, mode=cloudevent.Mode.REFERENCE, source="https://10.96.0.1:443",
                                       overrides={})
     return post(url, body, headers)

@@ -9,7 +9,8 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from devcluster.testing import VCJOB, LocalCluster
+from devcluster.testing import LocalCluster
+from jobflow_core.api import VCJOB
 
 pytestmark = pytest.mark.cluster
 
@@ -19,7 +20,7 @@ def vcjob(text: str) -> dict:
 
 
 def create_vcjob(cluster: LocalCluster, namespace: str, body: dict) -> None:
-    cluster.custom.create_namespaced_custom_object(*VCJOB[:2], namespace, VCJOB[2], body)
+    cluster.custom.create_namespaced_custom_object(VCJOB.group, VCJOB.version, namespace, VCJOB.plural, body)
 
 
 def record_phases(cluster: LocalCluster, namespace: str, name: str, *, until: set[str], timeout: float = 90):

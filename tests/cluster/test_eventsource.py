@@ -26,15 +26,15 @@ from kubernetes.client.rest import ApiException
 
 from devcluster.testing import LocalCluster
 from eventsource.cloudevent import Change, Envelope
-from eventsource.resources import JOBFLOWS, JOBTEMPLATES, VCJOBS, Resource
 from eventsource.watcher import Watcher
+from jobflow_core.api import CREATED_BY_JOBFLOW, JOBFLOW, JOBTEMPLATE, VCJOB, ApiType
 
 pytestmark = pytest.mark.cluster
 
 JOB_SPEC = {"schedulerName": "volcano", "queue": "default", "minAvailable": 1,
             "tasks": [{"name": "t", "replicas": 1, "template": {"spec": {
                 "restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}}]}
-BY_JOBFLOW = {"volcano.sh/createdByJobFlow": "some-flow"}
+BY_JOBFLOW = {CREATED_BY_JOBFLOW: "some-flow"}
 
 
 @dataclass
@@ -119,27 +119,27 @@ def start_source(cluster: LocalCluster, namespace: str, sink: Sink, tmp_path: Pa
         print(log.read_text()[-5000:])
 
 
-def create(cluster: LocalCluster, namespace: str, resource: Resource, name: str, *,
+def create(cluster: LocalCluster, namespace: str, api_type: ApiType, name: str, *,
            labels: dict[str, str] | None = None) -> dict:
-    body = {"apiVersion": resource.api_version, "kind": resource.kind, "metadata": {"name": name, "labels": labels},
-            "spec": {"flows": [{"name": "a"}]} if resource is JOBFLOWS else JOB_SPEC}
-    return cluster.custom.create_namespaced_custom_object(resource.group, resource.version, namespace,
-                                                          resource.plural, body)
+    body = {"apiVersion": api_type.api_version, "kind": api_type.kind, "metadata": {"name": name, "labels": labels},
+            "spec": {"flows": [{"name": "a"}]} if api_type is JOBFLOW else JOB_SPEC}
+    return cluster.custom.create_namespaced_custom_object(api_type.group, api_type.version, namespace,
+                                                          api_type.plural, body)
 
 
-def label(cluster: LocalCluster, namespace: str, resource: Resource, name: str, **labels: str) -> dict:
-    return cluster.custom.patch_namespaced_custom_object(resource.group, resource.version, namespace,
-                                                         resource.plural, name, {"metadata": {"labels": labels}})
+def label(cluster: LocalCluster, namespace: str, api_type: ApiType, name: str, **labels: str) -> dict:
+    return cluster.custom.patch_namespaced_custom_object(api_type.group, api_type.version, namespace,
+                                                         api_type.plural, name, {"metadata": {"labels": labels}})
 
 
-def delete(cluster: LocalCluster, namespace: str, resource: Resource, name: str) -> None:
-    cluster.custom.delete_namespaced_custom_object(resource.group, resource.version, namespace, resource.plural, name)
+def delete(cluster: LocalCluster, namespace: str, api_type: ApiType, name: str) -> None:
+    cluster.custom.delete_namespaced_custom_object(api_type.group, api_type.version, namespace, api_type.plural, name)
 
 
 def test_objects_that_exist_before_the_start_are_announced_as_add(cluster, namespace, sink, start_source):
-    create(cluster, namespace, JOBFLOWS, "flow")
-    create(cluster, namespace, JOBTEMPLATES, "template")
-    create(cluster, namespace, VCJOBS, "job", labels=BY_JOBFLOW)
+    create(cluster, namespace, JOBFLOW, "flow")
+    create(cluster, namespace, JOBTEMPLATE, "template")
+    create(cluster, namespace, VCJOB, "job", labels=BY_JOBFLOW)
     # Once the vcjob is done nobody changes it, so its add cannot be coalesced into a later update.
     cluster.wait_until("vcjob job to complete", lambda: cluster.vcjob_phase(namespace, "job") == "Completed",
                        timeout=120)
@@ -152,18 +152,18 @@ def test_objects_that_exist_before_the_start_are_announced_as_add(cluster, names
 
 def test_a_jobflow_create_update_delete_are_sent_exactly_as_apiserversource_sends_them(
         cluster, namespace, sink, start_source):
-    create(cluster, namespace, JOBFLOWS, "ready")
+    create(cluster, namespace, JOBFLOW, "ready")
     start_source(overrides='{"extensions": {"team": "ml"}}')
     cluster.wait_until("the source to list jobflows", lambda: sink.of("JobFlow", "ready"), timeout=60)
 
     def changes() -> list[str]:
         return [e.change for e in sink.of("JobFlow", "flow")]
 
-    create(cluster, namespace, JOBFLOWS, "flow")
+    create(cluster, namespace, JOBFLOW, "flow")
     cluster.wait_until("the add", lambda: changes()[:1] == ["add"])
-    label(cluster, namespace, JOBFLOWS, "flow", step="1")
+    label(cluster, namespace, JOBFLOW, "flow", step="1")
     cluster.wait_until("an update", lambda: "update" in changes())
-    delete(cluster, namespace, JOBFLOWS, "flow")
+    delete(cluster, namespace, JOBFLOW, "flow")
     cluster.wait_until("the delete", lambda: changes()[-1:] == ["delete"])
 
     assert changes()[0] == "add" and set(changes()[1:-1]) == {"update"}
@@ -182,7 +182,7 @@ def test_a_jobflow_create_update_delete_are_sent_exactly_as_apiserversource_send
 
 def test_a_jobtemplate_is_sent_with_its_own_kind(cluster, namespace, sink, start_source):
     start_source(mode="Resource")
-    create(cluster, namespace, JOBTEMPLATES, "template")
+    create(cluster, namespace, JOBTEMPLATE, "template")
 
     event = cluster.wait_until("the jobtemplate", lambda: sink.last("JobTemplate", "template"), timeout=60)
     assert event.headers["ce-type"] == "dev.knative.apiserver.resource.add"
@@ -193,13 +193,13 @@ def test_a_jobtemplate_is_sent_with_its_own_kind(cluster, namespace, sink, start
 
 def test_only_vcjobs_created_by_a_jobflow_are_sent(cluster, namespace, sink, start_source):
     start_source(mode="Resource")
-    create(cluster, namespace, VCJOBS, "stranger")
-    create(cluster, namespace, VCJOBS, "ours", labels=BY_JOBFLOW)
+    create(cluster, namespace, VCJOB, "stranger")
+    create(cluster, namespace, VCJOB, "ours", labels=BY_JOBFLOW)
     cluster.wait_until("Volcano to change the stranger", lambda: cluster.vcjob_phase(namespace, "stranger"),
                        timeout=90)
 
     # The one vcjobs watch delivers in order: had the stranger's changes been sent, they would come before this.
-    label(cluster, namespace, VCJOBS, "ours", marker="after-the-stranger-changed")
+    label(cluster, namespace, VCJOB, "ours", marker="after-the-stranger-changed")
     cluster.wait_until("our marked vcjob", lambda: any(
         e.labels.get("marker") for e in sink.of("Job", "ours")), timeout=60)
     assert sink.of("Job", "stranger") == []
@@ -207,8 +207,8 @@ def test_only_vcjobs_created_by_a_jobflow_are_sent(cluster, namespace, sink, sta
 
 
 def test_a_resync_re_announces_every_object_unchanged(cluster, namespace, sink, start_source):
-    create(cluster, namespace, JOBFLOWS, "flow")
-    create(cluster, namespace, JOBTEMPLATES, "template")
+    create(cluster, namespace, JOBFLOW, "flow")
+    create(cluster, namespace, JOBTEMPLATE, "template")
     start_source(mode="Resource", resync_seconds=2)
 
     def re_announced(kind: str, name: str) -> bool:
@@ -223,8 +223,8 @@ def test_a_resync_re_announces_every_object_unchanged(cluster, namespace, sink, 
 
 def test_a_sink_outage_loses_no_change_and_the_watches_survive_it(cluster, namespace, sink, start_source):
     for name in ("a", "b", "c"):
-        create(cluster, namespace, JOBFLOWS, name)
-    create(cluster, namespace, JOBTEMPLATES, "t")
+        create(cluster, namespace, JOBFLOW, name)
+    create(cluster, namespace, JOBTEMPLATE, "t")
     start_source(mode="Resource")
     cluster.wait_until("the adds", lambda: all(sink.of("JobFlow", n) for n in "abc") and sink.of("JobTemplate", "t"),
                        timeout=60)
@@ -232,20 +232,20 @@ def test_a_sink_outage_loses_no_change_and_the_watches_survive_it(cluster, names
     sink.down.set()
     outage = time.monotonic()
     for step in ("1", "2", "3"):
-        label(cluster, namespace, JOBFLOWS, "a", step=step)
-    delete(cluster, namespace, JOBFLOWS, "b")
-    create(cluster, namespace, JOBFLOWS, "d")
-    label(cluster, namespace, JOBTEMPLATES, "t", step="1")
+        label(cluster, namespace, JOBFLOW, "a", step=step)
+    delete(cluster, namespace, JOBFLOW, "b")
+    create(cluster, namespace, JOBFLOW, "d")
+    label(cluster, namespace, JOBTEMPLATE, "t", step="1")
     cluster.wait_until("an outage of several seconds and retries", lambda: (
         sink.refused >= 5 and time.monotonic() - outage > 6), timeout=60)
     sink.down.clear()
 
-    def delivered_latest(resource: Resource, name: str) -> bool:
+    def delivered_latest(api_type: ApiType, name: str) -> bool:
         """The last event the sink accepted for the object shows its current state (or its deletion)."""
-        event = sink.last(resource.kind, name)
+        event = sink.last(api_type.kind, name)
         try:
-            now = cluster.custom.get_namespaced_custom_object(resource.group, resource.version, namespace,
-                                                             resource.plural, name)
+            now = cluster.custom.get_namespaced_custom_object(api_type.group, api_type.version, namespace,
+                                                             api_type.plural, name)
         except ApiException as error:
             if error.status != 404:
                 raise
@@ -253,16 +253,16 @@ def test_a_sink_outage_loses_no_change_and_the_watches_survive_it(cluster, names
         return event is not None and event.data["metadata"]["resourceVersion"] == now["metadata"]["resourceVersion"]
 
     cluster.wait_until("the latest change of every object", lambda: all(
-        delivered_latest(r, n) for r, n in [(JOBFLOWS, "a"), (JOBFLOWS, "b"), (JOBFLOWS, "d"), (JOBTEMPLATES, "t")]),
+        delivered_latest(r, n) for r, n in [(JOBFLOW, "a"), (JOBFLOW, "b"), (JOBFLOW, "d"), (JOBTEMPLATE, "t")]),
         timeout=90)
     assert sink.last("JobFlow", "a").labels["step"] == "3"
     assert sink.last("JobTemplate", "t").labels["step"] == "1"
 
     # Nothing re-lists for 600 s: these arrive only because the watches went on through the outage.
-    label(cluster, namespace, JOBFLOWS, "c", step="after")
-    create(cluster, namespace, JOBFLOWS, "e")
+    label(cluster, namespace, JOBFLOW, "c", step="after")
+    create(cluster, namespace, JOBFLOW, "e")
     cluster.wait_until("changes after the outage", lambda: (
-        delivered_latest(JOBFLOWS, "c") and delivered_latest(JOBFLOWS, "e")), timeout=60)
+        delivered_latest(JOBFLOW, "c") and delivered_latest(JOBFLOW, "e")), timeout=60)
     assert sink.last("JobFlow", "c").labels["step"] == "after"
 
 
@@ -281,23 +281,23 @@ class Recorder:
 
 def test_after_410_gone_the_watcher_relists_and_announces_the_gap_including_a_delete(cluster, namespace):
     for name in ("a", "b", "c"):
-        create(cluster, namespace, JOBFLOWS, name)
+        create(cluster, namespace, JOBFLOW, name)
     recorder, stop = Recorder(), threading.Event()
-    watcher = Watcher(cluster.api, JOBFLOWS, namespace, recorder, resync_seconds=600, stop=stop, watch_seconds=2)
+    watcher = Watcher(cluster.api, JOBFLOW, namespace, recorder, resync_seconds=600, stop=stop, watch_seconds=2)
     watcher.relist()
     assert recorder.changes() == {(Change.ADD, "a"), (Change.ADD, "b"), (Change.ADD, "c")}
     recorder.envelopes.clear()
 
     # The gap: changes the watcher does not see.
-    label(cluster, namespace, JOBFLOWS, "a", step="1")
-    delete(cluster, namespace, JOBFLOWS, "b")
-    create(cluster, namespace, JOBFLOWS, "d")
+    label(cluster, namespace, JOBFLOW, "a", step="1")
+    delete(cluster, namespace, JOBFLOW, "b")
+    create(cluster, namespace, JOBFLOW, "d")
     # kube-apiserver serves watches from its watch cache, which answers 410 for a version older than its window
     # (compacting etcd does not make it forget a version it still holds); version 1 is older than any window.
     expired = "1"
     with pytest.raises(ApiException) as gone:
-        for _ in watch.Watch().stream(cluster.custom.list_namespaced_custom_object, JOBFLOWS.group, JOBFLOWS.version,
-                                      namespace, "jobflows", resource_version=expired, timeout_seconds=5):
+        for _ in watch.Watch().stream(cluster.custom.list_namespaced_custom_object, JOBFLOW.group, JOBFLOW.version,
+                                      namespace, JOBFLOW.plural, resource_version=expired, timeout_seconds=5):
             pass
     assert gone.value.status == 410
 
@@ -307,7 +307,7 @@ def test_after_410_gone_the_watcher_relists_and_announces_the_gap_including_a_de
         cluster.wait_until("the re-list after 410", lambda: watcher.relists == 2, timeout=60)
         assert recorder.changes(first=4) == {  # the re-list's four; the watch goes on after it
             (Change.UPDATE, "a"), (Change.DELETE, "b"), (Change.UPDATE, "c"), (Change.ADD, "d")}
-        create(cluster, namespace, JOBFLOWS, "e")  # and it watches again from the new list
+        create(cluster, namespace, JOBFLOW, "e")  # and it watches again from the new list
         cluster.wait_until("the add of e", lambda: (Change.ADD, "e") in recorder.changes(), timeout=60)
         assert watcher.relists == 2
     finally:

@@ -16,7 +16,7 @@ from kubernetes import client
 from devcluster.processes import free_port
 from devcluster.testing import LocalCluster
 from eventsource import cloudevent
-from eventsource.resources import JOBFLOWS, JOBTEMPLATES, VCJOBS
+from jobflow_core.api import JOBFLOW, JOBTEMPLATE, VCJOB
 from engine import RacedKube, post, send, serve
 from handlers.kube import KubeApi
 from objects import apply, events_of, jobflow, template, vcjobs, wait_for_phase
@@ -52,8 +52,8 @@ def test_a_malformed_or_unknown_event_gets_400_with_a_json_error(handler, body, 
 
 def test_an_event_for_an_object_that_no_longer_exists_is_accepted_with_an_empty_body(
         handler, namespace: str) -> None:
-    for resource in (JOBFLOWS, JOBTEMPLATES, VCJOBS):
-        status, reply = send(handler.url, resource, namespace, "gone", cloudevent.Change.DELETE)
+    for api_type in (JOBFLOW, JOBTEMPLATE, VCJOB):
+        status, reply = send(handler.url, api_type, namespace, "gone", cloudevent.Change.DELETE)
         assert (status, reply) == (202, b"")
 
 
@@ -62,7 +62,7 @@ def test_the_api_server_unreachable_gives_503_so_the_bus_retries(namespace: str)
     unreachable.host = f"https://127.0.0.1:{free_port()}"
     unreachable.verify_ssl = False
     with serve(KubeApi(client.ApiClient(unreachable))) as url:
-        status, reply = send(url, JOBFLOWS, namespace, "f")
+        status, reply = send(url, JOBFLOW, namespace, "f")
     assert status == 503
     assert json.loads(reply)["retry"] is True
 
@@ -70,7 +70,7 @@ def test_the_api_server_unreachable_gives_503_so_the_bus_retries(namespace: str)
 def test_a_persistent_conflict_gives_409_so_the_bus_retries(cluster: LocalCluster, namespace: str) -> None:
     apply(cluster, namespace, template("a") + "---\n" + FLOW)
     with serve(RacedKube(cluster.api)) as url:
-        status, reply = send(url, JOBFLOWS, namespace, "f")
+        status, reply = send(url, JOBFLOW, namespace, "f")
     assert status == 409
     assert "kept changing" in json.loads(reply)["error"]
 
@@ -80,7 +80,7 @@ def test_the_same_event_delivered_many_times_at_once_creates_each_vcjob_once(
     apply(cluster, namespace, template("a", run_for="30s") + "---\n" + FLOW)
 
     with ThreadPoolExecutor(max_workers=8) as pool:
-        results = list(pool.map(lambda _: send(handler.url, JOBFLOWS, namespace, "f"), range(24)))
+        results = list(pool.map(lambda _: send(handler.url, JOBFLOW, namespace, "f"), range(24)))
 
     assert {status for status, _ in results} <= {202, 409}
     assert list(vcjobs(cluster, namespace)) == ["f-a"]
@@ -97,10 +97,10 @@ def test_events_out_of_order_and_several_handlers_at_once_still_finish_the_flow(
     def storm(url: str) -> None:
         # A vcjob event before its JobFlow's, a template event, then the JobFlow: in a loop, as a chaotic bus would.
         while not stop.is_set():
-            send(url, VCJOBS, namespace, "f-b", cloudevent.Change.DELETE)
-            send(url, JOBTEMPLATES, namespace, "b", cloudevent.Change.ADD)
-            send(url, VCJOBS, namespace, "f-a")
-            send(url, JOBFLOWS, namespace, "f")
+            send(url, VCJOB, namespace, "f-b", cloudevent.Change.DELETE)
+            send(url, JOBTEMPLATE, namespace, "b", cloudevent.Change.ADD)
+            send(url, VCJOB, namespace, "f-a")
+            send(url, JOBFLOW, namespace, "f")
 
     with serve(KubeApi(cluster.api)) as one, serve(KubeApi(cluster.api)) as two, \
             serve(KubeApi(cluster.api)) as three:

@@ -26,7 +26,7 @@ from devcluster.processes import free_port
 from devcluster.testing import LocalCluster
 from engine import RacedKube, serve
 from eventsource import cloudevent
-from eventsource.resources import JOBFLOWS, VCJOBS, Resource
+from jobflow_core.api import JOBFLOW, VCJOB, ApiType
 from handlers.kube import KubeApi
 from objects import apply, jobflow, template
 from test_knative_events import ping_event
@@ -52,8 +52,8 @@ def is_reply_event(headers: dict[str, str], body: bytes) -> bool:
     return "ce-specversion" in lowered or lowered.get("content-type", "").startswith("application/cloudevents")
 
 
-def event(resource: Resource, namespace: str, name: str, change=cloudevent.Change.UPDATE):
-    envelope = cloudevent.Envelope(resource, change, {"metadata": {"namespace": namespace, "name": name}})
+def event(api_type: ApiType, namespace: str, name: str, change=cloudevent.Change.UPDATE):
+    envelope = cloudevent.Envelope(api_type, change, {"metadata": {"namespace": namespace, "name": name}})
     return cloudevent.encode(envelope, mode=cloudevent.Mode.REFERENCE, source="https://10.96.0.1:443", overrides={})
 
 
@@ -74,14 +74,14 @@ def test_a_reconciled_event_is_answered_202_with_no_body_after_the_work_is_done(
         cluster: LocalCluster, namespace: str, handler) -> None:
     apply(cluster, namespace, template("a") + "---\n" + FLOW)
 
-    status, headers, body = answer(handler.url, event(JOBFLOWS, namespace, "f"))
+    status, headers, body = answer(handler.url, event(JOBFLOW, namespace, "f"))
 
     assert (status, body) == (202, b"") and not is_reply_event(headers, body)
     assert jobflow(cluster, namespace, "f")["status"]["pendingJobs"] == ["f-a"]  # done before the answer
 
 
 def test_an_event_for_an_object_already_gone_is_delivered(namespace: str, handler) -> None:
-    status, headers, body = answer(handler.url, event(VCJOBS, namespace, "gone", cloudevent.Change.DELETE))
+    status, headers, body = answer(handler.url, event(VCJOB, namespace, "gone", cloudevent.Change.DELETE))
 
     assert (status, body) == (202, b"") and not is_reply_event(headers, body)
 
@@ -130,7 +130,7 @@ def test_an_object_our_models_cannot_read_gets_422_not_retried(cluster: LocalClu
                     "spec": {"flows": "a, b"}}
 
     with serve(NewerVolcano(cluster.api)) as url:
-        status, _, reply = answer(url, event(JOBFLOWS, namespace, "f"))
+        status, _, reply = answer(url, event(JOBFLOW, namespace, "f"))
 
     assert status == 422 and not broker_retries(status)
     assert "does not match the JobFlow API" in json.loads(reply)["error"]
@@ -141,7 +141,7 @@ def test_an_object_our_models_cannot_read_gets_422_not_retried(cluster: LocalClu
 def test_a_lost_write_race_gets_409_which_the_broker_retries(cluster: LocalCluster, namespace: str) -> None:
     apply(cluster, namespace, template("a") + "---\n" + FLOW)
     with serve(RacedKube(cluster.api)) as url:
-        status, _, reply = answer(url, event(JOBFLOWS, namespace, "f"))
+        status, _, reply = answer(url, event(JOBFLOW, namespace, "f"))
 
     assert status == 409 and broker_retries(status)
     assert json.loads(reply)["retry"] is True
@@ -179,7 +179,7 @@ def api_server_answering(status: int) -> Iterator[client.ApiClient]:
 def test_an_api_server_that_throttles_or_fails_gives_503_which_the_broker_retries(namespace: str,
                                                                                   api_status: int) -> None:
     with api_server_answering(api_status) as api, serve(KubeApi(api)) as url:
-        status, _, reply = answer(url, event(JOBFLOWS, namespace, "f"))
+        status, _, reply = answer(url, event(JOBFLOW, namespace, "f"))
 
     assert status == 503 and broker_retries(status)
     assert f"API server answered {api_status}" in json.loads(reply)["error"]
@@ -189,7 +189,7 @@ def test_an_unreachable_api_server_gives_503_which_the_broker_retries(namespace:
     nobody = client.Configuration()
     nobody.host = f"http://127.0.0.1:{free_port()}"
     with serve(KubeApi(client.ApiClient(nobody))) as url:
-        status, _, reply = answer(url, event(JOBFLOWS, namespace, "f"))
+        status, _, reply = answer(url, event(JOBFLOW, namespace, "f"))
 
     assert status == 503 and broker_retries(status)
     assert "unreachable" in json.loads(reply)["error"]

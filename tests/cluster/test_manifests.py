@@ -35,8 +35,7 @@ from kubernetes.client.rest import ApiException
 from devcluster import cluster as devcluster
 from devcluster.testing import LocalCluster
 from eventsource.outbox import Outbox
-from eventsource.resources import WATCHED
-from eventsource.watcher import Watcher
+from eventsource.watcher import WATCHED, Watcher
 from handlers.kube import Conflict, KubeApi
 from handlers.reconciler import Reconciler
 from jobflow_core.naming import FLOW_JOBS_SELECTOR
@@ -320,17 +319,17 @@ def test_the_eventsource_role_lists_and_watches_everything_the_event_source_watc
     apply(cluster, namespace, template("seen"))
     custom = client.CustomObjectsApi(accounts.eventsource)
     outbox = Outbox("http://127.0.0.1:9/", lambda envelope: ({}, b""))  # never sends: only the reads are tested
-    for resource in WATCHED:
+    for api_type, label_selector in WATCHED.items():
         for scope in (namespace, None):  # NAMESPACES set, and unset (all namespaces)
-            watcher = Watcher(accounts.eventsource, resource, scope, outbox, resync_seconds=60,
-                              stop=threading.Event())
+            watcher = Watcher(accounts.eventsource, api_type, scope, outbox, resync_seconds=60,
+                              stop=threading.Event(), label_selector=label_selector)
             resource_version = watcher.relist()
-            args = (resource.group, resource.version, *([namespace] if scope else []), resource.plural)
+            args = (api_type.group, api_type.version, *([namespace] if scope else []), api_type.plural)
             listing = custom.list_namespaced_custom_object if scope else custom.list_cluster_custom_object
-            for _ in watch.Watch().stream(listing, *args, label_selector=resource.label_selector,
+            for _ in watch.Watch().stream(listing, *args, label_selector=label_selector,
                                           resource_version=resource_version, timeout_seconds=1):
                 pass
-            if resource.plural == "jobtemplates":
+            if api_type.plural == "jobtemplates":
                 assert f"{namespace}/seen" in watcher.known
 
 

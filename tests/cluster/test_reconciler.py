@@ -12,7 +12,7 @@ import pytest
 
 from devcluster.testing import LocalCluster
 from engine import send
-from eventsource.resources import JOBFLOWS
+from jobflow_core.api import JOBFLOW
 from objects import apply, events_of, jobflow, template, vcjobs, wait_for_phase
 
 pytestmark = pytest.mark.cluster
@@ -276,7 +276,7 @@ def test_a_vcjob_its_ttl_deletes_while_no_handler_looks_is_still_recorded_and_ne
     apply(cluster, namespace, quick + "---\n" + template("b"))
     apply(cluster, namespace, "apiVersion: flow.volcano.sh/v1alpha1\nkind: JobFlow\nmetadata: {name: ttl}\n"
                               "spec: {jobRetainPolicy: retain, flows: [{name: a}, {name: b, dependsOn: {targets: [a]}}]}")
-    assert send(handler.url, JOBFLOWS, namespace, "ttl")[0] == 202  # creates ttl-a; then no handler looks
+    assert send(handler.url, JOBFLOW, namespace, "ttl")[0] == 202  # creates ttl-a; then no handler looks
 
     def deleted_by_ttl() -> dict | None:
         job = vcjobs(cluster, namespace).get("ttl-a") or {}
@@ -285,7 +285,7 @@ def test_a_vcjob_its_ttl_deletes_while_no_handler_looks_is_still_recorded_and_ne
     held = cluster.wait_until("Volcano's TTL to delete ttl-a", deleted_by_ttl, timeout=60)
     assert held["status"]["state"]["phase"] == "Completed"  # our finalizer keeps it until it is recorded
 
-    assert send(handler.url, JOBFLOWS, namespace, "ttl")[0] == 202
+    assert send(handler.url, JOBFLOW, namespace, "ttl")[0] == 202
 
     flow = jobflow(cluster, namespace, "ttl")
     assert flow["status"]["completedJobs"] == ["ttl-a"]

@@ -23,7 +23,7 @@ import pytest
 from cloudevents.core.bindings.http import HTTPMessage, from_http_event
 
 from eventsource.cloudevent import Change, Envelope, Mode, encode, parse_overrides
-from eventsource.resources import JOBFLOWS, JOBTEMPLATES, VCJOBS
+from jobflow_core.api import JOBFLOW, JOBTEMPLATE, VCJOB
 
 SOURCE = "https://10.96.0.1:443"
 FLOW = {"apiVersion": "flow.volcano.sh/v1alpha1", "kind": "JobFlow",
@@ -40,7 +40,7 @@ def sent(envelope: Envelope, *, mode: Mode = Mode.REFERENCE, overrides: dict[str
 
 @pytest.mark.parametrize("change", list(Change))
 def test_a_reference_event_has_exactly_apiserversource_attributes(change):
-    headers, _ = sent(Envelope(JOBFLOWS, change, FLOW))
+    headers, _ = sent(Envelope(JOBFLOW, change, FLOW))
 
     assert headers.pop("ce-id")
     assert headers.pop("ce-time")
@@ -58,7 +58,7 @@ def test_a_reference_event_has_exactly_apiserversource_attributes(change):
 
 
 def test_reference_data_is_exactly_the_object_reference_in_go_key_order():
-    _, body = sent(Envelope(JOBFLOWS, Change.UPDATE, FLOW))
+    _, body = sent(Envelope(JOBFLOW, Change.UPDATE, FLOW))
 
     data = json.loads(body)
     assert list(data.items()) == [("kind", "JobFlow"), ("namespace", "team-a"), ("name", "etl-nightly"),
@@ -67,7 +67,7 @@ def test_reference_data_is_exactly_the_object_reference_in_go_key_order():
 
 @pytest.mark.parametrize("change", list(Change))
 def test_a_resource_event_carries_the_whole_object(change):
-    headers, body = sent(Envelope(JOBFLOWS, change, FLOW), mode=Mode.RESOURCE)
+    headers, body = sent(Envelope(JOBFLOW, change, FLOW), mode=Mode.RESOURCE)
 
     assert headers["ce-type"] == f"dev.knative.apiserver.resource.{change}"
     assert headers["content-type"] == "application/json"
@@ -76,26 +76,26 @@ def test_a_resource_event_carries_the_whole_object(change):
 
 def test_the_subject_of_a_vcjob_and_a_jobtemplate_is_their_pseudo_self_link():
     job = {"metadata": {"name": "train-42", "namespace": "team-a"}}
-    headers, _ = sent(Envelope(VCJOBS, Change.ADD, job))
+    headers, _ = sent(Envelope(VCJOB, Change.ADD, job))
     assert headers["ce-subject"] == "/apis/batch.volcano.sh/v1alpha1/namespaces/team-a/jobs/train-42"
     assert (headers["ce-kind"], headers["ce-apiversion"]) == ("Job", "batch.volcano.sh/v1alpha1")
 
-    headers, _ = sent(Envelope(JOBTEMPLATES, Change.ADD, job))
+    headers, _ = sent(Envelope(JOBTEMPLATE, Change.ADD, job))
     assert headers["ce-subject"] == "/apis/flow.volcano.sh/v1alpha1/namespaces/team-a/jobtemplates/train-42"
     assert (headers["ce-kind"], headers["ce-apiversion"]) == ("JobTemplate", "flow.volcano.sh/v1alpha1")
 
 
 def test_every_event_gets_a_fresh_id():
-    ids = {sent(Envelope(JOBFLOWS, Change.UPDATE, FLOW))[0]["ce-id"] for _ in range(50)}
+    ids = {sent(Envelope(JOBFLOW, Change.UPDATE, FLOW))[0]["ce-id"] for _ in range(50)}
     assert len(ids) == 50
 
 
 def test_the_time_is_rfc3339_utc_of_the_moment_of_sending():
     now = datetime(2026, 6, 1, 10, 0, 0, 123456, tzinfo=timezone.utc)
-    headers, _ = sent(Envelope(JOBFLOWS, Change.UPDATE, FLOW), now=now)
+    headers, _ = sent(Envelope(JOBFLOW, Change.UPDATE, FLOW), now=now)
     assert headers["ce-time"] == "2026-06-01T10:00:00.123456Z"
 
-    headers, _ = sent(Envelope(JOBFLOWS, Change.UPDATE, FLOW))
+    headers, _ = sent(Envelope(JOBFLOW, Change.UPDATE, FLOW))
     sent_at = datetime.fromisoformat(headers["ce-time"].replace("Z", "+00:00"))
     assert abs((datetime.now(timezone.utc) - sent_at).total_seconds()) < 5
 
@@ -103,7 +103,7 @@ def test_the_time_is_rfc3339_utc_of_the_moment_of_sending():
 @pytest.mark.parametrize("mode", list(Mode))
 def test_the_cloudevents_sdk_reads_the_event_back(mode):
     overrides = parse_overrides('{"extensions": {"extra": "this is an extra attribute", "additional": "42"}}')
-    headers, body = encode(Envelope(JOBFLOWS, Change.DELETE, FLOW), mode=mode, source=SOURCE, overrides=overrides)
+    headers, body = encode(Envelope(JOBFLOW, Change.DELETE, FLOW), mode=mode, source=SOURCE, overrides=overrides)
     # Go's net/http canonicalises header names (Ce-Specversion); a receiver must cope with both spellings.
     for spelling in (headers, {name.title(): value for name, value in headers.items()}):
         event = from_http_event(HTTPMessage(spelling, body))
@@ -127,7 +127,7 @@ def test_the_cloudevents_sdk_reads_the_event_back(mode):
 
 def test_overrides_are_added_as_extension_headers():
     overrides = parse_overrides('{"extensions": {"team": "ml", "tier": "gold"}}')
-    headers, _ = sent(Envelope(JOBFLOWS, Change.ADD, FLOW), overrides=overrides)
+    headers, _ = sent(Envelope(JOBFLOW, Change.ADD, FLOW), overrides=overrides)
     assert (headers["ce-team"], headers["ce-tier"]) == ("ml", "gold")
     assert headers["ce-type"] == "dev.knative.apiserver.ref.add"
 

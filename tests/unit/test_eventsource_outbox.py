@@ -17,7 +17,7 @@ from devcluster.processes import free_port
 from eventsource import cloudevent
 from eventsource.cloudevent import Change, Envelope
 from eventsource.outbox import Outbox
-from eventsource.resources import JOBFLOWS, JOBTEMPLATES, Resource
+from jobflow_core.api import JOBFLOW, JOBTEMPLATE, ApiType
 
 NOT_HTTP = 0  # an answer that makes the sink reply with a line that is not HTTP
 
@@ -76,8 +76,8 @@ def wait_until(what: str, condition: Callable[[], object], *, timeout: float = 3
         time.sleep(0.02)
 
 
-def envelope(name: str, change: Change = Change.ADD, resource: Resource = JOBFLOWS) -> Envelope:
-    return Envelope(resource, change, {"metadata": {"name": name, "namespace": "team-a"}})
+def envelope(name: str, change: Change = Change.ADD, api_type: ApiType = JOBFLOW) -> Envelope:
+    return Envelope(api_type, change, {"metadata": {"name": name, "namespace": "team-a"}})
 
 
 def new_outbox(url: str, **backoff: float) -> Outbox:
@@ -129,7 +129,7 @@ def test_events_for_different_objects_go_out_in_arrival_order(start, sinks):
     names = [f"flow-{i:02}" for i in range(20)]
     for name in names:
         outbox.put(envelope(name))
-    outbox.put(envelope("flow-00", resource=JOBTEMPLATES))  # same name, other kind: another object
+    outbox.put(envelope("flow-00", api_type=JOBTEMPLATE))  # same name, other kind: another object
 
     start(outbox)
     wait_until("21 deliveries", lambda: outbox.delivered == 21)
@@ -248,7 +248,7 @@ def test_several_senders_never_send_two_events_of_one_object_at_once_and_deliver
         sender.start()
     for round_ in range(5):
         for name in ("a", "b", "c", "d", "e", "f"):
-            outbox.put(Envelope(JOBFLOWS, Change.UPDATE, {"metadata": {"namespace": "ns", "name": name,
+            outbox.put(Envelope(JOBFLOW, Change.UPDATE, {"metadata": {"namespace": "ns", "name": name,
                                                                         "resourceVersion": str(round_)}}))
         time.sleep(0.01)
     deadline = time.monotonic() + 10
@@ -288,7 +288,7 @@ def test_an_https_sink_is_trusted_through_k_ca_certs(tmp_path) -> None:
         outbox = Outbox(url, encode, ca_certs=cert.ca.read_text())
         sender = threading.Thread(target=outbox.run, daemon=True)
         sender.start()
-        outbox.put(Envelope(JOBFLOWS, Change.ADD, {"metadata": {"namespace": "ns", "name": "tls"}}))
+        outbox.put(Envelope(JOBFLOW, Change.ADD, {"metadata": {"namespace": "ns", "name": "tls"}}))
         deadline = time.monotonic() + 10
         while not received and time.monotonic() < deadline:
             time.sleep(0.05)

@@ -20,10 +20,10 @@ import pytest
 
 from devcluster.processes import free_port
 from eventsource.cloudevent import Change, Mode, event_type
-from eventsource.resources import CREATED_BY_JOBFLOW, WATCHED
+from eventsource.watcher import WATCHED
 from handlers import create_app
 from handlers.events import RESYNC_TYPES, hint_from_request
-from jobflow_core.api import API_TYPES, JOBFLOW
+from jobflow_core.api import API_TYPES, CREATED_BY_JOBFLOW, JOBFLOW
 from knative_types import ISO_8601_DURATION, RENDERS, REPO, rendered
 
 HANDLER = "jobflow-handler"
@@ -88,7 +88,7 @@ def test_each_object_trigger_filters_on_a_type_prefix_that_every_source_event_ha
 
 def test_the_apiserversource_watches_what_our_event_source_watches_in_reference_mode() -> None:
     source = objects("knative")[("ApiServerSource", "jobflow-objects")]["spec"]
-    watched = {(r.api_version, r.kind): r.label_selector for r in WATCHED}
+    watched = {(t.api_version, t.kind): label_selector for t, label_selector in WATCHED.items()}
 
     assert source["mode"] == "Reference"
     assert source["namespaceSelector"] == {}  # every namespace, as the event source's default

@@ -1,0 +1,131 @@
+"""The handler's HTTP contract, in-process: Flask's test client against an in-memory KubeApi (``memory_kube``).
+
+The same contract is tested over real HTTP against the real API server in ``tests/cluster/test_handler_http.py``
+and ``tests/cluster/test_knative_delivery.py``.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from eventsource import cloudevent
+from handlers import create_app
+from handlers.kube import Unavailable
+from jobflow_core.api import JOBFLOW, JOBTEMPLATE, VCJOB, ApiType
+from memory_kube import MemoryKube
+from test_shell_reconciler import A_THEN_B, NS, template
+
+CE = {"Content-Type": "application/json", "ce-specversion": "1.0", "ce-id": "1", "ce-source": "s",
+      "ce-type": "dev.knative.apiserver.ref.update"}
+
+
+@pytest.fixture
+def kube() -> MemoryKube:
+    kube = MemoryKube()
+    kube.put(template("a"))
+    kube.put(yaml.safe_load(A_THEN_B))
+    return kube
+
+
+@pytest.fixture
+def client(kube):
+    return create_app({"KUBE": kube, "CLOCK": lambda: kube.now}).test_client()
+
+
+def send(client, api_type: ApiType, name: str, change=cloudevent.Change.UPDATE, namespace: str = NS):
+    """POST an event exactly as ApiServerSource sends it (the event source's own encoder)."""
+    envelope = cloudevent.Envelope(api_type, change, {"metadata": {"namespace": namespace, "name": name}})
+    headers, body = cloudevent.encode(envelope, mode=cloudevent.Mode.REFERENCE, source="https://10.96.0.1:443",
+                                      overrides={})
+    return client.post("/", data=body, headers=headers)
+
+
+@pytest.mark.parametrize("body, headers, needle", [
+    (b"not json at all", {"Content-Type": "application/cloudevents+json"}, "not a valid CloudEvent"),
+    (b"{}", {"Content-Type": "application/json"}, "not a valid CloudEvent"),
+    (b'[{"specversion": "1.0"}]', {"Content-Type": "application/cloudevents-batch+json"}, "not a valid CloudEvent"),
+    (b'{"kind": "Job", "apiVersion": "batch/v1", "name": "x", "namespace": "y"}',
+     CE | {"ce-kind": "Job", "ce-apiversion": "batch/v1"}, "understands JobFlow"),
+    (b"{}", CE | {"ce-kind": "JobFlow", "ce-apiversion": "flow.volcano.sh/v1alpha1"}, "namespace and name"),
+])
+def test_a_malformed_or_unknown_event_gets_400_with_a_json_error(client, kube, body, headers, needle):
+    reply = client.post("/", data=body, headers=headers)
+    assert reply.status_code == 400
+    assert needle in reply.json["error"]
+    assert kube.requests == 0
+
+
+def test_a_jobflow_event_is_reconciled_and_answered_202_with_an_empty_body(client, kube):
+    reply = send(client, JOBFLOW, "f")
+    assert (reply.status_code, reply.data) == (202, b"")
+    assert kube.names(VCJOB, NS) == ["f-a"]
+
+
+def test_an_event_for_an_object_that_no_longer_exists_is_accepted_with_an_empty_body(client):
+    for api_type in (JOBFLOW, JOBTEMPLATE, VCJOB):
+        reply = send(client, api_type, "gone", cloudevent.Change.DELETE)
+        assert (reply.status_code, reply.data) == (202, b"")
+
+
+def test_a_persistent_conflict_gives_409_with_retry_so_the_bus_delivers_again(client, kube):
+    kube.before_status_write = lambda flow: kube.put(kube.stored(JOBFLOW, NS, "f"))
+    reply = send(client, JOBFLOW, "f")
+    assert reply.status_code == 409
+    assert reply.json["retry"] is True and "kept changing" in reply.json["error"]
+
+
+def test_the_api_server_unavailable_gives_503_with_retry(client, kube):
+    def unavailable(*args, **kwargs):
+        raise Unavailable("API server answered 503 Service Unavailable")
+
+    kube.get_jobflow = unavailable
+    reply = send(client, JOBFLOW, "f")
+    assert reply.status_code == 503 and reply.json["retry"] is True
+
+
+def test_an_object_our_models_cannot_read_gets_422_which_is_not_retried(client, kube):
+    """Cluster tier: test_knative_delivery.py, test_an_object_our_models_cannot_read_gets_422_not_retried."""
+    broken = kube.stored(JOBFLOW, NS, "f")
+    broken["spec"]["flows"] = "not a list"
+    kube.objects[(JOBFLOW.kind, NS, "f")] = broken
+    reply = send(client, JOBFLOW, "f")
+    assert reply.status_code == 422
+    assert "does not match the JobFlow API" in reply.json["error"]
+
+
+def test_a_vcjob_event_in_resource_mode_names_its_controller_and_reconciles_that_jobflow(client, kube):
+    kube.put(template("b"))
+    send(client, JOBFLOW, "f")
+    kube.move(NS, "f-a", "Completed")
+    job = kube.stored(VCJOB, NS, "f-a")
+    headers, body = cloudevent.encode(cloudevent.Envelope(VCJOB, cloudevent.Change.UPDATE, job),
+                                      mode=cloudevent.Mode.RESOURCE, source="https://10.96.0.1:443", overrides={})
+    reply = client.post("/", data=body, headers=headers)
+    assert reply.status_code == 202
+    assert kube.names(VCJOB, NS) == ["f-a", "f-b"]
+
+
+@pytest.mark.parametrize("how", ["route", "ping event"])
+def test_a_resync_finishes_a_flow_whose_events_were_all_lost(client, kube, how):
+    """Cluster tier: test_knative_delivery.py, test_a_ping_event_is_delivered_on_both_routes."""
+    kube.put(template("b"))
+
+    def resync():
+        if how == "route":
+            return client.post("/resync")
+        ping = CE | {"ce-type": "dev.knative.sources.ping"}
+        return client.post("/", data=json.dumps({"body": "resync"}), headers=ping)
+
+    for flow in ("a", "b"):
+        assert resync().status_code == 202
+        kube.move(NS, f"f-{flow}", "Completed")
+    assert resync().status_code == 202
+    assert kube.stored(JOBFLOW, NS, "f")["status"]["state"]["phase"] == "Succeed"
+
+
+def test_healthz_answers_without_touching_the_api_server(client, kube):
+    assert client.get("/healthz").status_code == 200
+    assert kube.requests == 0
