@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from jobflow_core.dependencies import check_dependencies
 from jobflow_core.graph import flow_graph
 from jobflow_core.models import JobFlow, JobFlowStatus, TaskState, VcJob, VcJobPhase
 from jobflow_core.naming import is_owned_by, job_name
@@ -72,6 +73,9 @@ def take(jobflow: dict[str, Any], jobs: Iterable[dict[str, Any]]) -> Snapshot:
     waiting = {entry.name: entry for entry in status.waiting_flows or ()}
     rows: list[FlowRow] = []
     phases: dict[str, str] = {}
+    specs = {}
+    for spec in flow.spec.flows or ():
+        specs.setdefault(spec.name, spec)
     for name in graph.order:
         if name in graph.undefined:
             continue
@@ -88,10 +92,11 @@ def take(jobflow: dict[str, Any], jobs: Iterable[dict[str, Any]]) -> Snapshot:
                           ran=_ran(record.state, condition.running_duration if condition else None))
         else:
             entry = waiting.get(name)
-            waits = (entry.waiting_for or []) if entry else [t for t in after if phases.get(t) != "Completed"]
-            message = entry.message if entry else None
-            if message is None and waits:
-                message = "waiting for " + ", ".join(f'"{target}"' for target in waits) + " to be Completed"
+            if entry is not None:
+                waits, message = entry.waiting_for or [], entry.message
+            else:  # no status yet: what the engine will say (jobflow_core.dependencies)
+                readiness = check_dependencies(specs[name], phase_of=lambda target: _phase(phases.get(target)))
+                waits, message = list(readiness.waiting_for), readiness.message if readiness.waiting_for else None
             row = FlowRow(name=name, level=graph.levels[name], after=after, job=vcjob, phase=WAITING, live=False,
                           created=None, restarts=None, waiting_for=list(waits), message=message)
         phases[name] = row.phase
@@ -107,6 +112,11 @@ def take(jobflow: dict[str, Any], jobs: Iterable[dict[str, Any]]) -> Snapshot:
         created=flow.metadata.creation_timestamp,
         rows=rows,
     )
+
+
+def _phase(shown: str | None) -> VcJobPhase | None:
+    """The vcjob phase behind a row's shown phase (None for a flow without a vcjob)."""
+    return VcJobPhase(shown) if shown in set(VcJobPhase) else None
 
 
 def _shown(phase: VcJobPhase | None) -> str:
