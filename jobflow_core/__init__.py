@@ -2,8 +2,8 @@
 
 A JobFlow (``flow.volcano.sh/v1alpha1``) is a DAG of flows; each flow runs one Volcano job (vcjob) made from
 the JobTemplate of the same name, once the vcjobs of the flows it depends on are Completed. This package
-decides *what should happen*; the shell (``handlers/``) reads the cluster, calls :func:`plan`, and carries
-out the result. Nothing here imports a web framework or a Kubernetes client, reads a clock, or draws random
+decides *what should happen*; the shell (``handlers/``) reads the cluster, plans (:func:`observe`, then
+:func:`plan_observation`), and carries out the plan's actions in order. Nothing here imports a web framework or a Kubernetes client, reads a clock, or draws random
 numbers, so every decision can be tested from YAML alone and repeated safely.
 
 Where each fact is decided:

@@ -37,8 +37,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from graphlib import CycleError, TopologicalSorter
 
-from jobflow_core.models import Flow, JobFlow, Probe
 from jobflow_core.api import CREATED_BY_JOBFLOW, CREATED_BY_JOBTEMPLATE
+from jobflow_core.models import Flow, JobFlow, Probe
 from jobflow_core.naming import job_name, jobflow_label_value, jobtemplate_label_value
 
 MAX_NAME_LENGTH = 63
