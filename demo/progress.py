@@ -16,12 +16,15 @@ def describe(flow: dict) -> str:
     state = status.get("state") or {}
     jobs = {record["name"]: record.get("state") or "Created" for record in status.get("jobStatusList") or []}
     waiting = {w["name"]: w.get("waitingFor") or [] for w in status.get("waitingFlows") or []}
+    skipped = {s["name"] for s in status.get("skippedFlows") or []}
     parts = []
     for spec in (flow.get("spec") or {}).get("flows") or []:
         name = spec["name"]
         job = job_name(jobflow=flow["metadata"]["name"], flow=name)
         if job in jobs:
             parts.append(f"{name}:{jobs[job]}")
+        elif name in skipped:
+            parts.append(f"{name}:Skipped")
         else:
             parts.append(f"{name}:waiting({','.join(waiting.get(name, []))})")
     line = f"{state.get('phase', 'New'):9} {status.get('progress', '-'):>5}  {' '.join(parts)}"

@@ -8,8 +8,10 @@ a Warning event carry:
 ======================================================================  =======  ====================
 when                                                                    verdict  reason
 ======================================================================  =======  ====================
-the JobFlow starts nothing (it is Failed, e.g. an invalid spec, or      held
-being deleted)
+the JobFlow is being deleted, or its spec is invalid                    held
+the JobFlow failed fast (an unhandled failure), unless the flow is      held
+``finally``
+its dependencies can no longer be met (:mod:`jobflow_core.outcomes`)    skipped  DependencyNotMet
 its probe can never pass as written (a task its target does not have)   blocked  ProbeTaskNotFound
 its targets are not ready (not Completed, or a probe has not passed)    wait
 a vcjob that this JobFlow does not control holds its vcjob name         blocked  JobNameConflict
@@ -30,7 +32,7 @@ from enum import StrEnum
 from functools import cached_property
 from typing import Any, Final
 
-from jobflow_core.dependencies import Readiness, starts_allowed
+from jobflow_core.dependencies import Readiness
 from jobflow_core.events import Reason
 from jobflow_core.jobs import build_job
 from jobflow_core.models import JobSpec, JobTemplate
@@ -41,7 +43,9 @@ from jobflow_core.validation import SpecError
 
 class Verdict(StrEnum):
     HELD = "held"
-    """Nothing starts while the JobFlow is Failed or Terminating."""
+    """Nothing starts while the JobFlow is being deleted or invalid, nor after it failed fast."""
+    SKIPPED = "skipped"
+    """The flow will never run: what it waits for can no longer happen. Not a problem: nobody needs to act."""
     WAIT = "wait"
     """The flow waits for its dependencies; nothing is wrong."""
     BLOCKED = "blocked"
@@ -94,9 +98,17 @@ class StartRule:
     """The message when the rule holds for a flow (what it waits for, or what to fix), else None."""
 
 
-def _held(facts: FlowFacts) -> str | None:
-    phase = facts.observation.phase
-    return None if starts_allowed(phase) else f"not started: the JobFlow is {phase}"
+def _starts_nothing(facts: FlowFacts) -> str | None:
+    return f"not started: the JobFlow is {facts.observation.phase}" if facts.observation.starts_nothing else None
+
+
+def _stopped(facts: FlowFacts) -> str | None:
+    stopped = facts.observation.stopped_for(facts.view)
+    return f"not started: the JobFlow is {facts.observation.phase}" if stopped else None
+
+
+def _dependency_lost(facts: FlowFacts) -> str | None:
+    return facts.readiness.skip
 
 
 def _broken_probe(facts: FlowFacts) -> str | None:
@@ -139,7 +151,10 @@ def _refused(facts: FlowFacts) -> str | None:
 
 
 READINESS_RULES: Final = (
-    StartRule("the JobFlow starts nothing (Failed or Terminating)", Verdict.HELD, None, _held),
+    StartRule("the JobFlow is being deleted, or its spec is invalid", Verdict.HELD, None, _starts_nothing),
+    StartRule("the JobFlow failed fast, and the flow is not finally", Verdict.HELD, None, _stopped),
+    StartRule("its dependencies can no longer be met", Verdict.SKIPPED, Reason.DEPENDENCY_NOT_MET,
+              _dependency_lost),
     StartRule("its probe can never pass as written", Verdict.BLOCKED, Reason.PROBE_TASK_NOT_FOUND, _broken_probe),
     StartRule("its targets are not ready", Verdict.WAIT, None, _not_ready),
     StartRule("a vcjob this JobFlow does not control holds its name", Verdict.BLOCKED, Reason.JOB_NAME_CONFLICT,

@@ -12,16 +12,17 @@ One :class:`FlowView` per flow (the first flow of each name, in spec order):
 * ``record`` and ``condition``: what the previous status recorded about that vcjob. The status is the record of
   vcjobs that are gone, for instance deleted by ``ttlSecondsAfterFinished``.
 
-From these follow each flow's *effective job phase* (:attr:`FlowView.phase`), which drives the JobFlow phase
-(:mod:`jobflow_core.phase`), dependencies (:mod:`jobflow_core.dependencies`) and the status lists, and, for each
-flow that still needs a vcjob, its :class:`~jobflow_core.dependencies.Readiness`.
+From these follow each flow's *effective job phase* (:attr:`FlowView.phase`), and from those each flow's outcome
+and, for each flow that still needs a vcjob, its :class:`~jobflow_core.dependencies.Readiness`
+(:mod:`jobflow_core.outcomes`), and the JobFlow phase (:mod:`jobflow_core.phase`).
 """
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
-from jobflow_core.dependencies import Readiness, check_dependencies, check_probe, starts_allowed
+from jobflow_core.dependencies import Readiness
 from jobflow_core.models import (
+    FailurePolicy,
     Flow,
     FlowCondition,
     FlowJobStatus,
@@ -32,7 +33,8 @@ from jobflow_core.models import (
     VcJobPhase,
 )
 from jobflow_core.naming import has_record_finalizer, is_owned_by, job_name
-from jobflow_core.phase import decide_flow_phase, is_final
+from jobflow_core.outcomes import FlowFate, Outcomes, decide_outcomes
+from jobflow_core.phase import FlowOutcome, JobCategory, category_of, decide_flow_phase, is_final
 from jobflow_core.probes import CheckResult, NetworkCheck, network_checks
 from jobflow_core.validation import SpecError, validate
 
@@ -75,17 +77,33 @@ class Observation:
     those of an earlier JobFlow of the same name): nobody else will record them, so they are let go."""
     previous: JobFlowStatus
     errors: tuple[SpecError, ...]
+    outcomes: Outcomes
     phase: JobFlowPhase
     """The JobFlow phase as observed, before anything this plan starts."""
-    readiness: Mapping[str, Readiness]
-    """For each flow that needs a vcjob: whether its dependencies (or probe) let it start."""
     probe_results: Mapping[NetworkCheck, CheckResult]
     """What the shell found for the HTTP and TCP checks it was asked for (:meth:`network_checks`)."""
 
     @property
+    def readiness(self) -> Mapping[str, Readiness]:
+        """For each flow that needs a vcjob: whether its dependencies (or probe) let it start."""
+        return self.outcomes.readiness
+
+    @property
+    def starts_nothing(self) -> bool:
+        """The JobFlow is being deleted or its spec is invalid: no flow starts."""
+        return self.jobflow.metadata.deletion_timestamp is not None or bool(self.errors)
+
+    def stopped_for(self, view: FlowView) -> bool:
+        """The JobFlow failed fast, so ``view`` never starts (``finally`` flows still do)."""
+        return self.outcomes.stopped and not view.flow.final
+
+    @property
     def candidates(self) -> list[FlowView]:
-        """Flows that need a vcjob, while the JobFlow still starts anything: their dependencies decide."""
-        return [view for view in self.views if view.needs_job] if starts_allowed(self.phase) else []
+        """Flows that need a vcjob and may still start: their dependencies decide."""
+        if self.starts_nothing:
+            return []
+        return [view for view in self.views if view.needs_job and not self.stopped_for(view)
+                and self.outcomes.of.get(view.name) is not FlowOutcome.SKIPPED]
 
     def network_checks(self) -> list[NetworkCheck]:
         """The HTTP/TCP checks the probes of the candidates need now, against the targets that have a live vcjob."""
@@ -101,15 +119,16 @@ class Observation:
 
     def with_probe_results(self, results: Mapping[NetworkCheck, CheckResult]) -> "Observation":
         """The same observation, with the answers of :meth:`network_checks` (the spec is not validated again)."""
-        return replace(self, probe_results=dict(results),
-                       readiness=_readiness(self.views, probe_results=results))
+        outcomes = _outcomes(self.jobflow, self.views, probe_results=results)
+        return replace(self, probe_results=dict(results), outcomes=outcomes,
+                       phase=_phase(self.jobflow, self.views, outcomes, valid=not self.errors, creating=set()))
 
     def flow_phase(self, *, creating: Iterable[str] = ()) -> JobFlowPhase:
         """The JobFlow phase, counting the flows in ``creating`` as vcjobs just created (phase ``""``)."""
         created = set(creating)
         if not created:
             return self.phase
-        return _phase(self.jobflow, self.views, valid=not self.errors, creating=created)
+        return _phase(self.jobflow, self.views, self.outcomes, valid=not self.errors, creating=created)
 
 
 def observe(jobflow: JobFlow, *, jobs: Iterable[VcJob],
@@ -138,6 +157,7 @@ def observe(jobflow: JobFlow, *, jobs: Iterable[VcJob],
         )
     errors = tuple(validate(jobflow))
     flows = tuple(views.values())
+    outcomes = _outcomes(jobflow, flows, probe_results=probe_results or {})
     return Observation(
         jobflow=jobflow,
         views=flows,
@@ -147,28 +167,26 @@ def observe(jobflow: JobFlow, *, jobs: Iterable[VcJob],
                       and has_record_finalizer(foreign[name])),
         previous=previous,
         errors=errors,
-        phase=_phase(jobflow, flows, valid=not errors, creating=set()),
-        readiness=_readiness(flows, probe_results=probe_results or {}),
+        outcomes=outcomes,
+        phase=_phase(jobflow, flows, outcomes, valid=not errors, creating=set()),
         probe_results=dict(probe_results or {}),
     )
 
 
-def _phase(jobflow: JobFlow, views: Iterable[FlowView], *, valid: bool, creating: set[str]) -> JobFlowPhase:
+def _phase(jobflow: JobFlow, views: Iterable[FlowView], outcomes: Outcomes, *, valid: bool,
+           creating: set[str]) -> JobFlowPhase:
     return decide_flow_phase(
         deleting=jobflow.metadata.deletion_timestamp is not None,
         spec_valid=valid,
-        job_phases=(VcJobPhase.NEW if view.name in creating else view.phase for view in views),
+        categories=(JobCategory.SKIPPED if outcomes.of.get(view.name) is FlowOutcome.SKIPPED
+                    else category_of(VcJobPhase.NEW if view.name in creating else view.phase) for view in views),
+        unhandled_failure=outcomes.unhandled_failure,
+        fail_fast=jobflow.spec.failure_policy is not FailurePolicy.KEEP_GOING,
     )
 
 
-def _readiness(views: tuple[FlowView, ...], *,
-               probe_results: Mapping[NetworkCheck, CheckResult]) -> dict[str, Readiness]:
-    phases = {view.name: view.phase for view in views}
-    live = {view.name: view.job for view in views}
-    return {
-        view.name: check_probe(view.flow, live_job=live.get, results=probe_results)
-        if view.flow.depends_on is not None and view.flow.depends_on.probe is not None
-        else check_dependencies(view.flow, phase_of=phases.get)
-        for view in views
-        if view.needs_job
-    }
+def _outcomes(jobflow: JobFlow, views: Iterable[FlowView], *,
+              probe_results: Mapping[NetworkCheck, CheckResult]) -> Outcomes:
+    fates = {view.name: FlowFate(flow=view.flow, phase=view.phase, job=view.job, needs_job=view.needs_job)
+             for view in views}
+    return decide_outcomes(jobflow, fates, probe_results=probe_results)

@@ -19,25 +19,34 @@ Completed                                               done
 Failed, Terminated, Aborted                             failed
 ======================================================  ==========
 
-Only Completed satisfies a dependency. Done and failed phases are *final*: Volcano has finished with the
+Only Completed satisfies a default dependency. Done and failed phases are *final*: Volcano has finished with the
 vcjob, so a final vcjob that disappears is not created again. (A user can still resume an Aborted vcjob; its
 phase is then read again like any other.)
 
+A flow that has no vcjob and never will, because what it waits for can no longer happen, is *skipped*
+(:mod:`jobflow_core.outcomes`). A flow's **outcome** is Succeeded (done), Failed (failed) or Skipped; every other
+flow is undecided. A failure is *handled* when some flow waits for that flow to fail or to finish
+(``dependsOn.outcome: Failed`` or ``Finished``); upstream's JobFlows have no such flows, so every failure in them
+is unhandled.
+
 **Step 2: the JobFlow phase.** :data:`FLOW_PHASE_RULES`, the first rule that holds wins:
 
-====================================================  ===========
-when                                                  phase
-====================================================  ===========
-the JobFlow is being deleted                          Terminating
-the spec is invalid                                   Failed
-any flow is failed                                    Failed
-every flow is done (also when there are no flows)     Succeed
-any flow is active or done                            Running
-otherwise                                             Pending
-====================================================  ===========
+====================================================================  ===========
+when                                                                  phase
+====================================================================  ===========
+the JobFlow is being deleted                                          Terminating
+the spec is invalid                                                   Failed
+a failure nothing handles, and the JobFlow fails fast (the default)   Failed
+a failure nothing handles, and every flow has ended                   Failed
+every flow has ended: done, skipped, or failed and handled            Succeed
+any flow is active or has ended                                       Running
+otherwise                                                             Pending
+====================================================================  ===========
 
-Because nothing here remembers the previous phase, Pending goes straight to Succeed when every job completed
-between two observations, and an empty ``flows`` list succeeds at once.
+"Every flow" includes ``finally`` flows, so with ``failurePolicy: KeepGoing`` the JobFlow ends only once they have
+run; with fail fast it is Failed at once, as upstream, and its ``finally`` flows still run. Because nothing here
+remembers the previous phase, Pending goes straight to Succeed when every job completed between two observations,
+and an empty ``flows`` list succeeds at once.
 """
 
 from collections.abc import Callable, Iterable
@@ -55,6 +64,20 @@ class JobCategory(StrEnum):
     ACTIVE = "active"
     DONE = "done"
     FAILED = "failed"
+    SKIPPED = "skipped"
+    """Not a vcjob phase: a flow without a vcjob that will never get one (see the module docstring)."""
+
+
+ENDED: Final = frozenset({JobCategory.DONE, JobCategory.FAILED, JobCategory.SKIPPED})
+"""The categories of a flow that has nothing more to do."""
+
+
+class FlowOutcome(StrEnum):
+    """How a flow ended, as its dependents see it; a flow that has not ended has none (None)."""
+
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+    SKIPPED = "Skipped"
 
 
 JOB_PHASE_CATEGORY: Final = MappingProxyType(
@@ -85,6 +108,12 @@ def is_final(phase: VcJobPhase | None) -> bool:
     return category_of(phase) in (JobCategory.DONE, JobCategory.FAILED)
 
 
+def outcome_of_phase(phase: VcJobPhase | None) -> FlowOutcome | None:
+    """The outcome of a flow whose vcjob is (or was last seen) in ``phase``: Completed succeeded, Failed,
+    Terminated and Aborted failed, anything else has not ended."""
+    return {JobCategory.DONE: FlowOutcome.SUCCEEDED, JobCategory.FAILED: FlowOutcome.FAILED}.get(category_of(phase))
+
+
 @dataclass(frozen=True)
 class PhaseFacts:
     """What the JobFlow phase depends on, and nothing else."""
@@ -93,6 +122,9 @@ class PhaseFacts:
     spec_valid: bool
     categories: frozenset[JobCategory]
     """The categories present among the flows (a set: only which ones occur matters)."""
+    unhandled_failure: bool
+    """Some flow failed and no flow waits for it to fail or finish."""
+    fail_fast: bool
 
 
 @dataclass(frozen=True)
@@ -105,29 +137,27 @@ class PhaseRule:
 FLOW_PHASE_RULES: Final = (
     PhaseRule("the JobFlow is being deleted", JobFlowPhase.TERMINATING, lambda f: f.deleting),
     PhaseRule("the spec is invalid", JobFlowPhase.FAILED, lambda f: not f.spec_valid),
-    PhaseRule("any flow is failed", JobFlowPhase.FAILED, lambda f: JobCategory.FAILED in f.categories),
-    PhaseRule(
-        "every flow is done (also when there are no flows)",
-        JobFlowPhase.SUCCEED,
-        lambda f: f.categories <= {JobCategory.DONE},
-    ),
-    PhaseRule(
-        "any flow is active or done",
-        JobFlowPhase.RUNNING,
-        lambda f: bool(f.categories & {JobCategory.ACTIVE, JobCategory.DONE}),
-    ),
+    PhaseRule("a failure nothing handles, and the JobFlow fails fast", JobFlowPhase.FAILED,
+              lambda f: f.unhandled_failure and f.fail_fast),
+    PhaseRule("a failure nothing handles, and every flow has ended", JobFlowPhase.FAILED,
+              lambda f: f.unhandled_failure and f.categories <= ENDED),
+    PhaseRule("every flow has ended (also when there are no flows)", JobFlowPhase.SUCCEED,
+              lambda f: f.categories <= ENDED),
+    PhaseRule("any flow is active or has ended", JobFlowPhase.RUNNING,
+              lambda f: bool(f.categories & {JobCategory.ACTIVE, *ENDED})),
     PhaseRule("otherwise", JobFlowPhase.PENDING, lambda f: True),
 )
 """Step 2 of the module docstring: the first rule that holds gives the JobFlow phase."""
 
 
-def decide_flow_phase(
-    *, deleting: bool, spec_valid: bool, job_phases: Iterable[VcJobPhase | None]
-) -> JobFlowPhase:
-    """The JobFlow phase, given the effective job phase of each (distinct) flow."""
+def decide_flow_phase(*, deleting: bool, spec_valid: bool, categories: Iterable[JobCategory],
+                      unhandled_failure: bool, fail_fast: bool = True) -> JobFlowPhase:
+    """The JobFlow phase, given the category of each (distinct) flow."""
     facts = PhaseFacts(
         deleting=deleting,
         spec_valid=spec_valid,
-        categories=frozenset(category_of(phase) for phase in job_phases),
+        categories=frozenset(categories),
+        unhandled_failure=unhandled_failure,
+        fail_fast=fail_fast,
     )
     return next(rule.phase for rule in FLOW_PHASE_RULES if rule.holds(facts))

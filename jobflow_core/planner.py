@@ -40,12 +40,13 @@ from jobflow_core.models import (
     JobFlowStatus,
     JobTemplate,
     RetainPolicy,
+    SkippedFlow,
     VcJob,
     WaitingFlow,
 )
 from jobflow_core.naming import has_record_finalizer, template_of
 from jobflow_core.observation import Observation, observe
-from jobflow_core.phase import JobCategory, category_of
+from jobflow_core.phase import FlowOutcome
 from jobflow_core.probes import DEFAULT_RECHECK_SECONDS, CheckResult, NetworkCheck
 from jobflow_core.status import build_status
 
@@ -169,8 +170,10 @@ def plan_observation(
         reason=blockers[0].reason if blockers else None,
         message="; ".join(blocker.message for blocker in blockers) or None,
     )
+    skipped = [SkippedFlow(name=decision.view.name, job_name=decision.view.job_name, reason=decision.reason,
+                           message=decision.message) for decision in decisions if decision.verdict is Verdict.SKIPPED]
     status = build_status(observation, creating=[decision.view.name for decision in starting], state=state,
-                          waiting=_waiting_flows(decisions, recheck_seconds=recheck_seconds))
+                          waiting=_waiting_flows(decisions, recheck_seconds=recheck_seconds), skipped=skipped)
     previous = observation.jobflow.status
     changed = status.to_wire() != (previous.to_wire() if previous else {})
     deletes = _deletes(observation, phase=phase)
@@ -184,7 +187,7 @@ def plan_observation(
             *(Create(decision.view.name, decision.manifest, job_created(decision.view.job_name))
               for decision in starting if decision.manifest is not None),
             *(Delete(name) for name in deletes),
-            *([WriteStatus(status, tuple(_events(observation.jobflow, phase=phase, state=state,
+            *([WriteStatus(status, tuple(_events(observation.jobflow, phase=phase, state=state, skipped=skipped,
                                                  blocker=blockers[0] if blockers else None)))]
               if changed else []),
             *(Release(job) for job in releases),
@@ -206,15 +209,17 @@ def _blockers(observation: Observation, decisions: Sequence[FlowDecision]) -> li
 
 
 def _failure_blockers(observation: Observation) -> list[Blocker]:
+    """An invalid spec, or failures no flow handles (a handled failure is no problem: it was planned for)."""
     if observation.jobflow.metadata.deletion_timestamp is not None:
         return []
     if observation.errors:
         return [Blocker(Reason.INVALID_SPEC, "; ".join(str(error) for error in observation.errors))]
     namespace = observation.jobflow.namespace
+    outcomes = observation.outcomes
     failed = [
         f'vcjob "{namespace}/{view.job_name}" of flow "{view.name}" is {view.phase}'
         for view in observation.views
-        if category_of(view.phase) is JobCategory.FAILED
+        if outcomes.of.get(view.name) is FlowOutcome.FAILED and view.name not in outcomes.handled
     ]
     if not failed:
         return []
@@ -223,10 +228,10 @@ def _failure_blockers(observation: Observation) -> list[Blocker]:
 
 
 def _waiting_flows(decisions: Sequence[FlowDecision], *, recheck_seconds: int) -> list[WaitingFlow]:
-    """Flows that never had a vcjob and do not start now: what they wait for, and why."""
+    """Flows that never had a vcjob and do not start now (nor are skipped): what they wait for, and why."""
     waiting = []
     for decision in decisions:
-        if decision.view.phase is not None or decision.verdict is Verdict.START:
+        if decision.view.phase is not None or decision.verdict in (Verdict.START, Verdict.SKIPPED):
             continue
         probing = decision.verdict is Verdict.WAIT and decision.readiness.probing
         message = f"{decision.message} (checked again every {recheck_seconds}s)" if probing else decision.message
@@ -249,10 +254,13 @@ def _deletes(observation: Observation, *, phase: JobFlowPhase) -> list[str]:
     return []
 
 
-def _events(jobflow: JobFlow, *, phase: JobFlowPhase, state: FlowState, blocker: Blocker | None) -> list[Event]:
+def _events(jobflow: JobFlow, *, phase: JobFlowPhase, state: FlowState, skipped: Sequence[SkippedFlow],
+            blocker: Blocker | None) -> list[Event]:
     """Events for what is new compared with the previous status, so that re-planning never repeats one."""
     before = (jobflow.status.state if jobflow.status else None) or FlowState()
-    events = []
+    skipped_before = {flow.name for flow in (jobflow.status.skipped_flows if jobflow.status else None) or ()}
+    events = [Event(EventType.NORMAL, Reason.DEPENDENCY_NOT_MET, f'flow "{flow.name}" skipped: {flow.message}')
+              for flow in skipped if flow.name not in skipped_before]
     if before.phase != phase:
         events.append(phase_changed(jobflow=jobflow.name, old=before.phase, new=phase))
     if blocker and (blocker.reason, state.message) != (before.reason, before.message):

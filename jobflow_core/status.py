@@ -16,8 +16,9 @@ For each vcjob the JobFlow knows (the flows' jobs in spec order, then jobs of fl
 * ``conditions[<vcjob>]`` has its phase, ``createTime``, ``runningDuration`` (the vcjob's own, or for a finished
   vcjob ``lastTransitionTime - creationTimestamp`` in Go's duration format) and ``taskStatusCount``.
 
-Then the state (decided by the planner), ``progress``, ``waitingFlows`` and ``observedGeneration``. Empty
-lists are left out, as Go's ``omitempty`` does.
+Then the state (decided by the planner), ``progress`` (flows that ended: Completed, Skipped, or failed and
+handled, over all flows), ``waitingFlows``, ``skippedFlows`` and ``observedGeneration``. Empty lists are left out,
+as Go's ``omitempty`` does.
 """
 
 from collections.abc import Iterable, Sequence
@@ -33,12 +34,13 @@ from jobflow_core.models import (
     JobFlowStatus,
     JobRunningHistory,
     JobStatus,
+    SkippedFlow,
     VcJob,
     VcJobPhase,
     WaitingFlow,
 )
 from jobflow_core.observation import Observation
-from jobflow_core.phase import JobCategory, category_of, is_final
+from jobflow_core.phase import FlowOutcome, is_final
 
 JOB_LIST_OF_PHASE: Final = MappingProxyType(
     {
@@ -74,6 +76,7 @@ def build_status(
     creating: Iterable[str],
     state: FlowState,
     waiting: Sequence[WaitingFlow],
+    skipped: Sequence[SkippedFlow],
 ) -> JobFlowStatus:
     """The new status; ``creating`` names the flows whose vcjobs this plan creates."""
     known = _known_jobs(observation, creating=set(creating))
@@ -81,15 +84,19 @@ def build_status(
     for job in known:
         if job.phase is not None:
             lists[JOB_LIST_OF_PHASE[job.phase]].append(job.name)
-    done = sum(category_of(view.phase) is JobCategory.DONE for view in observation.views)
+    outcomes = observation.outcomes
+    ended = sum(outcomes.of.get(view.name) is FlowOutcome.SUCCEEDED
+                or (outcomes.of.get(view.name) is FlowOutcome.FAILED and view.name in outcomes.handled)
+                for view in observation.views) + len(skipped)
     return JobFlowStatus.model_validate(
         {
             **{name: jobs or None for name, jobs in lists.items()},
             "jobStatusList": [job.record for job in known if job.record is not None] or None,
             "conditions": {job.name: job.condition for job in known if job.condition is not None} or None,
             "state": state,
-            "progress": f"{done}/{len(observation.views)}",
+            "progress": f"{ended}/{len(observation.views)}",
             "waitingFlows": list(waiting) or None,
+            "skippedFlows": list(skipped) or None,
             "observedGeneration": observation.jobflow.metadata.generation,
         }
     )

@@ -15,7 +15,10 @@ their errors are listed:
 6. for each flow's ``dependsOn.probe``, in spec order: every item names a task (a DNS-1123 label, as vcjob task
    names are), HTTP and TCP probes have a port from 1 to 65535, and a taskStatus probe names a pod phase
    (the phases ``taskStatusCount`` counts). A probe that breaks these rules could never pass, so its flow would
-   wait forever.
+   wait forever;
+7. for each flow, in spec order: ``dependsOn.outcome`` is not combined with a probe (the probe decides when the
+   flow starts); a flow that is not ``finally`` does not depend on a ``finally`` flow (those run after every
+   other flow), and a ``finally`` flow depends only on ``finally`` flows (it already waits for all the others).
 
 The admission webhook (:mod:`jobflow_core.admission`) rejects a JobFlow with any of these errors; the planner
 fails a JobFlow that slipped past it, with the same messages.
@@ -81,6 +84,7 @@ def validate(jobflow: JobFlow) -> list[SpecError]:
         *_duplicates(flows),
         *_names(jobflow, flows),
         *_probes(flows),
+        *_control_flow(flows),
     ]
 
 
@@ -256,3 +260,33 @@ def _invalid_probe(field: str, value: object, should_be: str, *, hint: str) -> S
         shown = f'"{value}"' if isinstance(value, str) else str(value)
         message = f"{field} {shown} is not {should_be}"
     return SpecError(code="InvalidProbe", message=message, hint=hint)
+
+
+def _control_flow(flows: Sequence[Flow]) -> list[SpecError]:
+    final = {flow.name for flow in flows if flow.final}
+    errors = []
+    for flow in flows:
+        depends = flow.depends_on
+        if depends is not None and depends.outcome is not None and depends.probe is not None:
+            errors.append(SpecError(
+                code="OutcomeWithProbe",
+                message=f'flow "{flow.name}": dependsOn.outcome cannot be combined with dependsOn.probe',
+                hint="a probe decides when the flow starts: remove dependsOn.outcome, or the probe",
+            ))
+        for target in _targets(flow):
+            if flow.final and target not in final:
+                errors.append(SpecError(
+                    code="FinallyDependsOnFlow",
+                    message=f'finally flow "{flow.name}" depends on "{target}", which is not finally',
+                    hint=f'a finally flow already waits for every other flow to end: remove "{target}" from its '
+                    "dependsOn.targets; to react to one flow's outcome, use dependsOn.outcome on a flow that is "
+                    "not finally",
+                ))
+            elif not flow.final and target in final:
+                errors.append(SpecError(
+                    code="DependsOnFinally",
+                    message=f'flow "{flow.name}" depends on finally flow "{target}"',
+                    hint=f'finally flows run after every other flow: remove "{target}" from the dependsOn.targets '
+                    f'of "{flow.name}", or make "{flow.name}" finally too',
+                ))
+    return errors

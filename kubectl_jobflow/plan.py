@@ -95,6 +95,8 @@ def _plan_one(ctx: Context, doc: documents.Document, template_docs: list[documen
         "start": starts,
         "wait": [{"flow": entry.name, "job": entry.job_name, "waitingFor": entry.waiting_for or [],
                   "message": entry.message} for entry in result.status.waiting_flows or ()],
+        "skip": [{"flow": entry.name, "job": entry.job_name, "message": entry.message}
+                 for entry in result.status.skipped_flows or ()],
         "jobs": [create.manifest for create in result.creates],
     }
 
@@ -113,4 +115,7 @@ def _text(item: dict[str, Any]) -> str:
     if item["wait"]:
         lines.append("  wait:")
         lines += [f"    {entry['flow']}   {entry['message']}" for entry in item["wait"]]
+    if item["skip"]:
+        lines.append("  skipped (will never run):")
+        lines += [f"    {entry['flow']}   {entry['message']}" for entry in item["skip"]]
     return "\n".join(lines) + "\n"

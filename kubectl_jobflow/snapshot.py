@@ -14,14 +14,16 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from jobflow_core.dependencies import check_dependencies
+from jobflow_core import Observation, observe
 from jobflow_core.graph import flow_graph
-from jobflow_core.models import JobFlow, JobFlowStatus, TaskState, VcJob, VcJobPhase
+from jobflow_core.models import JobFlow, JobFlowStatus, SkippedFlow, TaskState, VcJob, VcJobPhase, WaitingFlow
 from jobflow_core.naming import is_owned_by, job_name
 from jobflow_core.phase import is_final
 
 WAITING = "Waiting"
 """The phase shown for a flow whose vcjob does not exist yet."""
+SKIPPED = "Skipped"
+"""The phase shown for a flow that will never run (``status.skippedFlows``)."""
 CREATED = "Created"
 """The phase shown for a vcjob Volcano has not looked at yet (phase ``""``)."""
 POD_PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
@@ -71,11 +73,9 @@ def take(jobflow: dict[str, Any], jobs: Iterable[dict[str, Any]]) -> Snapshot:
     records = {record.name: record for record in status.job_status_list or ()}
     conditions = status.conditions or {}
     waiting = {entry.name: entry for entry in status.waiting_flows or ()}
+    skipped = {entry.name: entry for entry in status.skipped_flows or ()}
+    observation = observe(flow, jobs=live.values())  # what the engine decides, for flows its status lacks
     rows: list[FlowRow] = []
-    phases: dict[str, str] = {}
-    specs = {}
-    for spec in flow.spec.flows or ():
-        specs.setdefault(spec.name, spec)
     for name in graph.order:
         if name in graph.undefined:
             continue
@@ -91,15 +91,9 @@ def take(jobflow: dict[str, Any], jobs: Iterable[dict[str, Any]]) -> Snapshot:
                           tasks=_counts(condition.task_status_count if condition else None),
                           ran=_ran(record.state, condition.running_duration if condition else None))
         else:
-            entry = waiting.get(name)
-            if entry is not None:
-                waits, message = entry.waiting_for or [], entry.message
-            else:  # no status yet: what the engine will say (jobflow_core.dependencies)
-                readiness = check_dependencies(specs[name], phase_of=lambda target: _phase(phases.get(target)))
-                waits, message = list(readiness.waiting_for), readiness.message if readiness.waiting_for else None
-            row = FlowRow(name=name, level=graph.levels[name], after=after, job=vcjob, phase=WAITING, live=False,
-                          created=None, restarts=None, waiting_for=list(waits), message=message)
-        phases[name] = row.phase
+            row = FlowRow(name=name, level=graph.levels[name], after=after, job=vcjob, live=False, created=None,
+                          restarts=None, **_not_started(name, waiting=waiting, skipped=skipped,
+                                                        observation=observation))
         rows.append(row)
     state = status.state
     return Snapshot(
@@ -114,9 +108,21 @@ def take(jobflow: dict[str, Any], jobs: Iterable[dict[str, Any]]) -> Snapshot:
     )
 
 
-def _phase(shown: str | None) -> VcJobPhase | None:
-    """The vcjob phase behind a row's shown phase (None for a flow without a vcjob)."""
-    return VcJobPhase(shown) if shown in set(VcJobPhase) else None
+def _not_started(name: str, *, waiting: dict[str, WaitingFlow], skipped: dict[str, SkippedFlow],
+                 observation: Observation) -> dict[str, Any]:
+    """Phase, waits and message of a flow without a vcjob: as the status says, else as the engine would decide."""
+    if name in skipped:
+        return {"phase": SKIPPED, "message": skipped[name].message}
+    if name in waiting:
+        return {"phase": WAITING, "waiting_for": list(waiting[name].waiting_for or []),
+                "message": waiting[name].message}
+    readiness = observation.readiness.get(name)
+    if readiness is None:
+        return {"phase": WAITING}
+    if readiness.skip is not None:
+        return {"phase": SKIPPED, "message": readiness.skip}
+    return {"phase": WAITING, "waiting_for": list(readiness.waiting_for),
+            "message": readiness.message if readiness.waiting_for else None}
 
 
 def _shown(phase: VcJobPhase | None) -> str:

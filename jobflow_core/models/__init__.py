@@ -14,6 +14,8 @@ from jobflow_core.models.base import (
     format_time,
 )
 from jobflow_core.models.jobflow import (
+    AwaitedOutcome,
+    FailurePolicy,
     DependsOn,
     Flow,
     FlowCondition,
@@ -29,6 +31,7 @@ from jobflow_core.models.jobflow import (
     Patch,
     Probe,
     RetainPolicy,
+    SkippedFlow,
     TaskStatus,
     TcpSocket,
     WaitingFlow,
@@ -50,6 +53,9 @@ from jobflow_core.models.vcjob import (
 )
 
 __all__ = [
+    "AwaitedOutcome",
+    "FailurePolicy",
+    "SkippedFlow",
     "DEFAULT_NAMESPACE",
     "DependsOn",
     "Flow",

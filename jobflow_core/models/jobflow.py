@@ -1,8 +1,10 @@
 """The JobFlow (``flow.volcano.sh/v1alpha1``): a DAG of flows, each one a vcjob made from a JobTemplate.
 
 The spec is a list of flows. A flow is named after the JobTemplate it runs and may depend on other flows
-(``dependsOn.targets``); it starts once every target's vcjob is Completed. ``probe`` and ``patch`` are part of
-the API but, as upstream, not acted on yet.
+(``dependsOn.targets``); by default it starts once every target's vcjob is Completed. Ours, additive and optional
+(a JobFlow written for upstream never sets them): ``dependsOn.outcome`` (wait for the targets to succeed, to fail,
+or just to finish), ``finally`` (a flow that runs once every other flow has ended) and ``spec.failurePolicy``
+(fail fast, or keep going after a failure nothing handles).
 
 The status is what ``kubectl get jf -o yaml`` shows and what other tools read, so its JSON names are upstream's
 exactly, including the misspelt ``unKnowJobs`` and the ``createTime`` of a condition. We add a few fields that
@@ -25,6 +27,26 @@ class JobFlowPhase(StrEnum):
     FAILED = "Failed"
     RUNNING = "Running"
     PENDING = "Pending"
+
+
+class AwaitedOutcome(StrEnum):
+    """``dependsOn.outcome``, ours: what a flow waits for its targets to do. Unset behaves like ``Succeeded``."""
+
+    SUCCEEDED = "Succeeded"
+    """Every target Completed (upstream's only behaviour)."""
+    FAILED = "Failed"
+    """One of the targets ended Failed, Terminated or Aborted: an error handler."""
+    FINISHED = "Finished"
+    """Every target ended, whatever the outcome (Skipped included): a cleanup."""
+
+
+class FailurePolicy(StrEnum):
+    """``spec.failurePolicy``, ours: what a failure that no flow handles does. Unset behaves like ``FailFast``."""
+
+    FAIL_FAST = "FailFast"
+    """The JobFlow is Failed at once and starts nothing new but its ``finally`` flows (upstream's behaviour)."""
+    KEEP_GOING = "KeepGoing"
+    """Every branch that does not need the failed flow runs on; the JobFlow ends Failed when all has ended."""
 
 
 class RetainPolicy(StrEnum):
@@ -65,10 +87,11 @@ class Probe(WireModel):
 
 
 class DependsOn(WireModel):
-    """``targets`` are names of other flows in the same JobFlow."""
+    """``targets`` are names of other flows in the same JobFlow; ``outcome`` (ours) what to wait for them to do."""
 
     targets: list[str] | None = None
     probe: Probe | None = None
+    outcome: AwaitedOutcome | None = None
 
 
 class Patch(WireModel):
@@ -81,11 +104,14 @@ class Flow(WireModel):
     name: str
     depends_on: DependsOn | None = Field(None, alias="dependsOn")
     patch: Patch | None = None
+    final: bool | None = Field(None, alias="finally")
+    """Ours: the flow runs once every flow that is not ``finally`` has ended, whatever the outcome."""
 
 
 class JobFlowSpec(WireModel):
     flows: list[Flow] | None = None
     job_retain_policy: RetainPolicy | None = Field(None, alias="jobRetainPolicy")
+    failure_policy: FailurePolicy | None = Field(None, alias="failurePolicy")
 
 
 class JobRunningHistory(WireModel):
@@ -144,11 +170,21 @@ class WaitingFlow(WireModel):
     recheck_seconds: int | None = Field(None, alias="recheckSeconds")
 
 
+class SkippedFlow(WireModel):
+    """Ours, additive: a flow that will never run, because what it depends on can no longer happen."""
+
+    name: str
+    job_name: str = Field(alias="jobName")
+    reason: str | None = None
+    message: str | None = None
+
+
 class JobFlowStatus(WireModel):
     """``status``. Upstream's fields, with upstream's JSON names, then ours.
 
-    Ours, additive: ``progress`` (``"<completed flows>/<flows>"``, e.g. ``"3/5"``, for a printer column),
-    ``waitingFlows`` (see :class:`WaitingFlow`), ``observedGeneration`` (the ``metadata.generation`` this status
+    Ours, additive: ``progress`` (``"<ended flows>/<flows>"``, e.g. ``"3/5"``, for a printer column: flows that
+    Completed, were Skipped, or failed and were handled), ``waitingFlows`` (see :class:`WaitingFlow`),
+    ``skippedFlows`` (see :class:`SkippedFlow`), ``observedGeneration`` (the ``metadata.generation`` this status
     was computed from), and ``state.reason``/``state.message`` (see :class:`FlowState`).
     """
 
@@ -163,6 +199,7 @@ class JobFlowStatus(WireModel):
     state: FlowState | None = None
     progress: str | None = None
     waiting_flows: list[WaitingFlow] | None = Field(None, alias="waitingFlows")
+    skipped_flows: list[SkippedFlow] | None = Field(None, alias="skippedFlows")
     observed_generation: int | None = Field(None, alias="observedGeneration")
 
 

@@ -26,9 +26,15 @@ def decision_of(flow, name, *jobs, templates=None, rejections=None):
     return next(d for d in result.decisions if d.view.name == name)
 
 
+KEEP_GOING = jobflow("spec: {failurePolicy: KeepGoing, flows: [{name: a}, {name: b, dependsOn: {targets: [a]}}]}")
+
 ROWS = {
-    "the JobFlow starts nothing (Failed or Terminating)":
+    "the JobFlow is being deleted, or its spec is invalid":
         lambda: decision_of(INVALID_SPEC, "a"),
+    "the JobFlow failed fast, and the flow is not finally":
+        lambda: decision_of(A_THEN_B, "b", vcjob(A_THEN_B, "a", P.FAILED)),
+    "its dependencies can no longer be met":
+        lambda: decision_of(KEEP_GOING, "b", vcjob(KEEP_GOING, "a", P.FAILED)),
     "its probe can never pass as written":
         lambda: decision_of(jobflow(BOCLOUD.model_dump_json().replace("worker", "chief")), "next",
                             tf_job(BOCLOUD, P.RUNNING), templates=tf_templates(BOCLOUD)),
@@ -60,8 +66,12 @@ def test_each_row_decides_its_example(rule):
 
 
 def test_the_messages_say_what_the_flow_waits_for_or_what_to_fix():
-    assert ROWS["the JobFlow starts nothing (Failed or Terminating)"]().message == \
+    assert ROWS["the JobFlow is being deleted, or its spec is invalid"]().message == \
         "not started: the JobFlow is Failed"
+    assert ROWS["the JobFlow failed fast, and the flow is not finally"]().message == \
+        "not started: the JobFlow is Failed"
+    assert ROWS["its dependencies can no longer be met"]().message == \
+        '"a" Failed, and this flow runs only if its targets succeed'
     assert ROWS["its targets are not ready"]().message == 'waiting for "a" to be Completed'
     assert ROWS["its JobTemplate does not exist"]().message == \
         'JobTemplate "default/a" not found: create it (kubectl apply -f ...) and the flow will continue'

@@ -6,13 +6,31 @@ import pytest
 
 from jobflow_core.durations import go_duration
 from jobflow_core.models import JobFlowPhase, VcJobPhase
-from jobflow_core.phase import FLOW_PHASE_RULES, JOB_PHASE_CATEGORY, JobCategory, decide_flow_phase, is_final
+from jobflow_core.phase import (
+    FLOW_PHASE_RULES,
+    JOB_PHASE_CATEGORY,
+    FlowOutcome,
+    JobCategory,
+    category_of,
+    decide_flow_phase,
+    is_final,
+    outcome_of_phase,
+)
 
 P = VcJobPhase
+C = JobCategory
 
 
 def phase(*job_phases: VcJobPhase | None, deleting: bool = False, spec_valid: bool = True) -> JobFlowPhase:
-    return decide_flow_phase(deleting=deleting, spec_valid=spec_valid, job_phases=job_phases)
+    """The phase of an upstream JobFlow (no handlers: every failure is unhandled; fail fast)."""
+    categories = [category_of(p) for p in job_phases]
+    return decide_flow_phase(deleting=deleting, spec_valid=spec_valid, categories=categories,
+                             unhandled_failure=C.FAILED in categories)
+
+
+def ours(*categories: JobCategory, unhandled: bool = False, fail_fast: bool = True) -> JobFlowPhase:
+    return decide_flow_phase(deleting=False, spec_valid=True, categories=categories, unhandled_failure=unhandled,
+                             fail_fast=fail_fast)
 
 
 def test_the_category_table_covers_every_vcjob_phase_and_the_absence_of_a_vcjob():
@@ -87,6 +105,33 @@ def test_a_completed_job_and_a_flow_not_started_yet_is_running():
 
 def test_only_pending_and_waiting_flows_is_pending():
     assert phase(P.NEW, P.PENDING, None) is JobFlowPhase.PENDING
+
+
+def test_the_outcome_of_a_vcjob_phase_is_succeeded_for_done_failed_for_failed_and_none_otherwise():
+    for job_phase in (None, *VcJobPhase):
+        expected = {C.DONE: FlowOutcome.SUCCEEDED, C.FAILED: FlowOutcome.FAILED}.get(category_of(job_phase))
+        assert outcome_of_phase(job_phase) is expected
+
+
+def test_a_handled_failure_and_a_skipped_flow_end_the_jobflow_as_succeed():
+    assert ours(C.DONE, C.FAILED, C.SKIPPED) is JobFlowPhase.SUCCEED
+
+
+def test_a_handled_failure_while_the_handler_runs_is_running():
+    assert ours(C.FAILED, C.ACTIVE) is JobFlowPhase.RUNNING
+
+
+def test_an_unhandled_failure_fails_a_fail_fast_jobflow_at_once():
+    assert ours(C.FAILED, C.ACTIVE, C.WAITING, unhandled=True) is JobFlowPhase.FAILED
+
+
+def test_an_unhandled_failure_keeps_a_keep_going_jobflow_running_until_everything_ended():
+    assert ours(C.FAILED, C.ACTIVE, unhandled=True, fail_fast=False) is JobFlowPhase.RUNNING
+    assert ours(C.FAILED, C.DONE, C.SKIPPED, unhandled=True, fail_fast=False) is JobFlowPhase.FAILED
+
+
+def test_only_skipped_flows_is_succeed():
+    assert ours(C.SKIPPED) is JobFlowPhase.SUCCEED
 
 
 @pytest.mark.parametrize(

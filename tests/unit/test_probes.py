@@ -125,3 +125,12 @@ def test_network_probes_start_the_flow_only_when_every_check_passed():
 def test_a_probe_target_without_a_vcjob_yet_is_waited_for():
     result = planned(SERVING)
     assert "flow 'tf' has no running vcjob yet" in waiting(result, "client").message
+
+
+def test_a_network_probe_whose_target_completed_before_it_passed_is_skipped_not_waited_for_forever():
+    result = planned(SERVING, tf_job(SERVING, P.COMPLETED))
+    assert result.creates == [] and result.status.waiting_flows is None
+    [skipped] = result.status.skipped_flows
+    assert (skipped.name, skipped.reason) == ("client", "DependencyNotMet")
+    assert skipped.message.startswith('"tf" Succeeded before its probe passed, so the probe never will')
+    assert result.status.state.phase == "Succeed"

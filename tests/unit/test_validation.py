@@ -203,3 +203,28 @@ def test_a_chain_of_ten_thousand_flows_with_a_back_edge_reports_the_whole_cycle(
     [error] = validate(graph_flow(edges, name="t"))
     assert error.code == "Cycle"
     assert error.message.count("->") == 10_000
+
+
+def test_finally_flows_and_the_flows_that_are_not_do_not_depend_on_each_other():
+    assert messages("""
+spec:
+  flows:
+  - {name: a}
+  - {name: cleanup, finally: true, dependsOn: {targets: [a]}}
+  - {name: b, dependsOn: {targets: [cleanup]}}
+""") == ['finally flow "cleanup" depends on "a", which is not finally',
+         'flow "b" depends on finally flow "cleanup"']
+
+
+def test_finally_flows_may_depend_on_each_other():
+    assert messages("spec: {flows: [{name: n, finally: true}, {name: m, finally: true, dependsOn: {targets: [n]}}]}") == []
+
+
+def test_an_awaited_outcome_and_a_probe_do_not_mix():
+    assert messages("""
+spec:
+  flows:
+  - {name: a}
+  - name: b
+    dependsOn: {targets: [a], outcome: Failed, probe: {taskStatusList: [{taskName: t, phase: Running}]}}
+""") == ['flow "b": dependsOn.outcome cannot be combined with dependsOn.probe']

@@ -1,0 +1,109 @@
+"""Each flow's outcome (Succeeded, Failed, Skipped, or not yet), which failures are handled, and when to stop.
+
+Outcomes are decided flow by flow in dependency order (:func:`jobflow_core.graph.flow_graph`), because a skip
+propagates: a flow whose targets can no longer do what it waits for is Skipped (:mod:`jobflow_core.dependencies`),
+and so may be the flows that wait for it.
+
+* A flow with a vcjob (live, or recorded in the previous status) has the outcome of its effective job phase:
+  Completed succeeded; Failed, Terminated and Aborted failed; any other phase has not ended.
+* A flow without one is Skipped when its dependencies say it can never start; otherwise it has not ended.
+* A failure is **handled** when some flow waits for that flow to fail or to finish (``dependsOn.outcome: Failed``
+  or ``Finished``). An unhandled failure of a flow that is not ``finally`` **stops** a JobFlow that fails fast (the
+  default): nothing new starts but its ``finally`` flows.
+* ``finally`` flows come last: each also waits until every other flow has ended, or will never start because the
+  JobFlow stopped, and then follows its own ``dependsOn`` (on other ``finally`` flows only).
+
+For each flow that needs a vcjob the pass also keeps its :class:`~jobflow_core.dependencies.Readiness`, which the
+start table (:mod:`jobflow_core.decisions`) reads.
+"""
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from jobflow_core.dependencies import Readiness, check_dependencies, check_probe
+from jobflow_core.graph import flow_graph
+from jobflow_core.models import AwaitedOutcome, FailurePolicy, Flow, JobFlow, VcJob, VcJobPhase
+from jobflow_core.phase import FlowOutcome, outcome_of_phase
+from jobflow_core.probes import CheckResult, NetworkCheck
+
+
+@dataclass(frozen=True)
+class FlowFate:
+    """What one flow's dependencies and vcjob say about it, for :func:`decide_outcomes`."""
+
+    flow: Flow
+    phase: VcJobPhase | None
+    """The effective job phase (None: no vcjob, live or recorded)."""
+    job: VcJob | None
+    """The live vcjob, if any (probes look at it)."""
+    needs_job: bool
+
+
+@dataclass(frozen=True)
+class Outcomes:
+    of: Mapping[str, FlowOutcome | None]
+    readiness: Mapping[str, Readiness]
+    """For each flow that needs a vcjob."""
+    handled: frozenset[str]
+    """Flows whose failure some flow handles."""
+    unhandled_failure: bool
+    """Some flow failed, and no flow handles it."""
+    stopped: bool
+    """The JobFlow fails fast and a flow that is not ``finally`` failed unhandled: only ``finally`` flows start."""
+
+
+_OVER_WAIT = "waiting for every other flow to end (this flow is finally)"
+
+
+def handled_failures(flows: Sequence[Flow]) -> frozenset[str]:
+    """The flows some flow waits for to fail or to finish."""
+    return frozenset(
+        target for flow in flows if flow.depends_on is not None
+        and flow.depends_on.outcome in (AwaitedOutcome.FAILED, AwaitedOutcome.FINISHED)
+        for target in flow.depends_on.targets or ()
+    )
+
+
+def decide_outcomes(jobflow: JobFlow, fates: Mapping[str, FlowFate], *,
+                    probe_results: Mapping[NetworkCheck, CheckResult]) -> Outcomes:
+    """The outcomes of the flows of ``jobflow`` (one :class:`FlowFate` per distinct flow name)."""
+    order = [name for name in flow_graph(jobflow).order if name in fates]
+    handled = handled_failures([fate.flow for fate in fates.values()])
+    outcomes: dict[str, FlowOutcome | None] = {}
+    readiness: dict[str, Readiness] = {}
+    live = {name: fate.job for name, fate in fates.items()}
+
+    def settle(name: str) -> None:
+        fate = fates[name]
+        if not fate.needs_job:
+            outcomes[name] = outcome_of_phase(fate.phase)
+            return
+        flow = fate.flow
+        if flow.depends_on is not None and flow.depends_on.probe is not None:
+            ready = check_probe(flow, live_job=live.get, outcome_of=outcomes.get, results=probe_results)
+        else:
+            ready = check_dependencies(flow, outcome_of=outcomes.get)
+        readiness[name] = ready
+        outcomes[name] = FlowOutcome.SKIPPED if ready.skip is not None else outcome_of_phase(fate.phase)
+
+    for name in order:
+        if not fates[name].flow.final:
+            settle(name)
+    fail_fast = jobflow.spec.failure_policy is not FailurePolicy.KEEP_GOING
+    stopped = fail_fast and any(outcome is FlowOutcome.FAILED and name not in handled
+                                for name, outcome in outcomes.items())
+    over = all(outcomes[name] is not None or (stopped and fates[name].job is None)
+               for name in outcomes)
+    for name in order:
+        if fates[name].flow.final:
+            settle(name)
+            if not over and name in readiness and readiness[name].skip is None:
+                readiness[name] = Readiness(ready=False, waiting_for=(), message=_OVER_WAIT)
+    return Outcomes(
+        of=outcomes,
+        readiness=readiness,
+        handled=handled,
+        unhandled_failure=any(outcome is FlowOutcome.FAILED and name not in handled
+                              for name, outcome in outcomes.items()),
+        stopped=stopped,
+    )

@@ -1,0 +1,179 @@
+"""Outcome-aware dependencies, Skipped flows, failure policy and finally flows, planned step by step."""
+
+from __future__ import annotations
+
+from jobflow_core.models import JobFlowPhase, VcJobPhase
+from scenario import Cluster, jobflow
+
+P = VcJobPhase
+
+WITH_HANDLER = """
+spec:
+  flows:
+  - name: train
+  - name: alert                    # runs only if train fails
+    dependsOn: {targets: [train], outcome: Failed}
+  - name: report
+    dependsOn: {targets: [train]}
+"""
+
+WITHOUT_HANDLER = """
+spec:
+  flows:
+  - name: train
+  - name: report
+    dependsOn: {targets: [train]}
+"""
+
+
+def started(cluster: Cluster) -> list[str]:
+    return [create.flow for create in cluster.step().creates]
+
+
+def skipped(cluster: Cluster) -> dict[str, str]:
+    return {flow.name: flow.message for flow in cluster.flow.status.skipped_flows or ()}
+
+
+def test_a_handled_failure_runs_the_handler_skips_the_rest_and_the_jobflow_succeeds():
+    cluster = Cluster(jobflow(WITH_HANDLER))
+    assert started(cluster) == ["train"]
+    cluster.move("train", P.FAILED)
+    assert started(cluster) == ["alert"]
+    assert cluster.phase is JobFlowPhase.RUNNING
+    assert cluster.flow.status.state.reason is None  # a failure that is handled is no problem
+    assert skipped(cluster) == {"report": '"train" Failed, and this flow runs only if its targets succeed'}
+    cluster.move("alert", P.COMPLETED)
+    result = cluster.step()
+    assert cluster.phase is JobFlowPhase.SUCCEED
+    assert cluster.flow.status.failed_jobs == ["test-train"]
+    assert cluster.flow.status.progress == "3/3"
+    assert [e.message for e in result.events] == ["JobFlow test: Running -> Succeed"]
+
+
+def test_the_same_failure_without_a_handler_fails_the_jobflow_as_upstream_does():
+    cluster = Cluster(jobflow(WITHOUT_HANDLER))
+    cluster.step()
+    cluster.move("train", P.FAILED)
+    assert started(cluster) == []
+    assert cluster.phase is JobFlowPhase.FAILED
+    assert cluster.flow.status.state.reason == "JobFailed"
+    assert cluster.flow.status.skipped_flows is None  # held, as upstream: "not started: the JobFlow is Failed"
+    assert [w.message for w in cluster.flow.status.waiting_flows] == ["not started: the JobFlow is Failed"]
+
+
+def test_an_error_handler_whose_target_succeeds_is_skipped_with_a_normal_event():
+    cluster = Cluster(jobflow(WITH_HANDLER))
+    cluster.step()
+    cluster.move("train", P.COMPLETED)
+    result = cluster.step()
+    assert [create.flow for create in result.creates] == ["report"]
+    assert skipped(cluster) == {"alert": 'no target failed ("train" Succeeded), and this flow runs only if one does'}
+    assert [(e.type, e.reason) for e in result.events if e.reason == "DependencyNotMet"] == [
+        ("Normal", "DependencyNotMet")]
+    assert cluster.step().events == []  # not repeated
+
+
+def test_a_skip_propagates_down_a_chain_and_a_keep_going_jobflow_fails_only_once_all_has_ended():
+    cluster = Cluster(jobflow("""
+spec:
+  failurePolicy: KeepGoing
+  flows:
+  - name: a
+  - {name: b, dependsOn: {targets: [a]}}
+  - {name: c, dependsOn: {targets: [b]}}
+  - name: other
+"""))
+    assert started(cluster) == ["a", "other"]
+    cluster.move("a", P.FAILED)
+    cluster.step()
+    assert set(skipped(cluster)) == {"b", "c"}
+    assert skipped(cluster)["c"] == '"b" was Skipped, and this flow runs only if its targets succeed'
+    assert cluster.phase is JobFlowPhase.RUNNING  # "other" still runs
+    cluster.move("other", P.COMPLETED)
+    cluster.step()
+    assert cluster.phase is JobFlowPhase.FAILED
+    assert cluster.flow.status.state.reason == "JobFailed"
+
+
+def test_keep_going_runs_every_branch_that_does_not_need_the_failure():
+    text = """
+spec:
+  failurePolicy: {policy}
+  flows:
+  - name: a
+  - name: b
+  - {{name: after-b, dependsOn: {{targets: [b]}}}}
+"""
+    for policy, expected in (("KeepGoing", ["after-b"]), ("FailFast", [])):
+        cluster = Cluster(jobflow(text.format(policy=policy)))
+        cluster.step()
+        cluster.move("a", P.FAILED)
+        cluster.step()
+        cluster.move("b", P.COMPLETED)
+        assert started(cluster) == expected, policy
+
+
+def test_a_cleanup_runs_after_its_targets_end_whatever_the_outcome():
+    for outcome in (P.COMPLETED, P.FAILED):
+        cluster = Cluster(jobflow("""
+spec:
+  flows:
+  - name: a
+  - {name: cleanup, dependsOn: {targets: [a], outcome: Finished}}
+"""))
+        cluster.step()
+        cluster.move("a", outcome)
+        assert started(cluster) == ["cleanup"]
+        cluster.move("cleanup", P.COMPLETED)
+        cluster.step()
+        assert cluster.phase is JobFlowPhase.SUCCEED  # a Finished dependency handles the failure
+
+
+FINALLY = """
+spec:
+  flows:
+  - name: a
+  - {name: b, dependsOn: {targets: [a]}}
+  - {name: notify, finally: true}
+  - {name: archive, finally: true, dependsOn: {targets: [notify]}}
+"""
+
+
+def test_finally_flows_run_once_every_other_flow_has_ended_and_keep_the_outcome():
+    cluster = Cluster(jobflow(FINALLY))
+    assert started(cluster) == ["a"]
+    assert {w.name: w.message for w in cluster.flow.status.waiting_flows}["notify"] == \
+        "waiting for every other flow to end (this flow is finally)"
+    cluster.move("a", P.COMPLETED)
+    assert started(cluster) == ["b"]
+    cluster.move("b", P.COMPLETED)
+    assert started(cluster) == ["notify"]
+    assert cluster.phase is JobFlowPhase.RUNNING
+    cluster.move("notify", P.COMPLETED)
+    assert started(cluster) == ["archive"]
+    cluster.move("archive", P.COMPLETED)
+    cluster.step()
+    assert cluster.phase is JobFlowPhase.SUCCEED
+
+
+def test_finally_flows_still_run_after_a_fail_fast_failure_once_nothing_else_runs():
+    cluster = Cluster(jobflow(FINALLY.replace("  - name: a\n", "  - name: a\n  - name: slow\n")))
+    assert started(cluster) == ["a", "slow"]
+    cluster.move("a", P.FAILED)
+    assert started(cluster) == []  # slow still runs
+    assert cluster.phase is JobFlowPhase.FAILED
+    cluster.move("slow", P.COMPLETED)
+    assert started(cluster) == ["notify"]  # b never starts: the JobFlow failed fast
+    cluster.move("notify", P.COMPLETED)
+    assert started(cluster) == ["archive"]
+    assert cluster.phase is JobFlowPhase.FAILED
+
+
+def test_a_failing_finally_flow_fails_a_jobflow_that_had_succeeded_so_far():
+    cluster = Cluster(jobflow("spec: {flows: [{name: a}, {name: notify, finally: true}]}"))
+    cluster.step()
+    cluster.move("a", P.COMPLETED)
+    assert started(cluster) == ["notify"]
+    cluster.move("notify", P.FAILED)
+    cluster.step()
+    assert cluster.phase is JobFlowPhase.FAILED
