@@ -1,0 +1,70 @@
+"""Control flow on the real control plane: error handlers, Skipped flows, failure policy and finally flows.
+
+Failures are real: the JobTemplate's pod ends Failed on its kwok node (``kwok.jobflow.dev/fail``) and Volcano's
+job controller terminates the vcjob (policy ``PodFailed -> TerminateJob``).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from devcluster.testing import LocalCluster
+from objects import apply, events_of, template, vcjobs, wait_for_phase
+
+pytestmark = pytest.mark.cluster
+
+HANDLED = """
+apiVersion: flow.volcano.sh/v1alpha1
+kind: JobFlow
+metadata: {name: handled}
+spec:
+  flows:
+  - name: train
+  - name: alert
+    dependsOn: {targets: [train], outcome: Failed}
+  - name: report
+    dependsOn: {targets: [train]}
+  - name: notify
+    finally: true
+"""
+
+
+def templates(**failing: bool) -> str:
+    return "---\n".join(template(name, fail=failing.get(name, False)) for name in ("train", "alert", "report",
+                                                                                   "notify"))
+
+
+def test_a_failure_with_a_handler_runs_the_handler_skips_the_rest_and_the_jobflow_succeeds(
+        cluster: LocalCluster, namespace: str, engine) -> None:
+    apply(cluster, namespace, templates(train=True))
+    apply(cluster, namespace, HANDLED)
+
+    flow = wait_for_phase(cluster, namespace, "handled", "Succeed", timeout=90)
+
+    status = flow["status"]
+    assert status["terminatedJobs"] == ["handled-train"]  # the pod failed, Volcano terminated the vcjob
+    assert sorted(status["completedJobs"]) == ["handled-alert", "handled-notify"]
+    assert [(s["name"], s["reason"]) for s in status["skippedFlows"]] == [("report", "DependencyNotMet")]
+    assert status["progress"] == "4/4" and "reason" not in status["state"]
+    assert sorted(vcjobs(cluster, namespace)) == ["handled-alert", "handled-notify", "handled-train"]
+    notify, train = (vcjobs(cluster, namespace)[f"handled-{name}"] for name in ("notify", "train"))
+    assert notify["metadata"]["creationTimestamp"] >= train["status"]["state"]["lastTransitionTime"]
+    skipped = [m for t, r, m in events_of(cluster, namespace, "handled") if (t, r) == ("Normal", "DependencyNotMet")]
+    assert skipped == ['flow "report" skipped: "train" Failed, and this flow runs only if its targets succeed']
+
+
+def test_the_same_failure_without_a_handler_fails_the_jobflow_and_still_runs_its_finally_flow(
+        cluster: LocalCluster, namespace: str, engine) -> None:
+    apply(cluster, namespace, templates(train=True))
+    apply(cluster, namespace, HANDLED.replace("name: handled", "name: unhandled")
+          .replace("  - name: alert\n    dependsOn: {targets: [train], outcome: Failed}\n", ""))
+
+    flow = wait_for_phase(cluster, namespace, "unhandled", "Failed", timeout=90)
+    assert flow["status"]["state"]["reason"] == "JobFailed"
+
+    def notified() -> bool:
+        job = vcjobs(cluster, namespace).get("unhandled-notify") or {}
+        return ((job.get("status") or {}).get("state") or {}).get("phase") == "Completed"
+
+    cluster.wait_until("the finally flow to run after the failure", notified, timeout=60)
+    assert "unhandled-report" not in vcjobs(cluster, namespace)
