@@ -12,6 +12,7 @@ the JobFlow is being deleted, or its spec is invalid                    held
 the JobFlow failed fast (an unhandled failure), unless the flow is      held
 ``finally``
 its dependencies can no longer be met (:mod:`jobflow_core.outcomes`)    skipped  DependencyNotMet
+the JobFlow is suspended (``spec.suspend``)                             held
 its probe can never pass as written (a task its target does not have)   blocked  ProbeTaskNotFound
 its targets are not ready (not Completed, or a probe has not passed)    wait
 a vcjob that this JobFlow does not control holds its vcjob name         blocked  JobNameConflict
@@ -111,6 +112,13 @@ def _dependency_lost(facts: FlowFacts) -> str | None:
     return facts.readiness.skip
 
 
+def _suspended(facts: FlowFacts) -> str | None:
+    jobflow = facts.observation.jobflow
+    if not jobflow.spec.suspend:
+        return None
+    return f"not started: the JobFlow is suspended (resume it: kubectl jobflow resume {jobflow.name})"
+
+
 def _broken_probe(facts: FlowFacts) -> str | None:
     return "; ".join(facts.readiness.errors) or None
 
@@ -155,6 +163,7 @@ READINESS_RULES: Final = (
     StartRule("the JobFlow failed fast, and the flow is not finally", Verdict.HELD, None, _stopped),
     StartRule("its dependencies can no longer be met", Verdict.SKIPPED, Reason.DEPENDENCY_NOT_MET,
               _dependency_lost),
+    StartRule("the JobFlow is suspended", Verdict.HELD, None, _suspended),
     StartRule("its probe can never pass as written", Verdict.BLOCKED, Reason.PROBE_TASK_NOT_FOUND, _broken_probe),
     StartRule("its targets are not ready", Verdict.WAIT, None, _not_ready),
     StartRule("a vcjob this JobFlow does not control holds its name", Verdict.BLOCKED, Reason.JOB_NAME_CONFLICT,

@@ -100,7 +100,7 @@ class Observation:
     @property
     def candidates(self) -> list[FlowView]:
         """Flows that need a vcjob and may still start: their dependencies decide."""
-        if self.starts_nothing:
+        if self.starts_nothing or self.jobflow.spec.suspend:
             return []
         return [view for view in self.views if view.needs_job and not self.stopped_for(view)
                 and self.outcomes.of.get(view.name) is not FlowOutcome.SKIPPED]
@@ -182,6 +182,7 @@ def _phase(jobflow: JobFlow, views: Iterable[FlowView], outcomes: Outcomes, *, v
                     else category_of(VcJobPhase.NEW if view.name in creating else view.phase) for view in views),
         unhandled_failure=outcomes.unhandled_failure,
         fail_fast=jobflow.spec.failure_policy is not FailurePolicy.KEEP_GOING,
+        suspended=bool(jobflow.spec.suspend),
     )
 
 

@@ -38,6 +38,7 @@ the JobFlow is being deleted                                          Terminatin
 the spec is invalid                                                   Failed
 a failure nothing handles, and the JobFlow fails fast (the default)   Failed
 a failure nothing handles, and every flow has ended                   Failed
+the JobFlow is suspended (``spec.suspend``) and not every flow ended  Suspended
 every flow has ended: done, skipped, or failed and handled            Succeed
 any flow is active or has ended                                       Running
 otherwise                                                             Pending
@@ -125,6 +126,7 @@ class PhaseFacts:
     unhandled_failure: bool
     """Some flow failed and no flow waits for it to fail or finish."""
     fail_fast: bool
+    suspended: bool
 
 
 @dataclass(frozen=True)
@@ -141,6 +143,8 @@ FLOW_PHASE_RULES: Final = (
               lambda f: f.unhandled_failure and f.fail_fast),
     PhaseRule("a failure nothing handles, and every flow has ended", JobFlowPhase.FAILED,
               lambda f: f.unhandled_failure and f.categories <= ENDED),
+    PhaseRule("the JobFlow is suspended and not every flow has ended", JobFlowPhase.SUSPENDED,
+              lambda f: f.suspended and not f.categories <= ENDED),
     PhaseRule("every flow has ended (also when there are no flows)", JobFlowPhase.SUCCEED,
               lambda f: f.categories <= ENDED),
     PhaseRule("any flow is active or has ended", JobFlowPhase.RUNNING,
@@ -151,7 +155,7 @@ FLOW_PHASE_RULES: Final = (
 
 
 def decide_flow_phase(*, deleting: bool, spec_valid: bool, categories: Iterable[JobCategory],
-                      unhandled_failure: bool, fail_fast: bool = True) -> JobFlowPhase:
+                      unhandled_failure: bool, fail_fast: bool = True, suspended: bool = False) -> JobFlowPhase:
     """The JobFlow phase, given the category of each (distinct) flow."""
     facts = PhaseFacts(
         deleting=deleting,
@@ -159,5 +163,6 @@ def decide_flow_phase(*, deleting: bool, spec_valid: bool, categories: Iterable[
         categories=frozenset(categories),
         unhandled_failure=unhandled_failure,
         fail_fast=fail_fast,
+        suspended=suspended,
     )
     return next(rule.phase for rule in FLOW_PHASE_RULES if rule.holds(facts))

@@ -19,7 +19,7 @@ from typing import TextIO
 
 from jobflow_core.api import JOBFLOW, JOBTEMPLATE
 from jobflow_core.conversion import ConversionError
-from kubectl_jobflow import convert, graph, plan, resources, status, validate
+from kubectl_jobflow import control, convert, graph, plan, resources, status, validate
 from kubectl_jobflow.documents import DocumentError
 from kubectl_jobflow.errors import CommandError
 from kubectl_jobflow.kube import Cluster, KubeError, Target, default_namespace
@@ -152,6 +152,13 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--timeout", type=float, default=0, help="give up watching after this many seconds "
                                                               "(0: never)")
     _output(sub)
+
+    sub = command(commands, "suspend", control.suspend, "Failed to suspend",
+                  "start nothing new in a JobFlow (what runs keeps running) until it is resumed")
+    _names(sub)
+    sub = command(commands, "resume", control.resume, "Failed to resume",
+                  "let a suspended JobFlow go on where it stopped")
+    _names(sub)
 
     sub = command(commands, "graph", graph.run, "Failed to draw the graph",
                   "a JobFlow's DAG as text, Graphviz DOT, Mermaid or SVG; coloured by phase for a JobFlow on the "

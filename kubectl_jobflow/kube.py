@@ -161,6 +161,11 @@ class Cluster:
         return self._call(self.custom.create_namespaced_custom_object, api_type.group, api_type.version, namespace,
                           api_type.plural, body)
 
+    def merge_patch(self, api_type: ApiType, namespace: str, name: str, patch: dict) -> dict:
+        """Apply a JSON merge patch (RFC 7386), as ``kubectl patch --type=merge`` does."""
+        return self._call(self.custom.patch_namespaced_custom_object, api_type.group, api_type.version, namespace,
+                          api_type.plural, name, patch, _content_type="application/merge-patch+json")
+
     def delete(self, api_type: ApiType, namespace: str, name: str) -> dict:
         return self._call(self.custom.delete_namespaced_custom_object, api_type.group, api_type.version, namespace,
                           api_type.plural, name)

@@ -3,8 +3,8 @@
 The spec is a list of flows. A flow is named after the JobTemplate it runs and may depend on other flows
 (``dependsOn.targets``); by default it starts once every target's vcjob is Completed. Ours, additive and optional
 (a JobFlow written for upstream never sets them): ``dependsOn.outcome`` (wait for the targets to succeed, to fail,
-or just to finish), ``finally`` (a flow that runs once every other flow has ended) and ``spec.failurePolicy``
-(fail fast, or keep going after a failure nothing handles).
+or just to finish), ``finally`` (a flow that runs once every other flow has ended), ``spec.failurePolicy``
+(fail fast, or keep going after a failure nothing handles) and ``spec.suspend``.
 
 The status is what ``kubectl get jf -o yaml`` shows and what other tools read, so its JSON names are upstream's
 exactly, including the misspelt ``unKnowJobs`` and the ``createTime`` of a condition. We add a few fields that
@@ -27,6 +27,8 @@ class JobFlowPhase(StrEnum):
     FAILED = "Failed"
     RUNNING = "Running"
     PENDING = "Pending"
+    SUSPENDED = "Suspended"
+    """Ours: ``spec.suspend`` holds every flow that has not started yet."""
 
 
 class AwaitedOutcome(StrEnum):
@@ -112,6 +114,8 @@ class JobFlowSpec(WireModel):
     flows: list[Flow] | None = None
     job_retain_policy: RetainPolicy | None = Field(None, alias="jobRetainPolicy")
     failure_policy: FailurePolicy | None = Field(None, alias="failurePolicy")
+    suspend: bool | None = None
+    """Ours: start nothing new (what runs keeps running) until it is set back to false."""
 
 
 class JobRunningHistory(WireModel):

@@ -6,9 +6,13 @@ job controller terminates the vcjob (policy ``PodFailed -> TerminateJob``).
 
 from __future__ import annotations
 
+import io
+import time
+
 import pytest
 
 from devcluster.testing import LocalCluster
+from kubectl_jobflow.cli import run
 from objects import apply, events_of, template, vcjobs, wait_for_phase
 
 pytestmark = pytest.mark.cluster
@@ -68,3 +72,29 @@ def test_the_same_failure_without_a_handler_fails_the_jobflow_and_still_runs_its
 
     cluster.wait_until("the finally flow to run after the failure", notified, timeout=60)
     assert "unhandled-report" not in vcjobs(cluster, namespace)
+
+
+def jobflow_cli(cluster: LocalCluster, *argv: str) -> tuple[int, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = run([*argv, "--kubeconfig", str(cluster.state.kubeconfig)], out=out, err=err)
+    return code, out.getvalue() + err.getvalue()
+
+
+def test_suspend_holds_the_next_flow_past_a_vcjobs_run_time_and_resume_finishes_it(
+        cluster: LocalCluster, namespace: str, engine) -> None:
+    apply(cluster, namespace, template("a", run_for="2s") + "---\n" + template("b"))
+    apply(cluster, namespace, "apiVersion: flow.volcano.sh/v1alpha1\nkind: JobFlow\nmetadata: {name: held}\n"
+                              "spec: {flows: [{name: a}, {name: b, dependsOn: {targets: [a]}}]}")
+    cluster.wait_until("vcjob held-a", lambda: "held-a" in vcjobs(cluster, namespace), timeout=30)
+
+    assert jobflow_cli(cluster, "suspend", "held", "-n", namespace) == (0, f"Suspended JobFlow: {namespace}/held\n")
+    wait_for_phase(cluster, namespace, "held", "Suspended", timeout=30)
+    cluster.wait_until("held-a to complete", lambda: cluster.vcjob_phase(namespace, "held-a") == "Completed",
+                       timeout=30)
+    time.sleep(3)  # longer than b's vcjob would take to be created after a completed (~0.1 s)
+    assert "held-b" not in vcjobs(cluster, namespace)
+    assert jobflow_cli(cluster, "suspend", "held", "-n", namespace)[1].endswith("is already suspended\n")
+
+    assert jobflow_cli(cluster, "resume", "held", "-n", namespace)[0] == 0
+    flow = wait_for_phase(cluster, namespace, "held", "Succeed", timeout=60)
+    assert flow["status"]["completedJobs"] == ["held-a", "held-b"]

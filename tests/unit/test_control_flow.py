@@ -177,3 +177,25 @@ def test_a_failing_finally_flow_fails_a_jobflow_that_had_succeeded_so_far():
     cluster.move("notify", P.FAILED)
     cluster.step()
     assert cluster.phase is JobFlowPhase.FAILED
+
+
+def test_a_suspended_jobflow_starts_nothing_new_and_resumes_where_it_stopped():
+    cluster = Cluster(jobflow("spec: {flows: [{name: a}, {name: b, dependsOn: {targets: [a]}}]}"))
+    cluster.step()
+    cluster.flow = cluster.flow.model_copy(update={"spec": cluster.flow.spec.model_copy(update={"suspend": True})})
+    cluster.move("a", P.COMPLETED)
+    result = cluster.step()
+    assert result.creates == []
+    assert cluster.phase is JobFlowPhase.SUSPENDED
+    assert [w.message for w in cluster.flow.status.waiting_flows] == [
+        "not started: the JobFlow is suspended (resume it: kubectl jobflow resume test)"]
+    assert [e.message for e in result.events] == ["JobFlow test: Pending -> Suspended"]
+    cluster.flow = cluster.flow.model_copy(update={"spec": cluster.flow.spec.model_copy(update={"suspend": False})})
+    assert started(cluster) == ["b"]
+    assert cluster.phase is JobFlowPhase.RUNNING
+
+
+def test_a_suspended_jobflow_whose_flows_all_ended_is_succeed():
+    cluster = Cluster(jobflow("spec: {suspend: true, flows: []}"))
+    cluster.step()
+    assert cluster.phase is JobFlowPhase.SUCCEED
