@@ -87,31 +87,31 @@ class Reconciler:
                 return outcome
             try:
                 now = self.clock()
-                observation = self._read(JobFlow.model_validate(raw), learned)
-                self._act(raw, self._plan(observation, learned, now=now), outcome, learned, now=now)
+                observation = self._read(JobFlow.model_validate(raw), learned, now=now)
+                self._act(raw, self._plan(observation, learned), outcome, learned, now=now)
                 return outcome
             except (_Again, Conflict) as reason:
                 log.info("%s: %s (attempt %d); re-reading", outcome.jobflow, reason, attempt)
                 raw = None
         raise Conflict(f"JobFlow {namespace}/{name} kept changing during {MAX_ATTEMPTS} attempts; retry later")
 
-    def _read(self, jobflow: JobFlow, learned: _Learned) -> Observation:
+    def _read(self, jobflow: JobFlow, learned: _Learned, *, now: datetime) -> Observation:
         """The observation: the JobFlow's vcjobs (and any name holder found earlier), with the probes run."""
         selector = jobs_of_jobflow_selector(namespace=jobflow.namespace, jobflow=jobflow.name)
         listed = {job.name: job for job in map(VcJob.model_validate, self.kube.list_vcjobs(jobflow.namespace,
                                                                                           selector))}
-        observation = observe(jobflow, jobs=list((learned.holders | listed).values()))
+        observation = observe(jobflow, jobs=list((learned.holders | listed).values()), now=now)
         checks = observation.network_checks()
         return observation.with_probe_results(self.prober.run(checks)) if checks else observation
 
-    def _plan(self, observation: Observation, learned: _Learned, *, now: datetime) -> Plan:
+    def _plan(self, observation: Observation, learned: _Learned) -> Plan:
         namespace = observation.jobflow.namespace
         templates = {}
         for name in templates_needed(observation):
             found = self.kube.get_jobtemplate(namespace, name)
             if found is not None:
                 templates[name] = JobTemplate.model_validate(found)
-        return plan_observation(observation, templates=templates, now=now,
+        return plan_observation(observation, templates=templates,
                                 recheck_seconds=self.recheck_seconds, rejections=learned.rejections)
 
     def _act(self, raw: dict, plan: Plan, outcome: Outcome, learned: _Learned, *, now: datetime) -> None:

@@ -55,6 +55,8 @@ CREATED_BY_JOBFLOW: Final = "volcano.sh/createdByJobFlow"
 """Label and annotation of a vcjob: ``<namespace>.<jobflow>`` of the JobFlow that created it (upstream's)."""
 CREATED_BY_JOBTEMPLATE: Final = "volcano.sh/createdByJobTemplate"
 """Label and annotation of a vcjob: ``<namespace>.<flow>`` of the JobTemplate it was made from (upstream's)."""
+ATTEMPT: Final = "flow.volcano.sh/attempt"
+"""Ours, a label and annotation of a vcjob whose flow has ``retry``: which attempt of the flow it is (``"1"``...)."""
 RECORD_FINALIZER: Final = "flow.volcano.sh/keep-record"
 """Ours, additive: holds a deleted vcjob until its final phase is in the JobFlow's status (see ``jobs``)."""
 

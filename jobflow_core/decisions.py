@@ -13,6 +13,7 @@ the JobFlow failed fast (an unhandled failure), unless the flow is      held
 ``finally``
 its dependencies can no longer be met (:mod:`jobflow_core.outcomes`)    skipped  DependencyNotMet
 the JobFlow is suspended (``spec.suspend``)                             held
+its next attempt waits out the retry backoff (:mod:`jobflow_core.retries`) wait
 its probe can never pass as written (a task its target does not have)   blocked  ProbeTaskNotFound
 its targets are not ready (not Completed, or a probe has not passed)    wait
 a vcjob that this JobFlow does not control holds its vcjob name         blocked  JobNameConflict
@@ -29,6 +30,7 @@ for flows that are about to start. A new rule (a condition, a retry, a timeout) 
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from enum import StrEnum
 from functools import cached_property
 from typing import Any, Final
@@ -36,8 +38,9 @@ from typing import Any, Final
 from jobflow_core.dependencies import Readiness
 from jobflow_core.events import Reason
 from jobflow_core.jobs import build_job
-from jobflow_core.models import JobSpec, JobTemplate
+from jobflow_core.models import JobSpec, JobTemplate, format_time
 from jobflow_core.observation import FlowView, Observation
+from jobflow_core.retries import delay_seconds, due, max_attempts, recheck_seconds
 from jobflow_core.template_validation import validate_template
 from jobflow_core.validation import SpecError
 
@@ -72,11 +75,19 @@ class FlowFacts:
     def template(self) -> JobTemplate | None:
         return self._templates.get(self.view.name)
 
+    @property
+    def retry_due(self) -> datetime | None:
+        """For a flow about to be retried, when its next attempt may start (None: at once)."""
+        if not self.view.retrying:
+            return None
+        return due(self.view.flow, after=self.view.current.number, ended=self.view.current.ended_at)
+
     @cached_property
     def manifest(self) -> dict[str, Any]:
         """The vcjob this flow would create (its template must exist)."""
         assert self.template is not None, "only rules after the template check read the manifest"
-        return build_job(self.observation.jobflow, flow=self.view.name, template=self.template)
+        return build_job(self.observation.jobflow, flow=self.view.name, template=self.template,
+                         attempt=self.view.next_attempt)
 
     @cached_property
     def template_errors(self) -> list[SpecError]:
@@ -97,6 +108,8 @@ class StartRule:
     reason: Reason | None
     holds: Callable[[FlowFacts], str | None]
     """The message when the rule holds for a flow (what it waits for, or what to fix), else None."""
+    recheck: Callable[[FlowFacts], int] | None = None
+    """For a wait that no Kubernetes change ends (time passing): how often to look again, in seconds."""
 
 
 def _starts_nothing(facts: FlowFacts) -> str | None:
@@ -119,6 +132,20 @@ def _suspended(facts: FlowFacts) -> str | None:
     return f"not started: the JobFlow is suspended (resume it: kubectl jobflow resume {jobflow.name})"
 
 
+def _backing_off(facts: FlowFacts) -> str | None:
+    when, now = facts.retry_due, facts.observation.now
+    if when is None or (now is not None and now >= when):
+        return None
+    view = facts.view
+    return (f"attempt {view.next_attempt} of {max_attempts(view.flow)} starts at {format_time(when)}: "
+            f"{delay_seconds(view.flow, after=view.current.number)}s after attempt {view.current.number} "
+            f"ended {view.phase}")
+
+
+def _backoff_recheck(facts: FlowFacts) -> int:
+    return recheck_seconds(facts.view.flow, after=facts.view.current.number)
+
+
 def _broken_probe(facts: FlowFacts) -> str | None:
     return "; ".join(facts.readiness.errors) or None
 
@@ -131,7 +158,7 @@ def _name_taken(facts: FlowFacts) -> str | None:
     if facts.view.foreign is None:
         return None
     jobflow = facts.observation.jobflow
-    return (f'vcjob "{facts.namespace}/{facts.view.job_name}" already exists and is not controlled by JobFlow '
+    return (f'vcjob "{facts.namespace}/{facts.view.next_job_name}" already exists and is not controlled by JobFlow '
             f'"{facts.namespace}/{jobflow.name}": delete or rename that vcjob (or rename flow "{facts.view.name}") '
             "and the flow will continue")
 
@@ -154,7 +181,7 @@ def _template_invalid(facts: FlowFacts) -> str | None:
 def _refused(facts: FlowFacts) -> str | None:
     if facts.rejection is None:
         return None
-    return (f'the API server refused vcjob "{facts.view.job_name}": {facts.rejection} '
+    return (f'the API server refused vcjob "{facts.view.next_job_name}": {facts.rejection} '
             f'(fix JobTemplate "{facts.namespace}/{facts.view.name}" or the cluster; the flow will retry)')
 
 
@@ -164,6 +191,7 @@ READINESS_RULES: Final = (
     StartRule("its dependencies can no longer be met", Verdict.SKIPPED, Reason.DEPENDENCY_NOT_MET,
               _dependency_lost),
     StartRule("the JobFlow is suspended", Verdict.HELD, None, _suspended),
+    StartRule("its next attempt waits out the retry backoff", Verdict.WAIT, None, _backing_off, _backoff_recheck),
     StartRule("its probe can never pass as written", Verdict.BLOCKED, Reason.PROBE_TASK_NOT_FOUND, _broken_probe),
     StartRule("its targets are not ready", Verdict.WAIT, None, _not_ready),
     StartRule("a vcjob this JobFlow does not control holds its name", Verdict.BLOCKED, Reason.JOB_NAME_CONFLICT,
@@ -195,6 +223,8 @@ class FlowDecision:
     readiness: Readiness
     manifest: dict[str, Any] | None = None
     """The vcjob to create, for a flow that starts."""
+    recheck_seconds: int | None = None
+    """For a wait on time (a backoff): how often to look again."""
 
     @property
     def verdict(self) -> Verdict:
@@ -212,7 +242,7 @@ def decide(facts: FlowFacts, rules: tuple[StartRule, ...] = START_RULES) -> Flow
         if message is not None:
             manifest = facts.manifest if rule.verdict is Verdict.START else None
             return FlowDecision(view=facts.view, rule=rule, message=message, readiness=facts.readiness,
-                                manifest=manifest)
+                                manifest=manifest, recheck_seconds=rule.recheck(facts) if rule.recheck else None)
     return None
 
 

@@ -14,6 +14,10 @@ For flow ``b`` of JobFlow ``test`` in namespace ``default`` the manifest is::
       finalizers: [flow.volcano.sh/keep-record]
     spec: <the JobTemplate's spec, with the flow's patch.jobSpec merged in (jobflow_core.patching)>
 
+A flow with ``retry`` also gets the label and annotation ``flow.volcano.sh/attempt: "<n>"``, on the vcjob and on
+every task's pod template (so a container can read which attempt it is, through the downward API), and its
+attempt ``n`` (from the second on) is named ``<jobflow>-<flow>-r<n-1>`` (:mod:`jobflow_core.retries`).
+
 The finalizer is ours (upstream has none): a vcjob deleted by a user or by ``ttlSecondsAfterFinished`` is held
 until the handler has recorded its final phase in the JobFlow's status, then released (``Plan.releases``).
 Without it, a vcjob that completed and vanished before any handler looked would be taken for one that never
@@ -27,26 +31,33 @@ import copy
 from typing import Any
 
 from jobflow_core.models import Flow, JobFlow, JobTemplate
-from jobflow_core.api import RECORD_FINALIZER, VCJOB
-from jobflow_core.naming import created_by, job_name, owner_reference
+from jobflow_core.api import ATTEMPT, RECORD_FINALIZER, VCJOB
+from jobflow_core.naming import attempt_job_name, created_by, owner_reference
 from jobflow_core.patching import merge_job_spec
 
 
-def build_job(jobflow: JobFlow, *, flow: str, template: JobTemplate) -> dict[str, Any]:
-    """The vcjob manifest for ``flow`` of ``jobflow``, ready to POST."""
+def build_job(jobflow: JobFlow, *, flow: str, template: JobTemplate, attempt: int = 1) -> dict[str, Any]:
+    """The vcjob manifest for attempt ``attempt`` of ``flow`` of ``jobflow``, ready to POST."""
+    spec_flow = _flow_named(jobflow, flow)
     keys = created_by(jobflow, flow)
+    spec = job_spec(template, flow=spec_flow)
+    if spec_flow is not None and spec_flow.retry is not None:
+        keys[ATTEMPT] = str(attempt)
+        for task in spec.get("tasks") or ():
+            pod = task.setdefault("template", {}).setdefault("metadata", {})
+            pod.setdefault("annotations", {})[ATTEMPT] = str(attempt)
     return {
         "apiVersion": VCJOB.api_version,
         "kind": VCJOB.kind,
         "metadata": {
-            "name": job_name(jobflow=jobflow.name, flow=flow),
+            "name": attempt_job_name(jobflow=jobflow.name, flow=flow, attempt=attempt),
             "namespace": jobflow.namespace,
             "labels": dict(keys),
             "annotations": dict(keys),
             "ownerReferences": [owner_reference(jobflow)],
             "finalizers": [RECORD_FINALIZER],
         },
-        "spec": job_spec(template, flow=_flow_named(jobflow, flow)),
+        "spec": spec,
     }
 
 

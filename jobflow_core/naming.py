@@ -34,6 +34,20 @@ def job_name(*, jobflow: str, flow: str) -> str:
     return f"{jobflow}-{flow}"
 
 
+def attempt_job_name(*, jobflow: str, flow: str, attempt: int) -> str:
+    """The vcjob of an attempt of a flow: the first keeps upstream's ``<jobflow>-<flow>``, retry ``k`` (attempt
+    ``k + 1``) is ``<jobflow>-<flow>-r<k>``."""
+    base = job_name(jobflow=jobflow, flow=flow)
+    return base if attempt <= 1 else f"{base}-r{attempt - 1}"
+
+
+def is_job_of_flow(job: str, *, jobflow: str, flow: str) -> bool:
+    """Whether vcjob ``job`` is named as an attempt of ``flow`` (see :func:`attempt_job_name`)."""
+    base = job_name(jobflow=jobflow, flow=flow)
+    retry = job.removeprefix(f"{base}-r")
+    return job == base or (retry != job and retry.isdigit() and not retry.startswith("0"))
+
+
 def jobflow_label_value(*, namespace: str, jobflow: str) -> str:
     """The value of ``volcano.sh/createdByJobFlow``: ``<namespace>.<jobflow>``."""
     return f"{namespace}.{jobflow}"

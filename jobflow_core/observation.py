@@ -19,6 +19,7 @@ and, for each flow that still needs a vcjob, its :class:`~jobflow_core.dependenc
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
+from datetime import datetime
 
 from jobflow_core.dependencies import Readiness
 from jobflow_core.models import (
@@ -32,37 +33,99 @@ from jobflow_core.models import (
     VcJob,
     VcJobPhase,
 )
-from jobflow_core.naming import has_record_finalizer, is_owned_by, job_name
+from jobflow_core.naming import attempt_job_name, has_record_finalizer, is_owned_by
 from jobflow_core.outcomes import FlowFate, Outcomes, decide_outcomes
 from jobflow_core.phase import FlowOutcome, JobCategory, category_of, decide_flow_phase, is_final
 from jobflow_core.probes import CheckResult, NetworkCheck, network_checks
+from jobflow_core.retries import max_attempts, retries
 from jobflow_core.validation import SpecError, validate
 
 
 @dataclass(frozen=True)
-class FlowView:
-    flow: Flow
+class Attempt:
+    """One attempt of a flow: its vcjob (live, or only recorded in the previous status). A flow without
+    ``retry`` has one attempt; with ``retry``, attempt ``n`` is named by :func:`~jobflow_core.naming.attempt_job_name`."""
+
+    number: int
     job_name: str
     job: VcJob | None
-    foreign: VcJob | None
     record: FlowJobStatus | None
     condition: FlowCondition | None
+
+    @property
+    def phase(self) -> VcJobPhase | None:
+        """The live vcjob's phase; else the recorded one; ``None`` if it never had a vcjob."""
+        if self.job is not None:
+            return self.job.phase
+        return self.record.state if self.record else None
+
+    @property
+    def ended_at(self) -> datetime | None:
+        """When its vcjob reached a final phase, if it did and the time is known."""
+        if self.job is not None:
+            state = self.job.status.state if self.job.status else None
+            return state.last_transition_time if state and is_final(self.job.phase) else None
+        return self.record.end_timestamp if self.record else None
+
+
+@dataclass(frozen=True)
+class FlowView:
+    jobflow: str
+    """The JobFlow's name."""
+    flow: Flow
+    attempts: tuple[Attempt, ...]
+    """Every attempt so far, in order; at least the first, which may have no vcjob yet."""
+    foreign: VcJob | None
+    """A live vcjob this JobFlow does not control, holding the name :attr:`next_job_name` needs."""
 
     @property
     def name(self) -> str:
         return self.flow.name
 
     @property
+    def current(self) -> Attempt:
+        return self.attempts[-1]
+
+    @property
+    def job_name(self) -> str:
+        return self.current.job_name
+
+    @property
+    def job(self) -> VcJob | None:
+        return self.current.job
+
+    @property
+    def record(self) -> FlowJobStatus | None:
+        return self.current.record
+
+    @property
+    def condition(self) -> FlowCondition | None:
+        return self.current.condition
+
+    @property
     def phase(self) -> VcJobPhase | None:
-        """The live vcjob's phase; else the recorded one; ``None`` if the flow never had a vcjob."""
-        if self.job is not None:
-            return self.job.phase
-        return self.record.state if self.record else None
+        """The current attempt's phase: its live vcjob's, else the recorded one; ``None`` without any vcjob."""
+        return self.current.phase
+
+    @property
+    def retrying(self) -> bool:
+        """The current attempt ended in a way ``retry`` runs again, and attempts are left."""
+        return retries(self.flow, attempt=self.current.number, phase=self.phase)
 
     @property
     def needs_job(self) -> bool:
-        """No live vcjob, and none that finished: a vcjob that vanished before it finished is needed again."""
-        return self.job is None and not is_final(self.phase)
+        """A retry is due, or there is no live vcjob and none that finished: a vcjob that vanished before it
+        finished is needed again."""
+        return self.retrying or (self.job is None and not is_final(self.phase))
+
+    @property
+    def next_attempt(self) -> int:
+        """The attempt a vcjob created now would be."""
+        return self.current.number + 1 if self.retrying else self.current.number
+
+    @property
+    def next_job_name(self) -> str:
+        return attempt_job_name(jobflow=self.jobflow, flow=self.name, attempt=self.next_attempt)
 
 
 @dataclass(frozen=True)
@@ -82,6 +145,8 @@ class Observation:
     """The JobFlow phase as observed, before anything this plan starts."""
     probe_results: Mapping[NetworkCheck, CheckResult]
     """What the shell found for the HTTP and TCP checks it was asked for (:meth:`network_checks`)."""
+    now: datetime | None = None
+    """When the observation was made (the shell's clock); None: unknown, so no retry backoff has passed."""
 
     @property
     def readiness(self) -> Mapping[str, Readiness]:
@@ -131,9 +196,10 @@ class Observation:
         return _phase(self.jobflow, self.views, self.outcomes, valid=not self.errors, creating=created)
 
 
-def observe(jobflow: JobFlow, *, jobs: Iterable[VcJob],
+def observe(jobflow: JobFlow, *, jobs: Iterable[VcJob], now: datetime | None = None,
             probe_results: Mapping[NetworkCheck, CheckResult] | None = None) -> Observation:
-    """Pair each flow of ``jobflow`` with its vcjob among ``jobs`` and its record in the previous status."""
+    """Pair each flow of ``jobflow`` with its vcjobs among ``jobs`` and its records in the previous status, as of
+    ``now``."""
     previous = jobflow.status or JobFlowStatus()
     records = {record.name: record for record in previous.job_status_list or () if record.name}
     conditions = previous.conditions or {}
@@ -146,15 +212,15 @@ def observe(jobflow: JobFlow, *, jobs: Iterable[VcJob],
     for flow in jobflow.spec.flows or ():
         if flow.name in views:
             continue
-        name = job_name(jobflow=jobflow.name, flow=flow.name)
-        views[flow.name] = FlowView(
-            flow=flow,
-            job_name=name,
-            job=owned.get(name),
-            foreign=None if name in owned else foreign.get(name),
-            record=records.get(name),
-            condition=conditions.get(name),
-        )
+        attempts = []
+        for number in range(1, max_attempts(flow) + 1):
+            name = attempt_job_name(jobflow=jobflow.name, flow=flow.name, attempt=number)
+            if number > 1 and name not in owned and name not in records:
+                break
+            attempts.append(Attempt(number, name, owned.get(name), records.get(name), conditions.get(name)))
+        view = FlowView(jobflow=jobflow.name, flow=flow, attempts=tuple(attempts), foreign=None)
+        wanted = view.next_job_name
+        views[flow.name] = replace(view, foreign=None if wanted in owned else foreign.get(wanted))
     errors = tuple(validate(jobflow))
     flows = tuple(views.values())
     outcomes = _outcomes(jobflow, flows, probe_results=probe_results or {})
@@ -170,6 +236,7 @@ def observe(jobflow: JobFlow, *, jobs: Iterable[VcJob],
         outcomes=outcomes,
         phase=_phase(jobflow, flows, outcomes, valid=not errors, creating=set()),
         probe_results=dict(probe_results or {}),
+        now=now,
     )
 
 
@@ -178,16 +245,27 @@ def _phase(jobflow: JobFlow, views: Iterable[FlowView], outcomes: Outcomes, *, v
     return decide_flow_phase(
         deleting=jobflow.metadata.deletion_timestamp is not None,
         spec_valid=valid,
-        categories=(JobCategory.SKIPPED if outcomes.of.get(view.name) is FlowOutcome.SKIPPED
-                    else category_of(VcJobPhase.NEW if view.name in creating else view.phase) for view in views),
+        categories=(_category(view, outcomes, creating=view.name in creating) for view in views),
         unhandled_failure=outcomes.unhandled_failure,
         fail_fast=jobflow.spec.failure_policy is not FailurePolicy.KEEP_GOING,
         suspended=bool(jobflow.spec.suspend),
     )
 
 
+def _category(view: FlowView, outcomes: Outcomes, *, creating: bool) -> JobCategory:
+    """A flow's category for the phase table: that of its current attempt; a flow being created is pending, one
+    waiting for a retry is still active, one that will never run is skipped."""
+    if creating:
+        return JobCategory.PENDING
+    if view.retrying:
+        return JobCategory.ACTIVE
+    if outcomes.of.get(view.name) is FlowOutcome.SKIPPED:
+        return JobCategory.SKIPPED
+    return category_of(view.phase)
+
+
 def _outcomes(jobflow: JobFlow, views: Iterable[FlowView], *,
               probe_results: Mapping[NetworkCheck, CheckResult]) -> Outcomes:
-    fates = {view.name: FlowFate(flow=view.flow, phase=view.phase, job=view.job, needs_job=view.needs_job)
-             for view in views}
+    fates = {view.name: FlowFate(flow=view.flow, phase=view.phase, job=view.job, needs_job=view.needs_job,
+                                 running=view.job is not None and not is_final(view.phase)) for view in views}
     return decide_outcomes(jobflow, fates, probe_results=probe_results)

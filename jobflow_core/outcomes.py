@@ -5,8 +5,10 @@ propagates: a flow whose targets can no longer do what it waits for is Skipped (
 and so may be the flows that wait for it.
 
 * A flow with a vcjob (live, or recorded in the previous status) has the outcome of its effective job phase:
-  Completed succeeded; Failed, Terminated and Aborted failed; any other phase has not ended.
-* A flow without one is Skipped when its dependencies say it can never start; otherwise it has not ended.
+  Completed succeeded; Failed, Terminated and Aborted failed; any other phase has not ended. A flow whose last
+  attempt failed but will be retried (:mod:`jobflow_core.retries`) has not ended either: dependents see only the
+  last attempt's outcome.
+* A flow that needs a vcjob is Skipped when its dependencies say it can never start; otherwise it has not ended.
 * A failure is **handled** when some flow waits for that flow to fail or to finish (``dependsOn.outcome: Failed``
   or ``Finished``). An unhandled failure of a flow that is not ``finally`` **stops** a JobFlow that fails fast (the
   default): nothing new starts but its ``finally`` flows.
@@ -37,6 +39,9 @@ class FlowFate:
     job: VcJob | None
     """The live vcjob, if any (probes look at it)."""
     needs_job: bool
+    """No vcjob that ended or runs: not created yet, vanished before it ended, or a retry is due."""
+    running: bool
+    """A live vcjob that has not ended."""
 
 
 @dataclass(frozen=True)
@@ -84,7 +89,7 @@ def decide_outcomes(jobflow: JobFlow, fates: Mapping[str, FlowFate], *,
         else:
             ready = check_dependencies(flow, outcome_of=outcomes.get)
         readiness[name] = ready
-        outcomes[name] = FlowOutcome.SKIPPED if ready.skip is not None else outcome_of_phase(fate.phase)
+        outcomes[name] = FlowOutcome.SKIPPED if ready.skip is not None else None
 
     for name in order:
         if not fates[name].flow.final:
@@ -92,8 +97,7 @@ def decide_outcomes(jobflow: JobFlow, fates: Mapping[str, FlowFate], *,
     fail_fast = jobflow.spec.failure_policy is not FailurePolicy.KEEP_GOING
     stopped = fail_fast and any(outcome is FlowOutcome.FAILED and name not in handled
                                 for name, outcome in outcomes.items())
-    over = all(outcomes[name] is not None or (stopped and fates[name].job is None)
-               for name in outcomes)
+    over = all(outcomes[name] is not None or (stopped and not fates[name].running) for name in outcomes)
     for name in order:
         if fates[name].flow.final:
             settle(name)

@@ -142,21 +142,21 @@ def plan(
     recheck_seconds: int = DEFAULT_RECHECK_SECONDS,
     rejections: Mapping[str, str] | None = None,
 ) -> Plan:
-    """Observe and plan in one call (see :func:`plan_observation` for the arguments)."""
-    return plan_observation(observe(jobflow, jobs=jobs, probe_results=probe_results), templates=templates,
-                            now=now, recheck_seconds=recheck_seconds, rejections=rejections)
+    """Observe (as of ``now``) and plan in one call (see :func:`plan_observation` for the arguments)."""
+    return plan_observation(observe(jobflow, jobs=jobs, now=now, probe_results=probe_results), templates=templates,
+                            recheck_seconds=recheck_seconds, rejections=rejections)
 
 
 def plan_observation(
-    observation: Observation, /, *, templates: Mapping[str, JobTemplate], now: datetime,
+    observation: Observation, /, *, templates: Mapping[str, JobTemplate],
     recheck_seconds: int = DEFAULT_RECHECK_SECONDS, rejections: Mapping[str, str] | None = None,
 ) -> Plan:
     """Plan one step of the observed JobFlow.
 
     ``templates`` maps JobTemplate names (in the JobFlow's namespace) to templates; it needs at least those
-    :func:`~jobflow_core.decisions.templates_needed` names, and a name it lacks counts as a JobTemplate that does not exist. ``now`` is
-    part of the contract for features that will need time (probe timeouts, retry backoff); nothing reads it yet,
-    which keeps re-planning idempotent. A flow still waiting for a probe tells, in
+    :func:`~jobflow_core.decisions.templates_needed` names, and a name it lacks counts as a JobTemplate that does
+    not exist. Time enters only through ``observation.now`` (retry backoffs), so planning the same observation
+    twice gives the same plan. A flow still waiting for a probe tells, in
     ``waitingFlows[].recheckSeconds``, how soon to look again. ``rejections`` maps flows whose vcjob the API
     server refused (Volcano's webhook) to its message: those wait, and say why, until the template or the cluster
     is fixed.
@@ -184,7 +184,7 @@ def plan_observation(
                      | {name for job in observation.owned if job.name in deletes if (name := template_of(job))})
     return Plan(
         actions=(
-            *(Create(decision.view.name, decision.manifest, job_created(decision.view.job_name))
+            *(Create(decision.view.name, decision.manifest, job_created(decision.view.next_job_name))
               for decision in starting if decision.manifest is not None),
             *(Delete(name) for name in deletes),
             *([WriteStatus(status, tuple(_events(observation.jobflow, phase=phase, state=state, skipped=skipped,
@@ -231,17 +231,18 @@ def _waiting_flows(decisions: Sequence[FlowDecision], *, recheck_seconds: int) -
     """Flows that never had a vcjob and do not start now (nor are skipped): what they wait for, and why."""
     waiting = []
     for decision in decisions:
-        if decision.view.phase is not None or decision.verdict in (Verdict.START, Verdict.SKIPPED):
+        view = decision.view
+        if (view.phase is not None and not view.retrying) or decision.verdict in (Verdict.START, Verdict.SKIPPED):
             continue
         probing = decision.verdict is Verdict.WAIT and decision.readiness.probing
         message = f"{decision.message} (checked again every {recheck_seconds}s)" if probing else decision.message
         waiting.append(
             WaitingFlow(
-                name=decision.view.name,
-                job_name=decision.view.job_name,
+                name=view.name,
+                job_name=view.next_job_name,
                 waiting_for=list(decision.readiness.waiting_for) or None,
                 message=message,
-                recheck_seconds=recheck_seconds if probing else None,
+                recheck_seconds=decision.recheck_seconds or (recheck_seconds if probing else None),
             )
         )
     return waiting

@@ -4,7 +4,7 @@ An event only names an object; the shell re-reads the truth. But it must know *w
 
 * a vcjob changed: the JobFlow that controls it. A Resource-mode payload names its controller (a hint, since
   payloads can be forged: it only narrows the search); otherwise, every JobFlow of the namespace that has a flow
-  whose vcjob would carry that name (:func:`jobflows_of_job`). When the vcjob came or went, the JobTemplates of
+  whose vcjob (or one of its retries) would carry that name (:func:`jobflows_of_job`). When the vcjob came or went, the JobTemplates of
   those flows get their ``jobDependsOnList`` refreshed (:func:`flows_of_job`);
 * a JobTemplate appeared or changed: the JobFlows of its namespace with a flow of that name that has no vcjob
   yet (:func:`waits_for_template`): a flow that has its vcjob no longer depends on its template, and this keeps
@@ -22,7 +22,7 @@ from typing import Any
 
 from jobflow_core.api import JOBFLOW
 from jobflow_core.models import JobFlowPhase, RetainPolicy, VcJob
-from jobflow_core.naming import controller_uid, has_record_finalizer, job_name
+from jobflow_core.naming import controller_uid, has_record_finalizer, is_job_of_flow
 
 Json = Mapping[str, Any]
 
@@ -55,10 +55,11 @@ def controller_name(payload: object) -> str | None:
 
 
 def flows_of_job(jobflow: Json, job: str) -> list[str]:
-    """The flows of ``jobflow`` whose vcjob is named ``job`` (their JobTemplates share the flow's name)."""
+    """The flows of ``jobflow`` whose vcjob, or a retry of it, is named ``job`` (their JobTemplates share the flow's
+    name)."""
     jobflow_name = _name(jobflow)
     return [flow for flow in dict.fromkeys(_flow_names(jobflow))
-            if jobflow_name is not None and job_name(jobflow=jobflow_name, flow=flow) == job]
+            if jobflow_name is not None and is_job_of_flow(job, jobflow=jobflow_name, flow=flow)]
 
 
 def jobflows_of_job(jobflows: Iterable[Json], *, job: str, controller: str | None) -> list[Json]:

@@ -105,12 +105,18 @@ def build_status(
 def _known_jobs(observation: Observation, *, creating: set[str]) -> list[_Known]:
     known = []
     for view in observation.views:
-        if view.flow.name in creating:
-            known.append(_Known(view.job_name, VcJobPhase.NEW, _new_record(view.job_name), None))
-        elif view.job is not None:
-            known.append(_from_live(view.job))
-        else:
-            known.append(_Known(view.job_name, view.phase, view.record, view.condition))
+        numbered = view.flow.retry is not None  # attempt numbers only where there can be several attempts
+        for attempt in view.attempts:
+            if view.name in creating and attempt.number == view.next_attempt:
+                continue
+            if attempt.job is not None:
+                known.append(_from_live(attempt.job, attempt=attempt.number if numbered else None))
+            else:
+                known.append(_Known(attempt.job_name, attempt.phase, attempt.record, attempt.condition))
+        if view.name in creating:
+            name = view.next_job_name
+            known.append(_Known(name, VcJobPhase.NEW, _new_record(name, view.next_attempt if numbered else None),
+                                None))
     reported = {job.name for job in known}
     # vcjobs of flows that were removed from the spec: live ones as observed, vanished ones as recorded.
     for job in observation.owned:
@@ -125,11 +131,11 @@ def _known_jobs(observation: Observation, *, creating: set[str]) -> list[_Known]
     return known
 
 
-def _new_record(name: str) -> FlowJobStatus:
-    return FlowJobStatus(name=name, restart_count=0)
+def _new_record(name: str, attempt: int | None) -> FlowJobStatus:
+    return FlowJobStatus(name=name, restart_count=0, attempt=attempt)
 
 
-def _from_live(job: VcJob) -> _Known:
+def _from_live(job: VcJob, *, attempt: int | None = None) -> _Known:
     status = job.status or JobStatus()
     phase = job.phase
     created = job.metadata.creation_timestamp
@@ -141,6 +147,8 @@ def _from_live(job: VcJob) -> _Known:
         end_timestamp=ended,
         restart_count=status.retry_count or 0,
         running_histories=_histories(job) or None,
+        attempt=attempt,
+        reason=(status.state.reason or None) if attempt is not None and status.state and ended else None,
     )
     running_duration = status.running_duration
     if running_duration is None and created and ended:

@@ -10,13 +10,14 @@ their errors are listed:
    out where upstream only says "not DAG");
 3. no two flows share a name (upstream silently kept the last one and then never finished, issue #5868);
 4. the label value ``<namespace>.<jobflow>`` fits in 63 characters;
-5. for each flow, in spec order: its vcjob name ``<jobflow>-<flow>`` is a DNS-1123 label (it also names the
-   vcjob's pods and services), and the label value ``<namespace>.<flow>`` fits in 63 characters;
+5. for each flow, in spec order: its vcjob name ``<jobflow>-<flow>`` (and, with ``retry``, its last retry's
+   ``<jobflow>-<flow>-r<limit>``) is a DNS-1123 label (it also names the vcjob's pods and services), and the label value ``<namespace>.<flow>`` fits in 63 characters;
 6. for each flow's ``dependsOn.probe``, in spec order: every item names a task (a DNS-1123 label, as vcjob task
    names are), HTTP and TCP probes have a port from 1 to 65535, and a taskStatus probe names a pod phase
    (the phases ``taskStatusCount`` counts). A probe that breaks these rules could never pass, so its flow would
    wait forever;
-7. for each flow, in spec order: ``dependsOn.outcome`` is not combined with a probe (the probe decides when the
+7. for each flow, in spec order: no other flow is named like one of its retries' vcjobs (``<flow>-r<k>``);
+   ``dependsOn.outcome`` is not combined with a probe (the probe decides when the
    flow starts); a flow that is not ``finally`` does not depend on a ``finally`` flow (those run after every
    other flow), and a ``finally`` flow depends only on ``finally`` flows (it already waits for all the others).
 
@@ -42,7 +43,7 @@ from graphlib import CycleError, TopologicalSorter
 
 from jobflow_core.api import CREATED_BY_JOBFLOW, CREATED_BY_JOBTEMPLATE
 from jobflow_core.models import Flow, JobFlow, Probe
-from jobflow_core.naming import job_name, jobflow_label_value, jobtemplate_label_value
+from jobflow_core.naming import attempt_job_name, job_name, jobflow_label_value, jobtemplate_label_value
 
 MAX_NAME_LENGTH = 63
 """The limit for a DNS-1123 label and for a label value."""
@@ -183,6 +184,15 @@ def _names(jobflow: JobFlow, flows: Sequence[Flow]) -> list[SpecError]:
                     hint="shorten or rename the JobFlow or the flow (and its JobTemplate)",
                 )
             )
+        elif flow.retry is not None and flow.retry.limit > 0:
+            last = attempt_job_name(jobflow=jobflow.name, flow=flow.name, attempt=1 + flow.retry.limit)
+            if not is_dns1123_label(last):
+                errors.append(SpecError(
+                    code="InvalidJobName",
+                    message=f'vcjob name "{last}" of the last retry of flow "{flow.name}" is not a DNS-1123 label '
+                    f"(at most {MAX_NAME_LENGTH} characters)",
+                    hint="shorten the JobFlow or the flow, or lower retry.limit",
+                ))
         template_label = jobtemplate_label_value(namespace=jobflow.namespace, flow=flow.name)
         if len(template_label) > MAX_NAME_LENGTH:
             errors.append(
@@ -264,8 +274,16 @@ def _invalid_probe(field: str, value: object, should_be: str, *, hint: str) -> S
 
 def _control_flow(flows: Sequence[Flow]) -> list[SpecError]:
     final = {flow.name for flow in flows if flow.final}
+    names = {flow.name for flow in flows}
     errors = []
     for flow in flows:
+        retries = flow.retry.limit if flow.retry else 0
+        for taken in sorted(names & {f"{flow.name}-r{k}" for k in range(1, retries + 1)}):
+            errors.append(SpecError(
+                code="RetryNameTaken",
+                message=f'flow "{taken}" has the vcjob name of a retry of flow "{flow.name}"',
+                hint=f'rename flow "{taken}", or lower retry.limit of "{flow.name}"',
+            ))
         depends = flow.depends_on
         if depends is not None and depends.outcome is not None and depends.probe is not None:
             errors.append(SpecError(

@@ -72,7 +72,7 @@ def _plan_one(ctx: Context, doc: documents.Document, template_docs: list[documen
         jobs = [VcJob.model_validate(job) for job in ctx.cluster.list(VCJOB, namespace)["items"]
                 if job["metadata"]["name"] in names]
         exists = ctx.cluster.find(JOBFLOW, namespace, jobflow.name) is not None
-    observation = observe(jobflow, jobs=jobs)
+    observation = observe(jobflow, jobs=jobs, now=utc_now())
     if not ctx.args.local:
         for name in templates_needed(observation):
             if name not in templates:
@@ -80,7 +80,7 @@ def _plan_one(ctx: Context, doc: documents.Document, template_docs: list[documen
                 if found is not None:
                     templates[name] = JobTemplate.model_validate(found)
                     origin[name] = "the cluster"
-    result = plan_observation(observation, templates=templates, now=utc_now())
+    result = plan_observation(observation, templates=templates)
     state = result.status.state
     starts = [{"flow": create.flow, "job": create.job_name, "template": f"{namespace}/{create.flow}",
                "templateFrom": origin.get(create.flow)} for create in result.creates]

@@ -65,7 +65,7 @@ class Snapshot:
         return self.phase in ("Succeed", "Failed")
 
 
-def take(jobflow: dict[str, Any], jobs: Iterable[dict[str, Any]]) -> Snapshot:
+def take(jobflow: dict[str, Any], jobs: Iterable[dict[str, Any]], *, now: datetime | None = None) -> Snapshot:
     flow = JobFlow.model_validate(jobflow)
     status = flow.status or JobFlowStatus()
     graph = flow_graph(flow)
@@ -74,7 +74,7 @@ def take(jobflow: dict[str, Any], jobs: Iterable[dict[str, Any]]) -> Snapshot:
     conditions = status.conditions or {}
     waiting = {entry.name: entry for entry in status.waiting_flows or ()}
     skipped = {entry.name: entry for entry in status.skipped_flows or ()}
-    observation = observe(flow, jobs=live.values())  # what the engine decides, for flows its status lacks
+    observation = observe(flow, jobs=live.values(), now=now)  # what the engine decides, for flows the status lacks
     rows: list[FlowRow] = []
     for name in graph.order:
         if name in graph.undefined:

@@ -106,7 +106,7 @@ def fetch(ctx: Context, name: str) -> tuple[dict[str, Any], list[dict[str, Any]]
 
 
 def read(ctx: Context, name: str) -> Snapshot:
-    return take(*fetch(ctx, name))
+    return take(*fetch(ctx, name), now=utc_now())
 
 
 def run(ctx: Context) -> int:

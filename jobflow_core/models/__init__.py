@@ -15,6 +15,7 @@ from jobflow_core.models.base import (
 )
 from jobflow_core.models.jobflow import (
     AwaitedOutcome,
+    Backoff,
     FailurePolicy,
     DependsOn,
     Flow,
@@ -31,6 +32,7 @@ from jobflow_core.models.jobflow import (
     Patch,
     Probe,
     RetainPolicy,
+    Retry,
     SkippedFlow,
     TaskStatus,
     TcpSocket,
@@ -54,6 +56,8 @@ from jobflow_core.models.vcjob import (
 
 __all__ = [
     "AwaitedOutcome",
+    "Backoff",
+    "Retry",
     "FailurePolicy",
     "SkippedFlow",
     "DEFAULT_NAMESPACE",

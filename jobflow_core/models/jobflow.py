@@ -96,6 +96,24 @@ class DependsOn(WireModel):
     outcome: AwaitedOutcome | None = None
 
 
+class Backoff(WireModel):
+    """How long to wait before each retry: ``delaySeconds`` times ``factor`` per earlier retry, at most
+    ``maxDelaySeconds`` (defaults in :mod:`jobflow_core.retries`)."""
+
+    delay_seconds: int | None = Field(None, alias="delaySeconds")
+    factor: float | None = None
+    max_delay_seconds: int | None = Field(None, alias="maxDelaySeconds")
+
+
+class Retry(WireModel):
+    """Ours: run a flow's vcjob again when it ends in one of ``retryOn`` (default Failed, Terminated, Aborted),
+    at most ``limit`` more times, after a backoff."""
+
+    limit: int
+    retry_on: list[VcJobPhase] | None = Field(None, alias="retryOn")
+    backoff: Backoff | None = None
+
+
 class Patch(WireModel):
     job_spec: JobSpec | None = Field(None, alias="jobSpec")
 
@@ -108,6 +126,7 @@ class Flow(WireModel):
     patch: Patch | None = None
     final: bool | None = Field(None, alias="finally")
     """Ours: the flow runs once every flow that is not ``finally`` has ended, whatever the outcome."""
+    retry: Retry | None = None
 
 
 class JobFlowSpec(WireModel):
@@ -135,6 +154,10 @@ class FlowJobStatus(WireModel):
     end_timestamp: Timestamp | None = Field(None, alias="endTimestamp")
     restart_count: int | None = Field(None, alias="restartCount")
     running_histories: list[JobRunningHistory] | None = Field(None, alias="runningHistories")
+    attempt: int | None = None
+    """Ours, for a flow with ``retry``: which attempt of its flow this vcjob is (1 for the first)."""
+    reason: str | None = None
+    """Ours, for a flow with ``retry``: why the vcjob ended as it did (its ``status.state.reason``)."""
 
 
 class FlowCondition(WireModel):

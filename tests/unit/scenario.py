@@ -129,8 +129,11 @@ class Cluster:
         return result
 
     def move(self, flow: str, phase: VcJobPhase) -> None:
-        """Volcano moves the vcjob of ``flow`` to ``phase``: new state and one more condition."""
-        name = job_name(jobflow=self.flow.name, flow=flow)
+        """Volcano moves the (first) vcjob of ``flow`` to ``phase``: new state and one more condition."""
+        self.move_job(job_name(jobflow=self.flow.name, flow=flow), phase)
+
+    def move_job(self, name: str, phase: VcJobPhase) -> None:
+        """Volcano moves vcjob ``name`` to ``phase``: new state and one more condition."""
         job = self.jobs[name].to_wire()
         changed = self.tick()
         status = job.setdefault("status", {})

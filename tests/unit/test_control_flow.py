@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from jobflow_core.models import JobFlowPhase, VcJobPhase
+from datetime import timedelta
+
+from jobflow_core.models import JobFlowPhase, VcJobPhase, format_time
 from scenario import Cluster, jobflow
 
 P = VcJobPhase
@@ -199,3 +201,75 @@ def test_a_suspended_jobflow_whose_flows_all_ended_is_succeed():
     cluster = Cluster(jobflow("spec: {suspend: true, flows: []}"))
     cluster.step()
     assert cluster.phase is JobFlowPhase.SUCCEED
+
+
+RETRIED = """
+spec:
+  flows:
+  - name: train
+    retry: {limit: 2, backoff: {delaySeconds: 90, factor: 2}}
+  - {name: report, dependsOn: {targets: [train]}}
+"""
+
+
+def test_a_failed_attempt_is_retried_after_its_backoff_and_dependents_wait_for_the_last_one():
+    cluster = Cluster(jobflow(RETRIED))
+    assert [c.job_name for c in cluster.step().creates] == ["test-train"]
+    cluster.move("train", P.FAILED)
+    failed_at = cluster.now
+    result = cluster.step()
+    assert result.creates == [] and cluster.phase is JobFlowPhase.RUNNING
+    [waiting] = [w for w in cluster.flow.status.waiting_flows if w.name == "train"]
+    assert (waiting.job_name, waiting.recheck_seconds) == ("test-train-r1", 30)
+    assert waiting.message == (f"attempt 2 of 3 starts at {format_time(failed_at + timedelta(seconds=90))}: "
+                               "90s after attempt 1 ended Failed")
+    cluster.now = failed_at + timedelta(seconds=89)
+    assert cluster.step().creates == []
+    cluster.now = failed_at + timedelta(seconds=90)
+    [retry] = cluster.step().creates
+    assert retry.job_name == "test-train-r1"
+    assert retry.manifest["metadata"]["labels"]["flow.volcano.sh/attempt"] == "2"
+    pod = retry.manifest["spec"]["tasks"][0]["template"]["metadata"]
+    assert pod["annotations"]["flow.volcano.sh/attempt"] == "2"
+    records = {r.name: r.attempt for r in cluster.flow.status.job_status_list}
+    assert records == {"test-train": 1, "test-train-r1": 2}
+    cluster.move_job("test-train-r1", P.COMPLETED)
+    assert [c.flow for c in cluster.step().creates] == ["report"]
+    assert cluster.flow.status.failed_jobs == ["test-train"]
+
+
+def test_the_second_backoff_is_longer_and_a_last_failure_fails_the_flow():
+    cluster = Cluster(jobflow(RETRIED))
+    cluster.step()
+    for name, delay in (("test-train", 90), ("test-train-r1", 180)):
+        cluster.move_job(name, P.FAILED)
+        cluster.now += timedelta(seconds=delay - 1)
+        assert cluster.step().creates == []
+        cluster.now += timedelta(seconds=1)
+        assert len(cluster.step().creates) == 1
+    cluster.move_job("test-train-r2", P.FAILED)
+    cluster.step()
+    assert cluster.phase is JobFlowPhase.FAILED
+    assert "test-train-r2" in cluster.flow.status.state.message
+
+
+def test_only_the_end_states_in_retry_on_are_retried():
+    cluster = Cluster(jobflow(RETRIED.replace("retry: {", "retry: {retryOn: [Failed], ")))
+    cluster.step()
+    cluster.move("train", P.ABORTED)
+    cluster.now += timedelta(hours=1)
+    assert cluster.step().creates == []
+    assert cluster.phase is JobFlowPhase.FAILED
+
+
+def test_a_retry_created_but_not_yet_recorded_is_never_created_twice():
+    cluster = Cluster(jobflow(RETRIED))
+    cluster.step()
+    cluster.move("train", P.FAILED)
+    cluster.now += timedelta(hours=1)
+    before = cluster.flow
+    assert [c.job_name for c in cluster.step().creates] == ["test-train-r1"]
+    cluster.flow = before  # the handler died after the create, before writing the status
+    result = cluster.step()
+    assert result.creates == []
+    assert {r.name for r in cluster.flow.status.job_status_list} == {"test-train", "test-train-r1"}

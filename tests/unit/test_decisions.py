@@ -26,6 +26,7 @@ def decision_of(flow, name, *jobs, templates=None, rejections=None):
     return next(d for d in result.decisions if d.view.name == name)
 
 
+RETRYING = jobflow("spec: {flows: [{name: a, retry: {limit: 2, backoff: {delaySeconds: 60}}}]}")
 SUSPENDED = jobflow("spec: {suspend: true, flows: [{name: a}, {name: b, dependsOn: {targets: [a]}}]}")
 KEEP_GOING = jobflow("spec: {failurePolicy: KeepGoing, flows: [{name: a}, {name: b, dependsOn: {targets: [a]}}]}")
 
@@ -38,6 +39,8 @@ ROWS = {
         lambda: decision_of(KEEP_GOING, "b", vcjob(KEEP_GOING, "a", P.FAILED)),
     "the JobFlow is suspended":
         lambda: decision_of(SUSPENDED, "b", vcjob(SUSPENDED, "a", P.COMPLETED)),
+    "its next attempt waits out the retry backoff":
+        lambda: decision_of(RETRYING, "a", vcjob(RETRYING, "a", P.FAILED)),
     "its probe can never pass as written":
         lambda: decision_of(jobflow(BOCLOUD.model_dump_json().replace("worker", "chief")), "next",
                             tf_job(BOCLOUD, P.RUNNING), templates=tf_templates(BOCLOUD)),

@@ -8,7 +8,8 @@ import jobflow_core
 CORE = Path(jobflow_core.__file__).parent
 ALLOWED = {
     *("jobflow_core", "pydantic"),
-    *("collections", "copy", "dataclasses", "datetime", "enum", "functools", "graphlib", "re", "types", "typing"),
+    *("collections", "copy", "dataclasses", "datetime", "enum", "functools", "graphlib", "math", "re", "types"),
+    "typing",
 }
 CLOCK_READS = {"now", "utcnow", "today", "time", "monotonic", "perf_counter"}
 

@@ -228,3 +228,12 @@ spec:
   - name: b
     dependsOn: {targets: [a], outcome: Failed, probe: {taskStatusList: [{taskName: t, phase: Running}]}}
 """) == ['flow "b": dependsOn.outcome cannot be combined with dependsOn.probe']
+
+
+def test_a_retry_must_not_take_another_flows_vcjob_name_and_its_last_name_must_fit():
+    assert messages("spec: {flows: [{name: a, retry: {limit: 2}}, {name: a-r2}]}") == [
+        'flow "a-r2" has the vcjob name of a retry of flow "a"']
+    long = "x" * 54
+    assert messages(f"spec: {{flows: [{{name: {long}, retry: {{limit: 10}}}}]}}") == [
+        f'vcjob name "test-{long}-r10" of the last retry of flow "{long}" is not a DNS-1123 label '
+        "(at most 63 characters)"]
