@@ -233,7 +233,7 @@ spec:
 def test_a_retry_must_not_take_another_flows_vcjob_name_and_its_last_name_must_fit():
     assert messages("spec: {flows: [{name: a, retry: {limit: 2}}, {name: a-r2}]}") == [
         'flow "a-r2" has the vcjob name of a retry of flow "a"']
-    long = "x" * 54
+    long = "x" * 55
     assert messages(f"spec: {{flows: [{{name: {long}, retry: {{limit: 10}}}}]}}") == [
         f'vcjob name "test-{long}-r10" of the last retry of flow "{long}" is not a DNS-1123 label '
         "(at most 63 characters)"]
