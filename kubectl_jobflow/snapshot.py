@@ -17,7 +17,7 @@ from typing import Any
 from jobflow_core import Observation, observe
 from jobflow_core.graph import flow_graph
 from jobflow_core.models import JobFlow, JobFlowStatus, SkippedFlow, TaskState, VcJob, VcJobPhase, WaitingFlow
-from jobflow_core.naming import is_owned_by, job_name
+from jobflow_core.naming import is_owned_by
 from jobflow_core.phase import is_final
 
 WAITING = "Waiting"
@@ -75,13 +75,19 @@ def take(jobflow: dict[str, Any], jobs: Iterable[dict[str, Any]], *, now: dateti
     waiting = {entry.name: entry for entry in status.waiting_flows or ()}
     skipped = {entry.name: entry for entry in status.skipped_flows or ()}
     observation = observe(flow, jobs=live.values(), now=now)  # what the engine decides, for flows the status lacks
+    views = {view.name: view for view in observation.views}
     rows: list[FlowRow] = []
     for name in graph.order:
         if name in graph.undefined:
             continue
-        vcjob = job_name(jobflow=flow.name, flow=name)
+        view = views[name]
+        vcjob = view.next_job_name  # the current attempt's, or the retry's about to start
         after = graph.targets(name)
-        if vcjob in live:
+        if view.retrying:
+            row = FlowRow(name=name, level=graph.levels[name], after=after, job=vcjob, live=False, created=None,
+                          restarts=None, **_not_started(name, waiting=waiting, skipped=skipped,
+                                                        observation=observation))
+        elif vcjob in live:
             row = _live_row(name, vcjob, live[vcjob], level=graph.levels[name], after=after)
         elif vcjob in records:
             record, condition = records[vcjob], conditions.get(vcjob)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import time
+from datetime import datetime
 
 import pytest
 
@@ -16,6 +17,10 @@ from kubectl_jobflow.cli import run
 from objects import apply, events_of, template, vcjobs, wait_for_phase
 
 pytestmark = pytest.mark.cluster
+
+
+def stamp(value: str) -> datetime:
+    return datetime.fromisoformat(value.replace("Z", "+00:00"))
 
 HANDLED = """
 apiVersion: flow.volcano.sh/v1alpha1
@@ -98,3 +103,34 @@ def test_suspend_holds_the_next_flow_past_a_vcjobs_run_time_and_resume_finishes_
     assert jobflow_cli(cluster, "resume", "held", "-n", namespace)[0] == 0
     flow = wait_for_phase(cluster, namespace, "held", "Succeed", timeout=60)
     assert flow["status"]["completedJobs"] == ["held-a", "held-b"]
+
+
+def test_a_flow_failing_twice_is_retried_after_growing_backoffs_and_its_dependent_starts_once_after_it_succeeds(
+        cluster: LocalCluster, namespace: str, engine) -> None:
+    apply(cluster, namespace, template("train", fail_attempts=2) + "---\n" + template("report"))
+    apply(cluster, namespace, """
+apiVersion: flow.volcano.sh/v1alpha1
+kind: JobFlow
+metadata: {name: flaky}
+spec:
+  flows:
+  - name: train
+    retry: {limit: 3, backoff: {delaySeconds: 2, factor: 2}}
+  - name: report
+    dependsOn: {targets: [train]}
+""")
+
+    flow = wait_for_phase(cluster, namespace, "flaky", "Succeed", timeout=120)
+
+    records = {r["name"]: r for r in flow["status"]["jobStatusList"]}
+    attempts = [records[name] for name in ("flaky-train", "flaky-train-r1", "flaky-train-r2")]
+    assert [(r["attempt"], r["state"]) for r in attempts] == [(1, "Terminated"), (2, "Terminated"), (3, "Completed")]
+    for before, after, backoff in ((attempts[0], attempts[1], 2), (attempts[1], attempts[2], 4)):
+        gap = stamp(after["startTimestamp"]) - stamp(before["endTimestamp"])
+        assert gap.total_seconds() >= backoff, (before["name"], after["name"], gap)
+    report = records["flaky-report"]
+    assert stamp(report["startTimestamp"]) >= stamp(attempts[2]["endTimestamp"])
+    created = sorted(m for _, reason, m in events_of(cluster, namespace, "flaky") if reason == "Created")
+    assert created == ["create a job named flaky-report!", "create a job named flaky-train!",
+                       "create a job named flaky-train-r1!", "create a job named flaky-train-r2!"]
+    assert flow["status"]["terminatedJobs"] == ["flaky-train", "flaky-train-r1"]
