@@ -1,8 +1,9 @@
 """Wake the handler for JobFlows that wait for a probe, as often as their status asks.
 
 A probe (an HTTP server coming up, a TCP port opening) can start passing without any Kubernetes object changing,
-so no watch event would ever tell the handler to look again. The handler writes, for each flow waiting on a probe,
-``status.waitingFlows[].recheckSeconds``; while a JobFlow's last seen status has such entries, this re-announces
+so no watch event would ever tell the handler to look again; nor does a retry backoff, a deadline or a timeout
+running out. The handler writes, for each flow waiting on a probe or a backoff,
+``status.waitingFlows[].recheckSeconds``, and ``status.recheckSeconds`` while a deadline or timeout is pending; while a JobFlow's last seen status has such entries, this re-announces
 it (an ``update`` event) every that many seconds (the smallest, if several). A JobFlow that stops waiting, or is
 deleted, is dropped. Nothing is kept but one timer per waiting JobFlow, so this is no busy loop.
 """
@@ -18,8 +19,11 @@ from jobflow_core.api import JOBFLOW
 
 
 def recheck_seconds(obj: dict) -> float | None:
-    waits = ((obj.get("status") or {}).get("waitingFlows")) or []
+    status = obj.get("status") or {}
+    waits = status.get("waitingFlows") or []
     intervals = [w["recheckSeconds"] for w in waits if isinstance(w, dict) and w.get("recheckSeconds")]
+    if isinstance(status.get("recheckSeconds"), (int, float)) and status["recheckSeconds"] > 0:
+        intervals.append(status["recheckSeconds"])  # a deadline or timeout that has not run out yet
     return float(min(intervals)) if intervals else None
 
 

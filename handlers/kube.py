@@ -21,7 +21,7 @@ from kubernetes.client.rest import ApiException
 from urllib3.exceptions import HTTPError
 
 from apiclient import connect
-from jobflow_core.api import JOBFLOW, JOBTEMPLATE, VCJOB, ApiType
+from jobflow_core.api import COMMAND, JOBFLOW, JOBTEMPLATE, VCJOB, ApiType
 
 COMPONENT = "volcano-jobflow-handler"
 
@@ -144,6 +144,13 @@ class KubeApi:
                 raise Rejected(_api_message(error)) from error
             raise
         return True
+
+    def create_command(self, body: dict) -> None:
+        """Create a Volcano Command; one of that name existing already is as good (its name says what it does)."""
+        try:
+            self._custom("create", COMMAND, body["metadata"]["namespace"], body)
+        except Conflict:
+            return
 
     def remove_finalizer(self, job: dict, finalizer: str) -> None:
         """Take ``finalizer`` off a vcjob, as a JSON patch that first tests the list is still what we read."""

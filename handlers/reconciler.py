@@ -5,7 +5,8 @@ One reconcile of a JobFlow, one attempt after another (at most :data:`MAX_ATTEMP
 1. read: the JobFlow (GET, or taken from a LIST just made), its vcjobs (one LIST by the createdByJobFlow label),
    the HTTP/TCP probes the observation asks for, and only the JobTemplates the decisions need now (usually none);
 2. plan: ``jobflow_core.plan_observation`` (pure, no I/O);
-3. act: carry out the plan's actions in order: create vcjobs (recording each creation event), delete vcjobs,
+3. act: carry out the plan's actions in order: create vcjobs (recording each creation event), abort vcjobs past a
+   deadline (a Volcano Command), delete vcjobs,
    write the status with the resourceVersion read in step 1, release finalizers, refresh JobTemplates.
 
 Two answers of the API server start a new attempt, with what they taught kept in :class:`_Learned`: a create
@@ -24,7 +25,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from jobflow_core import Create, Delete, Event, Observation, Plan, RefreshTemplate, Release, WriteStatus
+from jobflow_core import Abort, Create, Delete, Event, Observation, Plan, RefreshTemplate, Release, WriteStatus
 from jobflow_core import observe, plan_observation, templates_needed
 from jobflow_core.api import RECORD_FINALIZER
 from jobflow_core.models import JobFlow, JobTemplate, VcJob
@@ -122,6 +123,9 @@ class Reconciler:
                 case Create():
                     self._create(raw, action, learned, now=now)
                     outcome.created.append(action.job_name)
+                case Abort(command=command, event=event):
+                    self.kube.create_command(command)
+                    self._record(raw, event, now=now)
                 case Delete(job_name=job_name):
                     self.kube.delete_vcjob(namespace, job_name)
                     outcome.deleted.append(job_name)

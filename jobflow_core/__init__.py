@@ -30,9 +30,19 @@ Where each fact is decided:
 from jobflow_core.decisions import templates_needed
 from jobflow_core.events import Event, EventType, Reason
 from jobflow_core.observation import Observation, observe
-from jobflow_core.planner import Create, Delete, Plan, RefreshTemplate, Release, WriteStatus, plan, plan_observation
+from jobflow_core.planner import (
+    Abort,
+    Create,
+    Delete,
+    Plan,
+    RefreshTemplate,
+    Release,
+    WriteStatus,
+    plan,
+    plan_observation,
+)
 from jobflow_core.probes import CheckKind, CheckResult, NetworkCheck
 
-__all__ = ["CheckKind", "CheckResult", "Create", "Delete", "Event", "EventType", "NetworkCheck", "Observation",
+__all__ = ["Abort", "CheckKind", "CheckResult", "Create", "Delete", "Event", "EventType", "NetworkCheck", "Observation",
            "Plan", "Reason", "RefreshTemplate", "Release", "WriteStatus", "observe", "plan", "plan_observation",
            "templates_needed"]

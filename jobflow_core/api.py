@@ -42,8 +42,11 @@ class ApiType:
 JOBFLOW: Final = ApiType("flow.volcano.sh", "v1alpha1", "JobFlow", "jobflows")
 JOBTEMPLATE: Final = ApiType("flow.volcano.sh", "v1alpha1", "JobTemplate", "jobtemplates")
 VCJOB: Final = ApiType("batch.volcano.sh", "v1alpha1", "Job", "jobs")
+COMMAND: Final = ApiType("bus.volcano.sh", "v1alpha1", "Command", "commands")
+"""Volcano's: an action for its job controller to carry out on a vcjob (we send ``AbortJob``)."""
 
 API_TYPES: Final = (JOBFLOW, JOBTEMPLATE, VCJOB)
+"""The types the engine watches and reconciles."""
 
 
 def api_type_of(api_version: object, kind: object) -> ApiType | None:

@@ -9,6 +9,7 @@ a Warning event carry:
 when                                                                    verdict  reason
 ======================================================================  =======  ====================
 the JobFlow is being deleted, or its spec is invalid                    held
+its deadline passed (:mod:`jobflow_core.deadlines`)                     held
 the JobFlow failed fast (an unhandled failure), unless the flow is      held
 ``finally``
 its dependencies can no longer be met (:mod:`jobflow_core.outcomes`)    skipped  DependencyNotMet
@@ -116,6 +117,13 @@ def _starts_nothing(facts: FlowFacts) -> str | None:
     return f"not started: the JobFlow is {facts.observation.phase}" if facts.observation.starts_nothing else None
 
 
+def _deadline_passed(facts: FlowFacts) -> str | None:
+    if not facts.observation.deadline_exceeded:
+        return None
+    seconds = facts.observation.jobflow.spec.active_deadline_seconds
+    return f"not started: the JobFlow's activeDeadlineSeconds ({seconds}) passed"
+
+
 def _stopped(facts: FlowFacts) -> str | None:
     stopped = facts.observation.stopped_for(facts.view)
     return f"not started: the JobFlow is {facts.observation.phase}" if stopped else None
@@ -187,6 +195,7 @@ def _refused(facts: FlowFacts) -> str | None:
 
 READINESS_RULES: Final = (
     StartRule("the JobFlow is being deleted, or its spec is invalid", Verdict.HELD, None, _starts_nothing),
+    StartRule("its deadline passed", Verdict.HELD, None, _deadline_passed),
     StartRule("the JobFlow failed fast, and the flow is not finally", Verdict.HELD, None, _stopped),
     StartRule("its dependencies can no longer be met", Verdict.SKIPPED, Reason.DEPENDENCY_NOT_MET,
               _dependency_lost),

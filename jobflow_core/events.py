@@ -37,6 +37,10 @@ class Reason(StrEnum):
     """The API server (Volcano's webhook) refused a flow's vcjob; it is tried again on the next event."""
     PROBE_TASK_NOT_FOUND = "ProbeTaskNotFound"
     """A flow's probe names a task its target vcjob does not have, so it can never pass."""
+    DEADLINE_EXCEEDED = "DeadlineExceeded"
+    """``activeDeadlineSeconds`` passed before every flow ended: what ran was aborted, the JobFlow is Failed."""
+    TIMEOUT = "Timeout"
+    """An attempt ran longer than its flow's ``timeoutSeconds`` and was aborted."""
     DEPENDENCY_NOT_MET = "DependencyNotMet"
     """A flow is Skipped: what it waits for its targets to do can no longer happen (a Normal event)."""
 

@@ -30,8 +30,8 @@ template field, including ones we do not model, reaches the vcjob.
 import copy
 from typing import Any
 
-from jobflow_core.models import Flow, JobFlow, JobTemplate
-from jobflow_core.api import ATTEMPT, RECORD_FINALIZER, VCJOB
+from jobflow_core.models import Flow, JobFlow, JobTemplate, VcJob
+from jobflow_core.api import ATTEMPT, COMMAND, RECORD_FINALIZER, VCJOB
 from jobflow_core.naming import attempt_job_name, created_by, owner_reference
 from jobflow_core.patching import merge_job_spec
 
@@ -58,6 +58,21 @@ def build_job(jobflow: JobFlow, *, flow: str, template: JobTemplate, attempt: in
             "finalizers": [RECORD_FINALIZER],
         },
         "spec": spec,
+    }
+
+
+def abort_command(job: VcJob, *, reason: str, message: str) -> dict[str, Any]:
+    """The Volcano Command that aborts ``job`` (its pods are deleted, it ends ``Aborted``), as ``vcctl job suspend``
+    sends it. Its name is fixed per vcjob, so asking twice creates it once."""
+    return {
+        "apiVersion": COMMAND.api_version,
+        "kind": COMMAND.kind,
+        "metadata": {"name": f"{job.name}-abort", "namespace": job.namespace},
+        "action": "AbortJob",
+        "target": {"apiVersion": VCJOB.api_version, "kind": VCJOB.kind, "name": job.name, "uid": job.metadata.uid,
+                   "controller": True},
+        "reason": reason,
+        "message": message[:1024],
     }
 
 

@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
 
+from jobflow_core.deadlines import jobflow_deadline, passed
 from jobflow_core.dependencies import Readiness
 from jobflow_core.models import (
     FailurePolicy,
@@ -146,7 +147,9 @@ class Observation:
     probe_results: Mapping[NetworkCheck, CheckResult]
     """What the shell found for the HTTP and TCP checks it was asked for (:meth:`network_checks`)."""
     now: datetime | None = None
-    """When the observation was made (the shell's clock); None: unknown, so no retry backoff has passed."""
+    """When the observation was made (the shell's clock); None: unknown, so no backoff or deadline has passed."""
+    deadline_exceeded: bool = False
+    """``spec.activeDeadlineSeconds`` passed before every flow ended (:mod:`jobflow_core.deadlines`)."""
 
     @property
     def readiness(self) -> Mapping[str, Readiness]:
@@ -165,7 +168,7 @@ class Observation:
     @property
     def candidates(self) -> list[FlowView]:
         """Flows that need a vcjob and may still start: their dependencies decide."""
-        if self.starts_nothing or self.jobflow.spec.suspend:
+        if self.starts_nothing or self.jobflow.spec.suspend or self.deadline_exceeded:
             return []
         return [view for view in self.views if view.needs_job and not self.stopped_for(view)
                 and self.outcomes.of.get(view.name) is not FlowOutcome.SKIPPED]
@@ -184,16 +187,19 @@ class Observation:
 
     def with_probe_results(self, results: Mapping[NetworkCheck, CheckResult]) -> "Observation":
         """The same observation, with the answers of :meth:`network_checks` (the spec is not validated again)."""
-        outcomes = _outcomes(self.jobflow, self.views, probe_results=results)
-        return replace(self, probe_results=dict(results), outcomes=outcomes,
-                       phase=_phase(self.jobflow, self.views, outcomes, valid=not self.errors, creating=set()))
+        outcomes = _outcomes(self.jobflow, self.views, probe_results=results, now=self.now)
+        exceeded = _deadline_exceeded(self.jobflow, self.views, outcomes, now=self.now)
+        return replace(self, probe_results=dict(results), outcomes=outcomes, deadline_exceeded=exceeded,
+                       phase=_phase(self.jobflow, self.views, outcomes, valid=not self.errors, creating=set(),
+                                    deadline_exceeded=exceeded))
 
     def flow_phase(self, *, creating: Iterable[str] = ()) -> JobFlowPhase:
         """The JobFlow phase, counting the flows in ``creating`` as vcjobs just created (phase ``""``)."""
         created = set(creating)
         if not created:
             return self.phase
-        return _phase(self.jobflow, self.views, self.outcomes, valid=not self.errors, creating=created)
+        return _phase(self.jobflow, self.views, self.outcomes, valid=not self.errors, creating=created,
+                      deadline_exceeded=self.deadline_exceeded)
 
 
 def observe(jobflow: JobFlow, *, jobs: Iterable[VcJob], now: datetime | None = None,
@@ -223,7 +229,8 @@ def observe(jobflow: JobFlow, *, jobs: Iterable[VcJob], now: datetime | None = N
         views[flow.name] = replace(view, foreign=None if wanted in owned else foreign.get(wanted))
     errors = tuple(validate(jobflow))
     flows = tuple(views.values())
-    outcomes = _outcomes(jobflow, flows, probe_results=probe_results or {})
+    outcomes = _outcomes(jobflow, flows, probe_results=probe_results or {}, now=now)
+    exceeded = _deadline_exceeded(jobflow, flows, outcomes, now=now)
     return Observation(
         jobflow=jobflow,
         views=flows,
@@ -234,17 +241,29 @@ def observe(jobflow: JobFlow, *, jobs: Iterable[VcJob], now: datetime | None = N
         previous=previous,
         errors=errors,
         outcomes=outcomes,
-        phase=_phase(jobflow, flows, outcomes, valid=not errors, creating=set()),
+        phase=_phase(jobflow, flows, outcomes, valid=not errors, creating=set(), deadline_exceeded=exceeded),
         probe_results=dict(probe_results or {}),
         now=now,
+        deadline_exceeded=exceeded,
     )
 
 
+def _deadline_exceeded(jobflow: JobFlow, views: Iterable[FlowView], outcomes: Outcomes, *,
+                       now: datetime | None) -> bool:
+    deadline = jobflow_deadline(jobflow)
+    if deadline is None or not passed(deadline, now):
+        return False
+    # Times have one-second precision: a vcjob recorded as ended in the deadline's second ended at or after it.
+    return any(outcomes.of.get(view.name) is None or (view.current.ended_at is not None
+                                                      and view.current.ended_at >= deadline) for view in views)
+
+
 def _phase(jobflow: JobFlow, views: Iterable[FlowView], outcomes: Outcomes, *, valid: bool,
-           creating: set[str]) -> JobFlowPhase:
+           creating: set[str], deadline_exceeded: bool) -> JobFlowPhase:
     return decide_flow_phase(
         deleting=jobflow.metadata.deletion_timestamp is not None,
         spec_valid=valid,
+        deadline_exceeded=deadline_exceeded,
         categories=(_category(view, outcomes, creating=view.name in creating) for view in views),
         unhandled_failure=outcomes.unhandled_failure,
         fail_fast=jobflow.spec.failure_policy is not FailurePolicy.KEEP_GOING,
@@ -265,7 +284,7 @@ def _category(view: FlowView, outcomes: Outcomes, *, creating: bool) -> JobCateg
 
 
 def _outcomes(jobflow: JobFlow, views: Iterable[FlowView], *,
-              probe_results: Mapping[NetworkCheck, CheckResult]) -> Outcomes:
+              probe_results: Mapping[NetworkCheck, CheckResult], now: datetime | None) -> Outcomes:
     fates = {view.name: FlowFate(flow=view.flow, phase=view.phase, job=view.job, needs_job=view.needs_job,
                                  running=view.job is not None and not is_final(view.phase)) for view in views}
-    return decide_outcomes(jobflow, fates, probe_results=probe_results)
+    return decide_outcomes(jobflow, fates, probe_results=probe_results, now=now)

@@ -14,14 +14,18 @@ and so may be the flows that wait for it.
   default): nothing new starts but its ``finally`` flows.
 * ``finally`` flows come last: each also waits until every other flow has ended, or will never start because the
   JobFlow stopped, and then follows its own ``dependsOn`` (on other ``finally`` flows only).
+* A probe that has not passed when its ``timeoutSeconds`` ran out (:mod:`jobflow_core.deadlines`) never will: the
+  flow is Skipped.
 
 For each flow that needs a vcjob the pass also keeps its :class:`~jobflow_core.dependencies.Readiness`, which the
 start table (:mod:`jobflow_core.decisions`) reads.
 """
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import datetime
 
+from jobflow_core.deadlines import passed, probe_deadline
 from jobflow_core.dependencies import Readiness, check_dependencies, check_probe
 from jobflow_core.graph import flow_graph
 from jobflow_core.models import AwaitedOutcome, FailurePolicy, Flow, JobFlow, VcJob, VcJobPhase
@@ -70,7 +74,7 @@ def handled_failures(flows: Sequence[Flow]) -> frozenset[str]:
 
 
 def decide_outcomes(jobflow: JobFlow, fates: Mapping[str, FlowFate], *,
-                    probe_results: Mapping[NetworkCheck, CheckResult]) -> Outcomes:
+                    probe_results: Mapping[NetworkCheck, CheckResult], now: datetime | None = None) -> Outcomes:
     """The outcomes of the flows of ``jobflow`` (one :class:`FlowFate` per distinct flow name)."""
     order = [name for name in flow_graph(jobflow).order if name in fates]
     handled = handled_failures([fate.flow for fate in fates.values()])
@@ -86,6 +90,12 @@ def decide_outcomes(jobflow: JobFlow, fates: Mapping[str, FlowFate], *,
         flow = fate.flow
         if flow.depends_on is not None and flow.depends_on.probe is not None:
             ready = check_probe(flow, live_job=live.get, outcome_of=outcomes.get, results=probe_results)
+            targets = [live.get(target) for target in dict.fromkeys(flow.depends_on.targets or ())]
+            gave_up = probe_deadline(flow, targets)
+            if not ready.ready and ready.skip is None and not ready.errors and passed(gave_up, now):
+                seconds = flow.depends_on.probe.timeout_seconds
+                ready = replace(ready, probing=False, skip=f"its probe did not pass within {seconds}s of its "
+                                f"last target's vcjob being created ({ready.message})")
         else:
             ready = check_dependencies(flow, outcome_of=outcomes.get)
         readiness[name] = ready

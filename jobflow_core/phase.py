@@ -36,6 +36,7 @@ when                                                                  phase
 ====================================================================  ===========
 the JobFlow is being deleted                                          Terminating
 the spec is invalid                                                   Failed
+``activeDeadlineSeconds`` passed before every flow ended              Failed
 a failure nothing handles, and the JobFlow fails fast (the default)   Failed
 a failure nothing handles, and every flow has ended                   Failed
 the JobFlow is suspended (``spec.suspend``) and not every flow ended  Suspended
@@ -121,6 +122,7 @@ class PhaseFacts:
 
     deleting: bool
     spec_valid: bool
+    deadline_exceeded: bool
     categories: frozenset[JobCategory]
     """The categories present among the flows (a set: only which ones occur matters)."""
     unhandled_failure: bool
@@ -139,6 +141,7 @@ class PhaseRule:
 FLOW_PHASE_RULES: Final = (
     PhaseRule("the JobFlow is being deleted", JobFlowPhase.TERMINATING, lambda f: f.deleting),
     PhaseRule("the spec is invalid", JobFlowPhase.FAILED, lambda f: not f.spec_valid),
+    PhaseRule("the deadline passed before every flow ended", JobFlowPhase.FAILED, lambda f: f.deadline_exceeded),
     PhaseRule("a failure nothing handles, and the JobFlow fails fast", JobFlowPhase.FAILED,
               lambda f: f.unhandled_failure and f.fail_fast),
     PhaseRule("a failure nothing handles, and every flow has ended", JobFlowPhase.FAILED,
@@ -155,11 +158,13 @@ FLOW_PHASE_RULES: Final = (
 
 
 def decide_flow_phase(*, deleting: bool, spec_valid: bool, categories: Iterable[JobCategory],
-                      unhandled_failure: bool, fail_fast: bool = True, suspended: bool = False) -> JobFlowPhase:
+                      unhandled_failure: bool, fail_fast: bool = True, suspended: bool = False,
+                      deadline_exceeded: bool = False) -> JobFlowPhase:
     """The JobFlow phase, given the category of each (distinct) flow."""
     facts = PhaseFacts(
         deleting=deleting,
         spec_valid=spec_valid,
+        deadline_exceeded=deadline_exceeded,
         categories=frozenset(categories),
         unhandled_failure=unhandled_failure,
         fail_fast=fail_fast,

@@ -20,7 +20,8 @@ events in :mod:`jobflow_core.events`. This module only puts them together:
   the order of the start table; the first blocker's reason is ``status.state.reason``, all messages joined its
   ``message``;
 * the actions, in the order the shell carries them out: :class:`Create` (each with upstream's ``Created`` event,
-  recorded once the create succeeded), :class:`Delete` (``jobRetainPolicy: delete`` once the JobFlow is
+  recorded once the create succeeded), :class:`Abort` (a vcjob past the deadline or its flow's timeout),
+  :class:`Delete` (``jobRetainPolicy: delete`` once the JobFlow is
   Succeed; records stay in the status), :class:`WriteStatus` (only when the status changed, with the events of
   what is new), :class:`Release` (vcjobs being deleted whose record is now in the status, and orphans), and
   :class:`RefreshTemplate` (JobTemplates whose ``jobDependsOnList`` changed because a vcjob came or went).
@@ -31,8 +32,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
 
+from jobflow_core.deadlines import attempt_deadline, passed
+from jobflow_core.deadlines import recheck_seconds as deadline_recheck
 from jobflow_core.decisions import START_RULES, FlowDecision, Verdict, decide_all
 from jobflow_core.events import Event, EventType, Reason, job_created, phase_changed
+from jobflow_core.jobs import abort_command
 from jobflow_core.models import (
     FlowState,
     JobFlow,
@@ -42,11 +46,12 @@ from jobflow_core.models import (
     RetainPolicy,
     SkippedFlow,
     VcJob,
+    VcJobPhase,
     WaitingFlow,
 )
 from jobflow_core.naming import has_record_finalizer, template_of
 from jobflow_core.observation import Observation, observe
-from jobflow_core.phase import FlowOutcome
+from jobflow_core.phase import FlowOutcome, JobCategory, category_of, is_final
 from jobflow_core.probes import DEFAULT_RECHECK_SECONDS, CheckResult, NetworkCheck
 from jobflow_core.status import build_status
 
@@ -62,6 +67,15 @@ class Create:
     @property
     def job_name(self) -> str:
         return self.manifest["metadata"]["name"]
+
+
+@dataclass(frozen=True)
+class Abort:
+    """Create the Volcano ``command`` that aborts vcjob ``job_name`` (it then ends Aborted); record ``event``."""
+
+    job_name: str
+    command: dict[str, Any]
+    event: Event
 
 
 @dataclass(frozen=True)
@@ -93,8 +107,8 @@ class RefreshTemplate:
     name: str
 
 
-Action = Create | Delete | WriteStatus | Release | RefreshTemplate
-A = TypeVar("A", Create, Delete, WriteStatus, Release, RefreshTemplate)
+Action = Create | Abort | Delete | WriteStatus | Release | RefreshTemplate
+A = TypeVar("A", Create, Abort, Delete, WriteStatus, Release, RefreshTemplate)
 
 
 @dataclass(frozen=True)
@@ -173,7 +187,8 @@ def plan_observation(
     skipped = [SkippedFlow(name=decision.view.name, job_name=decision.view.job_name, reason=decision.reason,
                            message=decision.message) for decision in decisions if decision.verdict is Verdict.SKIPPED]
     status = build_status(observation, creating=[decision.view.name for decision in starting], state=state,
-                          waiting=_waiting_flows(decisions, recheck_seconds=recheck_seconds), skipped=skipped)
+                          waiting=_waiting_flows(decisions, recheck_seconds=recheck_seconds), skipped=skipped,
+                          recheck_seconds=pending_recheck(observation))
     previous = observation.jobflow.status
     changed = status.to_wire() != (previous.to_wire() if previous else {})
     deletes = _deletes(observation, phase=phase)
@@ -186,6 +201,7 @@ def plan_observation(
         actions=(
             *(Create(decision.view.name, decision.manifest, job_created(decision.view.next_job_name))
               for decision in starting if decision.manifest is not None),
+            *_aborts(observation),
             *(Delete(name) for name in deletes),
             *([WriteStatus(status, tuple(_events(observation.jobflow, phase=phase, state=state, skipped=skipped,
                                                  blocker=blockers[0] if blockers else None)))]
@@ -209,11 +225,17 @@ def _blockers(observation: Observation, decisions: Sequence[FlowDecision]) -> li
 
 
 def _failure_blockers(observation: Observation) -> list[Blocker]:
-    """An invalid spec, or failures no flow handles (a handled failure is no problem: it was planned for)."""
+    """An invalid spec, a deadline that passed, or failures no flow handles (a handled failure is no problem: it was
+    planned for)."""
     if observation.jobflow.metadata.deletion_timestamp is not None:
         return []
     if observation.errors:
         return [Blocker(Reason.INVALID_SPEC, "; ".join(str(error) for error in observation.errors))]
+    if observation.deadline_exceeded:
+        spec = observation.jobflow.spec
+        return [Blocker(Reason.DEADLINE_EXCEEDED,
+                        f"activeDeadlineSeconds ({spec.active_deadline_seconds}) passed before every flow ended: "
+                        "what still ran was aborted (raise activeDeadlineSeconds, or find out what took so long)")]
     namespace = observation.jobflow.namespace
     outcomes = observation.outcomes
     failed = [
@@ -225,6 +247,47 @@ def _failure_blockers(observation: Observation) -> list[Blocker]:
         return []
     advice = "a JobFlow fails when one of its jobs fails: fix the cause, then delete and re-create the JobFlow"
     return [Blocker(Reason.JOB_FAILED, f"{'; '.join(failed)} ({advice})")]
+
+
+ENDING = frozenset({VcJobPhase.ABORTING, VcJobPhase.TERMINATING, VcJobPhase.COMPLETING})
+"""Phases of a vcjob Volcano is already bringing to an end: aborting it again would change nothing."""
+
+
+def _aborts(observation: Observation) -> list[Abort]:
+    """Abort every vcjob that still runs once the deadline passed, and each attempt that outran its timeout."""
+    aborts = []
+    for view in observation.views:
+        job = view.job
+        if job is None or category_of(job.phase) not in (JobCategory.PENDING, JobCategory.ACTIVE) \
+                or job.phase in ENDING:
+            continue
+        if observation.deadline_exceeded:
+            seconds = observation.jobflow.spec.active_deadline_seconds
+            reason, message = Reason.DEADLINE_EXCEEDED, f"the JobFlow's activeDeadlineSeconds ({seconds}) passed"
+        elif passed(attempt_deadline(view.flow, job), observation.now):
+            reason, message = Reason.TIMEOUT, f"it ran longer than timeoutSeconds ({view.flow.timeout_seconds})"
+        else:
+            continue
+        event = Event(EventType.WARNING, reason, f'aborting vcjob "{job.name}" of flow "{view.name}": {message}')
+        aborts.append(Abort(job.name, abort_command(job, reason=reason, message=message), event))
+    return aborts
+
+
+def pending_recheck(observation: Observation) -> int | None:
+    """How often to look again while a deadline or timeout has not run out yet (:mod:`jobflow_core.deadlines`)."""
+    clocks = []
+    spec = observation.jobflow.spec
+    if spec.active_deadline_seconds and not observation.deadline_exceeded and \
+            observation.phase not in (JobFlowPhase.SUCCEED, JobFlowPhase.FAILED):
+        clocks.append(spec.active_deadline_seconds)
+    for view in observation.views:
+        if view.flow.timeout_seconds and view.job is not None and not is_final(view.job.phase):
+            clocks.append(view.flow.timeout_seconds)
+        probe = view.flow.depends_on.probe if view.flow.depends_on else None
+        readiness = observation.readiness.get(view.name)
+        if probe and probe.timeout_seconds and readiness is not None and readiness.probing:
+            clocks.append(probe.timeout_seconds)
+    return min((deadline_recheck(seconds) for seconds in clocks), default=None)
 
 
 def _waiting_flows(decisions: Sequence[FlowDecision], *, recheck_seconds: int) -> list[WaitingFlow]:

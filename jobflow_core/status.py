@@ -77,6 +77,7 @@ def build_status(
     state: FlowState,
     waiting: Sequence[WaitingFlow],
     skipped: Sequence[SkippedFlow],
+    recheck_seconds: int | None = None,
 ) -> JobFlowStatus:
     """The new status; ``creating`` names the flows whose vcjobs this plan creates."""
     known = _known_jobs(observation, creating=set(creating))
@@ -97,6 +98,7 @@ def build_status(
             "progress": f"{ended}/{len(observation.views)}",
             "waitingFlows": list(waiting) or None,
             "skippedFlows": list(skipped) or None,
+            "recheckSeconds": recheck_seconds,
             "observedGeneration": observation.jobflow.metadata.generation,
         }
     )

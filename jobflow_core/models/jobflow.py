@@ -86,6 +86,9 @@ class Probe(WireModel):
     http_get_list: list[HttpGet] | None = Field(None, alias="httpGetList")
     tcp_socket_list: list[TcpSocket] | None = Field(None, alias="tcpSocketList")
     task_status_list: list[TaskStatus] | None = Field(None, alias="taskStatusList")
+    timeout_seconds: int | None = Field(None, alias="timeoutSeconds")
+    """Ours: give up (the flow is Skipped) when the probe has not passed this long after its last target's vcjob
+    was created."""
 
 
 class DependsOn(WireModel):
@@ -127,6 +130,8 @@ class Flow(WireModel):
     final: bool | None = Field(None, alias="finally")
     """Ours: the flow runs once every flow that is not ``finally`` has ended, whatever the outcome."""
     retry: Retry | None = None
+    timeout_seconds: int | None = Field(None, alias="timeoutSeconds")
+    """Ours: an attempt still running this long after its vcjob was created is aborted (it then ends Aborted)."""
 
 
 class JobFlowSpec(WireModel):
@@ -135,6 +140,8 @@ class JobFlowSpec(WireModel):
     failure_policy: FailurePolicy | None = Field(None, alias="failurePolicy")
     suspend: bool | None = None
     """Ours: start nothing new (what runs keeps running) until it is set back to false."""
+    active_deadline_seconds: int | None = Field(None, alias="activeDeadlineSeconds")
+    """Ours: this long after the JobFlow was created, whatever still runs is aborted and the JobFlow fails."""
 
 
 class JobRunningHistory(WireModel):
@@ -227,6 +234,8 @@ class JobFlowStatus(WireModel):
     progress: str | None = None
     waiting_flows: list[WaitingFlow] | None = Field(None, alias="waitingFlows")
     skipped_flows: list[SkippedFlow] | None = Field(None, alias="skippedFlows")
+    recheck_seconds: int | None = Field(None, alias="recheckSeconds")
+    """Ours: while a deadline or timeout is pending, how often to look again (like ``waitingFlows[]``'s)."""
     observed_generation: int | None = Field(None, alias="observedGeneration")
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from devcluster.testing import LocalCluster
 from kubectl_jobflow.cli import run
-from objects import apply, events_of, template, vcjobs, wait_for_phase
+from objects import apply, events_of, jobflow, template, vcjobs, wait_for_phase
 
 pytestmark = pytest.mark.cluster
 
@@ -134,3 +134,44 @@ spec:
     assert created == ["create a job named flaky-report!", "create a job named flaky-train!",
                        "create a job named flaky-train-r1!", "create a job named flaky-train-r2!"]
     assert flow["status"]["terminatedJobs"] == ["flaky-train", "flaky-train-r1"]
+
+
+def test_a_deadline_shorter_than_the_flow_aborts_what_runs_through_volcano_and_fails_the_jobflow(
+        cluster: LocalCluster, namespace: str, engine) -> None:
+    apply(cluster, namespace, template("slow", run_for="60s") + "---\n" + template("after"))
+    apply(cluster, namespace, "apiVersion: flow.volcano.sh/v1alpha1\nkind: JobFlow\nmetadata: {name: late}\n"
+                              "spec: {activeDeadlineSeconds: 4, flows: [{name: slow}, "
+                              "{name: after, dependsOn: {targets: [slow]}}]}")
+
+    flow = wait_for_phase(cluster, namespace, "late", "Failed", timeout=60)
+    assert flow["status"]["state"]["reason"] == "DeadlineExceeded", flow["status"]
+    cluster.wait_until("Volcano to abort late-slow", lambda: cluster.vcjob_phase(namespace, "late-slow") == "Aborted",
+                       timeout=30)
+    assert "late-after" not in vcjobs(cluster, namespace)
+    aborted = [m for t, r, m in events_of(cluster, namespace, "late") if (t, r) == ("Warning", "DeadlineExceeded")]
+    assert any(m.startswith('aborting vcjob "late-slow"') for m in aborted)
+
+
+def test_a_probe_that_does_not_pass_within_its_timeout_skips_its_flow_instead_of_waiting_forever(
+        cluster: LocalCluster, namespace: str, engine) -> None:
+    apply(cluster, namespace, template("server", keep_running=True) + "---\n" + template("client"))
+    apply(cluster, namespace, """
+apiVersion: flow.volcano.sh/v1alpha1
+kind: JobFlow
+metadata: {name: silent}
+spec:
+  flows:
+  - name: server
+  - name: client
+    dependsOn:
+      targets: [server]
+      probe: {timeoutSeconds: 4, tcpSocketList: [{taskName: main, port: 1}]}
+""")
+
+    def skipped() -> list:
+        status = (jobflow(cluster, namespace, "silent") or {}).get("status") or {}
+        return status.get("skippedFlows") or []
+
+    [entry] = cluster.wait_until("the client to be skipped", skipped, timeout=60)
+    assert entry["name"] == "client" and entry["message"].startswith("its probe did not pass within 4s")
+    assert "silent-client" not in vcjobs(cluster, namespace)

@@ -38,6 +38,8 @@ from eventsource.outbox import Outbox
 from eventsource.watcher import WATCHED, Watcher
 from handlers.kube import Conflict, KubeApi
 from handlers.reconciler import Reconciler
+from jobflow_core.jobs import abort_command
+from jobflow_core.models import VcJob
 from jobflow_core.naming import FLOW_JOBS_SELECTOR
 from objects import apply, one_pod_vcjob, template
 
@@ -267,6 +269,8 @@ def test_the_handler_role_allows_every_call_the_handler_makes(cluster: LocalClus
         "record_event": lambda: kube.record_event(flow, type_="Normal", reason="Checked", message="RBAC test",
                                                   now=datetime.now(UTC)),
         "list_pods": lambda: kube.list_pods(namespace, "volcano.sh/job-name=probe"),
+        "create_command": lambda: kube.create_command(abort_command(VcJob.model_validate(
+            {"metadata": {"name": "gone", "namespace": namespace, "uid": "0"}}), reason="Timeout", message="RBAC")),
         "remove_finalizer": lambda: kube.remove_finalizer(
             {"metadata": {"namespace": namespace, "name": "probe", "finalizers": ["flow.volcano.sh/keep-record"]}},
             "flow.volcano.sh/keep-record"),

@@ -29,7 +29,7 @@ from typing import Any
 from kubernetes.client.rest import ApiException
 
 from handlers.kube import Conflict, Rejected
-from jobflow_core.api import JOBFLOW, JOBTEMPLATE, VCJOB, ApiType
+from jobflow_core.api import COMMAND, JOBFLOW, JOBTEMPLATE, VCJOB, ApiType
 from jobflow_core.models import format_time
 
 T0 = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
@@ -159,6 +159,22 @@ class MemoryKube:
             raise Rejected(refusal)
         self.put(body)
         return True
+
+    def create_command(self, body: dict) -> None:
+        self.requests += 1
+        meta = body["metadata"]
+        self.objects.setdefault((COMMAND.kind, meta["namespace"], meta["name"]), copy.deepcopy(body))
+
+    def carry_out_commands(self) -> list[str]:
+        """Volcano's job controller: abort the target of every Command (it ends Aborted), and delete the Command."""
+        done = []
+        for key in [key for key in self.objects if key[0] == COMMAND.kind]:
+            command = self.objects.pop(key)
+            target = command["target"]["name"]
+            if command["action"] == "AbortJob" and (VCJOB.kind, key[1], target) in self.objects:
+                self.move(key[1], target, "Aborted")
+                done.append(target)
+        return done
 
     def remove_finalizer(self, job: dict, finalizer: str) -> None:
         meta = job["metadata"]

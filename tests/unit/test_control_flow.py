@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from jobflow_core import Abort
 from jobflow_core.models import JobFlowPhase, VcJobPhase, format_time
-from scenario import Cluster, jobflow
+from scenario import T0, Cluster, jobflow
 
 P = VcJobPhase
 
@@ -273,3 +274,89 @@ def test_a_retry_created_but_not_yet_recorded_is_never_created_twice():
     result = cluster.step()
     assert result.creates == []
     assert {r.name for r in cluster.flow.status.job_status_list} == {"test-train", "test-train-r1"}
+
+
+def test_an_attempt_past_its_timeout_is_aborted_through_volcano_once_and_may_be_retried():
+    cluster = Cluster(jobflow("""
+spec:
+  flows:
+  - {name: train, timeoutSeconds: 600, retry: {limit: 1, backoff: {delaySeconds: 0}}}
+"""))
+    cluster.step()
+    cluster.move("train", P.RUNNING)
+    created = cluster.jobs["test-train"].metadata.creation_timestamp
+    cluster.now = created + timedelta(seconds=599)
+    result = cluster.step()
+    assert result.of(Abort) == []
+    assert cluster.flow.status.recheck_seconds == 30  # a tenth of the timeout, at most 30 s
+    cluster.now = created + timedelta(seconds=600)
+    [abort] = cluster.step().of(Abort)
+    assert abort.command["action"] == "AbortJob" and abort.command["target"]["name"] == "test-train"
+    assert abort.command["metadata"]["name"] == "test-train-abort" and abort.event.reason == "Timeout"
+    cluster.move("train", P.ABORTING)
+    assert cluster.step().of(Abort) == []  # Volcano is already on it
+    cluster.move("train", P.ABORTED)
+    assert [c.job_name for c in cluster.step().creates] == ["test-train-r1"]
+
+
+DEADLINE = """
+metadata: {creationTimestamp: '2026-01-02T03:04:05Z'}
+spec:
+  activeDeadlineSeconds: 3600
+  flows:
+  - name: a
+  - {name: b, dependsOn: {targets: [a]}}
+  - name: c
+"""
+
+
+def test_a_jobflow_past_its_deadline_aborts_what_runs_starts_nothing_and_fails():
+    cluster = Cluster(jobflow(DEADLINE))
+    cluster.step()
+    cluster.move("a", P.COMPLETED)
+    cluster.move("c", P.RUNNING)
+    cluster.now = T0 + timedelta(seconds=3599)
+    assert [c.flow for c in cluster.step().creates] == ["b"]
+    cluster.now = T0 + timedelta(seconds=3600)
+    result = cluster.step()
+    assert sorted(a.job_name for a in result.of(Abort)) == ["test-b", "test-c"]
+    assert cluster.phase is JobFlowPhase.FAILED
+    assert cluster.flow.status.state.reason == "DeadlineExceeded"
+    assert cluster.flow.status.recheck_seconds is None
+
+
+def test_a_jobflow_that_succeeded_before_its_deadline_stays_succeed_after_it():
+    cluster = Cluster(jobflow(DEADLINE))
+    cluster.step()
+    for flow in ("a", "c"):
+        cluster.move(flow, P.COMPLETED)
+    cluster.step()
+    cluster.move("b", P.COMPLETED)
+    cluster.step()
+    assert cluster.phase is JobFlowPhase.SUCCEED
+    cluster.now = T0 + timedelta(days=1)
+    result = cluster.step()
+    assert (cluster.phase, result.of(Abort), result.status_changed) == (JobFlowPhase.SUCCEED, [], False)
+
+
+def test_a_probe_that_has_not_passed_within_its_timeout_skips_its_flow():
+    cluster = Cluster(jobflow("""
+spec:
+  flows:
+  - name: server
+  - name: client
+    dependsOn:
+      targets: [server]
+      probe: {timeoutSeconds: 120, tcpSocketList: [{taskName: nginx, port: 5432}]}
+"""))
+    cluster.step()
+    cluster.move("server", P.RUNNING)
+    created = cluster.jobs["test-server"].metadata.creation_timestamp
+    cluster.now = created + timedelta(seconds=119)
+    cluster.step()
+    assert cluster.flow.status.recheck_seconds == 12  # a tenth of the probe timeout
+    assert [w.name for w in cluster.flow.status.waiting_flows] == ["client"]
+    cluster.now = created + timedelta(seconds=120)
+    cluster.step()
+    [skipped] = cluster.flow.status.skipped_flows
+    assert skipped.message.startswith("its probe did not pass within 120s of its last target's vcjob being created")

@@ -26,6 +26,8 @@ def decision_of(flow, name, *jobs, templates=None, rejections=None):
     return next(d for d in result.decisions if d.view.name == name)
 
 
+PAST_DEADLINE = jobflow("metadata: {creationTimestamp: '2026-01-02T01:00:00Z'}\n"
+                        "spec: {activeDeadlineSeconds: 60, flows: [{name: a}, {name: b, dependsOn: {targets: [a]}}]}")
 RETRYING = jobflow("spec: {flows: [{name: a, retry: {limit: 2, backoff: {delaySeconds: 60}}}]}")
 SUSPENDED = jobflow("spec: {suspend: true, flows: [{name: a}, {name: b, dependsOn: {targets: [a]}}]}")
 KEEP_GOING = jobflow("spec: {failurePolicy: KeepGoing, flows: [{name: a}, {name: b, dependsOn: {targets: [a]}}]}")
@@ -33,6 +35,8 @@ KEEP_GOING = jobflow("spec: {failurePolicy: KeepGoing, flows: [{name: a}, {name:
 ROWS = {
     "the JobFlow is being deleted, or its spec is invalid":
         lambda: decision_of(INVALID_SPEC, "a"),
+    "its deadline passed":
+        lambda: decision_of(PAST_DEADLINE, "b", vcjob(PAST_DEADLINE, "a", P.RUNNING)),
     "the JobFlow failed fast, and the flow is not finally":
         lambda: decision_of(A_THEN_B, "b", vcjob(A_THEN_B, "a", P.FAILED)),
     "its dependencies can no longer be met":

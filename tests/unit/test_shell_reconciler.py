@@ -7,12 +7,14 @@ milliseconds.
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 import yaml
 
 from handlers.kube import Conflict
 from handlers.reconciler import MAX_ATTEMPTS, Reconciler
-from jobflow_core.api import JOBFLOW, JOBTEMPLATE, RECORD_FINALIZER, VCJOB
+from jobflow_core.api import COMMAND, JOBFLOW, JOBTEMPLATE, RECORD_FINALIZER, VCJOB
 from memory_kube import MemoryKube
 from scenario import TEMPLATE_SPEC
 
@@ -245,3 +247,21 @@ spec:
   - {name: d, dependsOn: {targets: [b]}}
   - {name: e, dependsOn: {targets: [c, d]}}
 """
+
+
+def test_a_jobflow_past_its_deadline_has_volcano_abort_its_running_vcjob_and_fails(kube):
+    kube.put(yaml.safe_load(A_THEN_B.replace("spec: {", "spec: {activeDeadlineSeconds: 60, ")))
+    handler = reconciler(kube)
+    handler.jobflow(NS, "f")
+    kube.move(NS, "f-a", "Running")
+    assert status(kube)["recheckSeconds"] == 6  # the event source looks again that often
+    kube.now += timedelta(seconds=60)
+    handler.jobflow(NS, "f")
+    assert kube.names(COMMAND, NS) == ["f-a-abort"]
+    handler.jobflow(NS, "f")  # an event before Volcano acted: the same command, not a second one
+    assert kube.carry_out_commands() == ["f-a"]
+    handler.jobflow(NS, "f")
+    state = status(kube)["state"]
+    assert (state["phase"], state["reason"]) == ("Failed", "DeadlineExceeded")
+    assert kube.stored(VCJOB, NS, "f-a")["status"]["state"]["phase"] == "Aborted"
+    assert ("f", "Warning", "DeadlineExceeded") in [event[:3] for event in kube.events]
