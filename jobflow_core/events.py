@@ -41,6 +41,8 @@ class Reason(StrEnum):
     """``activeDeadlineSeconds`` passed before every flow ended: what ran was aborted, the JobFlow is Failed."""
     TIMEOUT = "Timeout"
     """An attempt ran longer than its flow's ``timeoutSeconds`` and was aborted."""
+    RERUN = "Rerun"
+    """A rerun request (``flow.volcano.sh/rerun``) was handled: what runs again, or why nothing does."""
     DEPENDENCY_NOT_MET = "DependencyNotMet"
     """A flow is Skipped: what it waits for its targets to do can no longer happen (a Normal event)."""
 

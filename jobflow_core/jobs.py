@@ -14,7 +14,8 @@ For flow ``b`` of JobFlow ``test`` in namespace ``default`` the manifest is::
       finalizers: [flow.volcano.sh/keep-record]
     spec: <the JobTemplate's spec, with the flow's patch.jobSpec merged in (jobflow_core.patching)>
 
-A flow with ``retry`` also gets the label and annotation ``flow.volcano.sh/attempt: "<n>"``, on the vcjob and on
+A flow with ``retry`` (and any attempt after the first, a rerun's too) also gets the label and annotation
+``flow.volcano.sh/attempt: "<n>"``, on the vcjob and on
 every task's pod template (so a container can read which attempt it is, through the downward API), and its
 attempt ``n`` (from the second on) is named ``<jobflow>-<flow>-r<n-1>`` (:mod:`jobflow_core.retries`).
 
@@ -41,7 +42,7 @@ def build_job(jobflow: JobFlow, *, flow: str, template: JobTemplate, attempt: in
     spec_flow = _flow_named(jobflow, flow)
     keys = created_by(jobflow, flow)
     spec = job_spec(template, flow=spec_flow)
-    if spec_flow is not None and spec_flow.retry is not None:
+    if attempt > 1 or (spec_flow is not None and spec_flow.retry is not None):
         keys[ATTEMPT] = str(attempt)
         for task in spec.get("tasks") or ():
             pod = task.setdefault("template", {}).setdefault("metadata", {})

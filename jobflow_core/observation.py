@@ -31,6 +31,7 @@ from jobflow_core.models import (
     JobFlow,
     JobFlowPhase,
     JobFlowStatus,
+    Rerun,
     VcJob,
     VcJobPhase,
 )
@@ -38,7 +39,11 @@ from jobflow_core.naming import attempt_job_name, has_record_finalizer, is_owned
 from jobflow_core.outcomes import FlowFate, Outcomes, decide_outcomes
 from jobflow_core.phase import FlowOutcome, JobCategory, category_of, decide_flow_phase, is_final
 from jobflow_core.probes import CheckResult, NetworkCheck, network_checks
-from jobflow_core.retries import max_attempts, retries
+from jobflow_core.reruns import new_request, record, rerun_from
+from jobflow_core.retries import retries
+
+MAX_ATTEMPTS = 1000
+"""Attempts of one flow looked for (retries and reruns together); far more than any JobFlow's status could hold."""
 from jobflow_core.validation import SpecError, validate
 
 
@@ -78,6 +83,9 @@ class FlowView:
     """Every attempt so far, in order; at least the first, which may have no vcjob yet."""
     foreign: VcJob | None
     """A live vcjob this JobFlow does not control, holding the name :attr:`next_job_name` needs."""
+    first: int = 1
+    """The first attempt that counts: a rerun from failure (:mod:`jobflow_core.reruns`) makes the ones before it
+    history, kept in the status but no longer the flow's outcome."""
 
     @property
     def name(self) -> str:
@@ -88,30 +96,37 @@ class FlowView:
         return self.attempts[-1]
 
     @property
+    def superseded(self) -> bool:
+        """A rerun asked for a new attempt, not created yet: the last one is history."""
+        return self.current.number < self.first
+
+    @property
     def job_name(self) -> str:
-        return self.current.job_name
+        return self.next_job_name if self.superseded else self.current.job_name
 
     @property
     def job(self) -> VcJob | None:
-        return self.current.job
+        return None if self.superseded else self.current.job
 
     @property
     def record(self) -> FlowJobStatus | None:
-        return self.current.record
+        return None if self.superseded else self.current.record
 
     @property
     def condition(self) -> FlowCondition | None:
-        return self.current.condition
+        return None if self.superseded else self.current.condition
 
     @property
     def phase(self) -> VcJobPhase | None:
-        """The current attempt's phase: its live vcjob's, else the recorded one; ``None`` without any vcjob."""
-        return self.current.phase
+        """The current attempt's phase: its live vcjob's, else the recorded one; ``None`` without any vcjob (or
+        when a rerun made it history)."""
+        return None if self.superseded else self.current.phase
 
     @property
     def retrying(self) -> bool:
-        """The current attempt ended in a way ``retry`` runs again, and attempts are left."""
-        return retries(self.flow, attempt=self.current.number, phase=self.phase)
+        """The current attempt ended in a way ``retry`` runs again, and attempts of this run are left."""
+        return not self.superseded and retries(self.flow, attempt=self.current.number - self.first + 1,
+                                               phase=self.phase)
 
     @property
     def needs_job(self) -> bool:
@@ -122,6 +137,8 @@ class FlowView:
     @property
     def next_attempt(self) -> int:
         """The attempt a vcjob created now would be."""
+        if self.superseded:
+            return self.first
         return self.current.number + 1 if self.retrying else self.current.number
 
     @property
@@ -150,6 +167,8 @@ class Observation:
     """When the observation was made (the shell's clock); None: unknown, so no backoff or deadline has passed."""
     deadline_exceeded: bool = False
     """``spec.activeDeadlineSeconds`` passed before every flow ended (:mod:`jobflow_core.deadlines`)."""
+    rerun: Rerun | None = None
+    """``status.rerun`` as it should be written: the previous one, or the rerun request just handled."""
 
     @property
     def readiness(self) -> Mapping[str, Readiness]:
@@ -205,31 +224,55 @@ class Observation:
 def observe(jobflow: JobFlow, *, jobs: Iterable[VcJob], now: datetime | None = None,
             probe_results: Mapping[NetworkCheck, CheckResult] | None = None) -> Observation:
     """Pair each flow of ``jobflow`` with its vcjobs among ``jobs`` and its records in the previous status, as of
-    ``now``."""
+    ``now``; with a rerun request the JobFlow has not handled yet, as if that rerun was accepted
+    (:mod:`jobflow_core.reruns`)."""
     previous = jobflow.status or JobFlowStatus()
-    records = {record.name: record for record in previous.job_status_list or () if record.name}
-    conditions = previous.conditions or {}
     owned: dict[str, VcJob] = {}
     foreign: dict[str, VcJob] = {}
     for job in jobs:
         if job.namespace == jobflow.namespace:
             (owned if is_owned_by(job, jobflow) else foreign)[job.name] = job
+    counted = dict(previous.rerun.from_attempt or {}) if previous.rerun else {}
+    observation = _observe(jobflow, owned=owned, foreign=foreign, first=counted, now=now,
+                           probe_results=probe_results or {})
+    request = new_request(jobflow)
+    if request is None:
+        return observation
+    if observation.phase is not JobFlowPhase.FAILED or observation.errors or observation.deadline_exceeded:
+        why = f"nothing run again: the JobFlow is {observation.phase}, and only a Failed JobFlow is rerun" \
+            if not observation.deadline_exceeded else "nothing run again: its activeDeadlineSeconds passed"
+        return replace(observation, rerun=record(request, accepted=None, previous=previous.rerun, why_not=why))
+    accepted = rerun_from(jobflow, request, outcomes=observation.outcomes.of,
+                          attempts={view.name: view.current.number if view.current.phase is not None else 0
+                                    for view in observation.views})
+    rerun = record(request, accepted=accepted, previous=previous.rerun)
+    return replace(_observe(jobflow, owned=owned, foreign=foreign, first=dict(rerun.from_attempt or {}), now=now,
+                            probe_results=probe_results or {}), rerun=rerun)
+
+
+def _observe(jobflow: JobFlow, *, owned: Mapping[str, VcJob], foreign: Mapping[str, VcJob],
+             first: Mapping[str, int], now: datetime | None,
+             probe_results: Mapping[NetworkCheck, CheckResult]) -> Observation:
+    previous = jobflow.status or JobFlowStatus()
+    records = {record.name: record for record in previous.job_status_list or () if record.name}
+    conditions = previous.conditions or {}
     views: dict[str, FlowView] = {}
     for flow in jobflow.spec.flows or ():
         if flow.name in views:
             continue
         attempts = []
-        for number in range(1, max_attempts(flow) + 1):
+        for number in range(1, MAX_ATTEMPTS + 1):
             name = attempt_job_name(jobflow=jobflow.name, flow=flow.name, attempt=number)
             if number > 1 and name not in owned and name not in records:
                 break
             attempts.append(Attempt(number, name, owned.get(name), records.get(name), conditions.get(name)))
-        view = FlowView(jobflow=jobflow.name, flow=flow, attempts=tuple(attempts), foreign=None)
+        view = FlowView(jobflow=jobflow.name, flow=flow, attempts=tuple(attempts), foreign=None,
+                        first=first.get(flow.name, 1))
         wanted = view.next_job_name
         views[flow.name] = replace(view, foreign=None if wanted in owned else foreign.get(wanted))
     errors = tuple(validate(jobflow))
     flows = tuple(views.values())
-    outcomes = _outcomes(jobflow, flows, probe_results=probe_results or {}, now=now)
+    outcomes = _outcomes(jobflow, flows, probe_results=probe_results, now=now)
     exceeded = _deadline_exceeded(jobflow, flows, outcomes, now=now)
     return Observation(
         jobflow=jobflow,
@@ -242,9 +285,10 @@ def observe(jobflow: JobFlow, *, jobs: Iterable[VcJob], now: datetime | None = N
         errors=errors,
         outcomes=outcomes,
         phase=_phase(jobflow, flows, outcomes, valid=not errors, creating=set(), deadline_exceeded=exceeded),
-        probe_results=dict(probe_results or {}),
+        probe_results=dict(probe_results),
         now=now,
         deadline_exceeded=exceeded,
+        rerun=previous.rerun,
     )
 
 

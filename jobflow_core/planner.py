@@ -43,6 +43,7 @@ from jobflow_core.models import (
     JobFlowPhase,
     JobFlowStatus,
     JobTemplate,
+    Rerun,
     RetainPolicy,
     SkippedFlow,
     VcJob,
@@ -204,6 +205,7 @@ def plan_observation(
             *_aborts(observation),
             *(Delete(name) for name in deletes),
             *([WriteStatus(status, tuple(_events(observation.jobflow, phase=phase, state=state, skipped=skipped,
+                                                 rerun=observation.rerun,
                                                  blocker=blockers[0] if blockers else None)))]
               if changed else []),
             *(Release(job) for job in releases),
@@ -319,12 +321,15 @@ def _deletes(observation: Observation, *, phase: JobFlowPhase) -> list[str]:
 
 
 def _events(jobflow: JobFlow, *, phase: JobFlowPhase, state: FlowState, skipped: Sequence[SkippedFlow],
-            blocker: Blocker | None) -> list[Event]:
+            rerun: Rerun | None, blocker: Blocker | None) -> list[Event]:
     """Events for what is new compared with the previous status, so that re-planning never repeats one."""
     before = (jobflow.status.state if jobflow.status else None) or FlowState()
     skipped_before = {flow.name for flow in (jobflow.status.skipped_flows if jobflow.status else None) or ()}
     events = [Event(EventType.NORMAL, Reason.DEPENDENCY_NOT_MET, f'flow "{flow.name}" skipped: {flow.message}')
               for flow in skipped if flow.name not in skipped_before]
+    rerun_before = jobflow.status.rerun if jobflow.status else None
+    if rerun is not None and rerun != rerun_before:
+        events.append(Event(EventType.NORMAL, Reason.RERUN, f"rerun request {rerun.id}: {rerun.message}"))
     if before.phase != phase:
         events.append(phase_changed(jobflow=jobflow.name, old=before.phase, new=phase))
     if blocker and (blocker.reason, state.message) != (before.reason, before.message):

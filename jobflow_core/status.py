@@ -99,6 +99,7 @@ def build_status(
             "waitingFlows": list(waiting) or None,
             "skippedFlows": list(skipped) or None,
             "recheckSeconds": recheck_seconds,
+            "rerun": observation.rerun,
             "observedGeneration": observation.jobflow.metadata.generation,
         }
     )
@@ -107,7 +108,8 @@ def build_status(
 def _known_jobs(observation: Observation, *, creating: set[str]) -> list[_Known]:
     known = []
     for view in observation.views:
-        numbered = view.flow.retry is not None  # attempt numbers only where there can be several attempts
+        # Attempt numbers only where there can be several attempts (upstream's JobFlows get none).
+        numbered = view.flow.retry is not None or len(view.attempts) > 1 or view.first > 1
         for attempt in view.attempts:
             if view.name in creating and attempt.number == view.next_attempt:
                 continue

@@ -159,6 +159,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub = command(commands, "resume", control.resume, "Failed to resume",
                   "let a suspended JobFlow go on where it stopped")
     _names(sub)
+    sub = command(commands, "retry", control.retry, "Failed to retry",
+                  "run a Failed JobFlow's failed flows, and what follows them, again; what completed stays")
+    _names(sub)
+    sub.add_argument("--flow", action="append", metavar="FLOW",
+                     help="run this flow (and what follows it) again instead of the failed ones (repeatable)")
 
     sub = command(commands, "graph", graph.run, "Failed to draw the graph",
                   "a JobFlow's DAG as text, Graphviz DOT, Mermaid or SVG; coloured by phase for a JobFlow on the "

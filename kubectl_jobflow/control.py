@@ -1,16 +1,22 @@
-"""``suspend`` and ``resume``: steer a running JobFlow through its spec, so the engine (stateless) acts on it.
+"""``suspend``, ``resume``, ``retry``: steer a JobFlow through the API server, so the engine (stateless) acts on it.
 
 ``suspend NAME`` sets ``spec.suspend: true``: the JobFlow starts nothing new (what runs keeps running) and shows
 ``Suspended``; ``resume NAME`` sets it back to false and the JobFlow goes on where it stopped. Both are plain merge
 patches (``kubectl patch jf NAME --type=merge -p '{"spec":{"suspend":true}}'`` does the same) and idempotent:
 suspending a suspended JobFlow says so and changes nothing.
+
+``retry NAME [--flow F ...]`` runs a Failed JobFlow's failed flows (or the named ones) and everything downstream
+of them again, keeping what completed (:mod:`jobflow_core.reruns`): it sets the annotation
+``flow.volcano.sh/rerun`` to a new id (and ``flow.volcano.sh/rerun-flows``); the engine handles each id once.
 """
 
 from __future__ import annotations
 
+import secrets
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from jobflow_core.api import JOBFLOW
+from jobflow_core.api import JOBFLOW, RERUN, RERUN_FLOWS
 from kubectl_jobflow.errors import CommandError
 
 if TYPE_CHECKING:
@@ -38,4 +44,30 @@ def _set_suspend(ctx: Context, value: bool) -> int:
         return 0
     ctx.cluster.merge_patch(JOBFLOW, ctx.namespace, name, {"spec": {"suspend": value}})
     ctx.say(f"{'Suspended' if value else 'Resumed'} JobFlow: {ctx.namespace}/{name}")
+    return 0
+
+
+def retry(ctx: Context) -> int:
+    name = ctx.args.name or ctx.args.name_flag
+    if not name:
+        raise CommandError("name the JobFlow: kubectl jobflow retry NAME [--flow FLOW ...]")
+    current = ctx.cluster.find(JOBFLOW, ctx.namespace, name)
+    if current is None:
+        raise CommandError(f'JobFlow "{ctx.namespace}/{name}" not found: check the name and the namespace (-n)')
+    phase = ((current.get("status") or {}).get("state") or {}).get("phase")
+    if phase != "Failed":
+        raise CommandError(f"JobFlow {ctx.namespace}/{name} is {phase or 'not planned yet'}: only a Failed JobFlow "
+                           f"can be retried (see kubectl jobflow status {name})")
+    flows = list(dict.fromkeys(ctx.args.flow or ()))
+    known = {flow.get("name") for flow in (current.get("spec") or {}).get("flows") or ()}
+    unknown = [flow for flow in flows if flow not in known]
+    if unknown:
+        raise CommandError(f"JobFlow {ctx.namespace}/{name} has no flow {', '.join(unknown)}: "
+                           f"its flows are {', '.join(sorted(known))}")
+    request = f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{secrets.token_hex(2)}"
+    ctx.cluster.merge_patch(JOBFLOW, ctx.namespace, name, {"metadata": {"annotations": {
+        RERUN: request, RERUN_FLOWS: ",".join(flows) or None}}})
+    which = ", ".join(flows) if flows else "its failed flows"
+    ctx.say(f"Retrying JobFlow: {ctx.namespace}/{name}: {which} and what follows them run again (request {request}; "
+            f"follow it with kubectl jobflow status {name} --watch)")
     return 0

@@ -32,6 +32,7 @@ from jobflow_core.models.jobflow import (
     Patch,
     Probe,
     RetainPolicy,
+    Rerun,
     Retry,
     SkippedFlow,
     TaskStatus,
@@ -57,6 +58,7 @@ from jobflow_core.models.vcjob import (
 __all__ = [
     "AwaitedOutcome",
     "Backoff",
+    "Rerun",
     "Retry",
     "FailurePolicy",
     "SkippedFlow",

@@ -213,6 +213,15 @@ class SkippedFlow(WireModel):
     message: str | None = None
 
 
+class Rerun(WireModel):
+    """Ours, additive: the last rerun request handled (``flow.volcano.sh/rerun``), and from which attempt each flow
+    it ran again counts (see :mod:`jobflow_core.reruns`)."""
+
+    id: str
+    from_attempt: dict[str, int] | None = Field(None, alias="fromAttempt")
+    message: str | None = None
+
+
 class JobFlowStatus(WireModel):
     """``status``. Upstream's fields, with upstream's JSON names, then ours.
 
@@ -236,6 +245,7 @@ class JobFlowStatus(WireModel):
     skipped_flows: list[SkippedFlow] | None = Field(None, alias="skippedFlows")
     recheck_seconds: int | None = Field(None, alias="recheckSeconds")
     """Ours: while a deadline or timeout is pending, how often to look again (like ``waitingFlows[]``'s)."""
+    rerun: Rerun | None = None
     observed_generation: int | None = Field(None, alias="observedGeneration")
 
 

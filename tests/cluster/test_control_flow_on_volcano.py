@@ -175,3 +175,35 @@ spec:
     [entry] = cluster.wait_until("the client to be skipped", skipped, timeout=60)
     assert entry["name"] == "client" and entry["message"].startswith("its probe did not pass within 4s")
     assert "silent-client" not in vcjobs(cluster, namespace)
+
+
+def test_kubectl_jobflow_retry_reruns_the_failed_c_and_its_dependent_e_but_not_a_b_d(
+        cluster: LocalCluster, namespace: str, engine) -> None:
+    apply(cluster, namespace, "---\n".join(template(name, fail_attempts=1 if name == "c" else 0) for name in "abcde"))
+    apply(cluster, namespace, """
+apiVersion: flow.volcano.sh/v1alpha1
+kind: JobFlow
+metadata: {name: diamond}
+spec:
+  flows:
+  - name: a
+  - {name: b, dependsOn: {targets: [a]}}
+  - {name: c, dependsOn: {targets: [b]}}
+  - {name: d, dependsOn: {targets: [b]}}
+  - {name: e, dependsOn: {targets: [c, d]}}
+""")
+    wait_for_phase(cluster, namespace, "diamond", "Failed", timeout=90)
+    cluster.wait_until("d to complete", lambda: cluster.vcjob_phase(namespace, "diamond-d") == "Completed",
+                       timeout=30)
+    before = {name: job["metadata"]["uid"] for name, job in vcjobs(cluster, namespace).items()}
+    assert sorted(before) == ["diamond-a", "diamond-b", "diamond-c", "diamond-d"]
+
+    code, said = jobflow_cli(cluster, "retry", "diamond", "-n", namespace)
+    assert code == 0 and said.startswith(f"Retrying JobFlow: {namespace}/diamond: its failed flows"), said
+
+    flow = wait_for_phase(cluster, namespace, "diamond", "Succeed", timeout=90)
+    after = {name: job["metadata"]["uid"] for name, job in vcjobs(cluster, namespace).items()}
+    assert sorted(after) == ["diamond-a", "diamond-b", "diamond-c", "diamond-c-r1", "diamond-d", "diamond-e"]
+    assert all(after[name] == before[name] for name in before)  # a, b, d (and the failed c) were not run again
+    assert flow["status"]["rerun"]["fromAttempt"] == {"c": 2}
+    assert jobflow_cli(cluster, "retry", "diamond", "-n", namespace)[0] == 1  # only a Failed JobFlow

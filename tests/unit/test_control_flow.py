@@ -360,3 +360,74 @@ spec:
     cluster.step()
     [skipped] = cluster.flow.status.skipped_flows
     assert skipped.message.startswith("its probe did not pass within 120s of its last target's vcjob being created")
+
+
+DIAMOND_KEEP = """
+metadata:
+  annotations: {}
+spec:
+  flows:
+  - name: a
+  - {name: b, dependsOn: {targets: [a]}}
+  - {name: c, dependsOn: {targets: [b]}}
+  - {name: d, dependsOn: {targets: [b]}}
+  - {name: e, dependsOn: {targets: [c, d]}}
+"""
+
+
+def ask_rerun(cluster: Cluster, request: str, flows: str | None = None) -> None:
+    annotations = {"flow.volcano.sh/rerun": request} | ({"flow.volcano.sh/rerun-flows": flows} if flows else {})
+    metadata = cluster.flow.metadata.model_copy(update={"annotations": annotations})
+    cluster.flow = cluster.flow.model_copy(update={"metadata": metadata})
+
+
+def failed_diamond() -> Cluster:
+    cluster = Cluster(jobflow(DIAMOND_KEEP))
+    for step in (["a"], ["b"]):
+        cluster.step()
+        for flow in step:
+            cluster.move(flow, P.COMPLETED)
+    cluster.step()
+    cluster.move("d", P.COMPLETED)
+    cluster.move("c", P.FAILED)
+    cluster.step()
+    assert cluster.phase is JobFlowPhase.FAILED
+    return cluster
+
+
+def test_a_rerun_runs_the_failed_flow_and_what_follows_it_again_keeping_what_completed():
+    cluster = failed_diamond()
+    ask_rerun(cluster, "one")
+    result = cluster.step()
+    assert [c.job_name for c in result.creates] == ["test-c-r1"]
+    assert cluster.phase is JobFlowPhase.RUNNING
+    assert cluster.flow.status.rerun.from_attempt == {"c": 2}
+    assert [e.message for e in result.events if e.reason == "Rerun"] == ["rerun request one: run again: c"]
+    cluster.move_job("test-c-r1", P.COMPLETED)
+    assert started(cluster) == ["e"]
+    cluster.move("e", P.COMPLETED)
+    cluster.step()
+    assert cluster.phase is JobFlowPhase.SUCCEED
+    assert sorted(cluster.jobs) == ["test-a", "test-b", "test-c", "test-c-r1", "test-d", "test-e"]
+    assert cluster.step().creates == []  # the same request is handled once
+
+
+def test_a_rerun_of_a_jobflow_that_has_not_failed_changes_nothing_and_says_why():
+    cluster = Cluster(jobflow(DIAMOND_KEEP))
+    cluster.step()
+    ask_rerun(cluster, "early")
+    result = cluster.step()
+    assert result.creates == []
+    assert cluster.flow.status.rerun.message == ("nothing run again: the JobFlow is Pending, and only a Failed "
+                                                 "JobFlow is rerun")
+
+
+def test_a_rerun_can_name_flows_and_runs_everything_downstream_of_them():
+    cluster = failed_diamond()
+    ask_rerun(cluster, "two", flows="b")
+    assert [c.job_name for c in cluster.step().creates] == ["test-b-r1"]
+    assert cluster.flow.status.rerun.from_attempt == {"b": 2, "c": 2, "d": 2}
+    cluster.move_job("test-b-r1", P.COMPLETED)
+    assert started(cluster) == ["c", "d"]
+    assert sorted(c for c in cluster.jobs if c.startswith("test-c") or c.startswith("test-d")) == [
+        "test-c", "test-c-r1", "test-d", "test-d-r1"]

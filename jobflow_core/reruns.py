@@ -1,0 +1,71 @@
+"""Rerun from failure: run a Failed JobFlow's failed flows again, and what follows them, keeping what completed.
+
+A user asks through the API server, so the request works serverless and from plain ``kubectl``: the annotation
+``flow.volcano.sh/rerun: <any new id>`` (``kubectl jobflow retry NAME`` writes a fresh one), optionally with
+``flow.volcano.sh/rerun-flows: c,d`` to name the flows to run again instead of every failed one. The handler
+accepts a request whose id differs from ``status.rerun.id``:
+
+* only a ``Failed`` JobFlow is rerun; any other records the id with a message saying why nothing happened;
+* the flows to run again are the named ones (else those that failed) and every flow downstream of them
+  (``dependsOn``, transitively), ``finally`` flows included;
+* for each of them with a vcjob, the next attempt becomes the first that counts (``status.rerun.fromAttempt``):
+  earlier attempts stay in ``jobStatusList`` as history, the flow has not ended, and its retries start afresh.
+  Flows that never ran (held or skipped) just run once what they wait for allows.
+
+``status.rerun`` is the record that makes this idempotent: the same id is accepted once, whatever the number of
+events, handlers and retried writes; the next attempts' vcjob names (``<jobflow>-<flow>-r<n>``) are fixed, so a
+create repeated after a lost write finds the vcjob it made.
+"""
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from jobflow_core.api import RERUN, RERUN_FLOWS
+from jobflow_core.graph import flow_graph
+from jobflow_core.models import JobFlow, Rerun
+from jobflow_core.phase import FlowOutcome
+
+
+@dataclass(frozen=True)
+class RerunRequest:
+    id: str
+    flows: tuple[str, ...]
+    """The flows the user named (empty: every failed flow)."""
+
+
+def new_request(jobflow: JobFlow) -> RerunRequest | None:
+    """The rerun the JobFlow's annotations ask for, if its status has not recorded that id yet."""
+    annotations = jobflow.metadata.annotations or {}
+    request = (annotations.get(RERUN) or "").strip()
+    done = jobflow.status.rerun.id if jobflow.status and jobflow.status.rerun else None
+    if not request or request == done:
+        return None
+    flows = tuple(name.strip() for name in (annotations.get(RERUN_FLOWS) or "").split(",") if name.strip())
+    return RerunRequest(id=request, flows=flows)
+
+
+def rerun_from(jobflow: JobFlow, request: RerunRequest, *, outcomes: Mapping[str, FlowOutcome | None],
+               attempts: Mapping[str, int]) -> dict[str, int]:
+    """For each flow to run again that has had a vcjob: the attempt to start from (its last one's number + 1).
+
+    ``attempts`` gives each flow's last attempt number (0: it never had a vcjob)."""
+    failed = [name for name, outcome in outcomes.items() if outcome is FlowOutcome.FAILED]
+    graph = flow_graph(jobflow)
+    chosen: dict[str, None] = {}
+    pending = [name for name in (request.flows or failed) if name in attempts]
+    while pending:
+        name = pending.pop()
+        if name not in chosen:
+            chosen[name] = None
+            pending.extend(graph.dependents(name))
+    return {name: attempts[name] + 1 for name in chosen if attempts.get(name)}
+
+
+def record(request: RerunRequest, *, accepted: dict[str, int] | None, previous: Rerun | None,
+           why_not: str | None = None) -> Rerun:
+    """The ``status.rerun`` after handling ``request``: the attempts to count from, or why nothing happened."""
+    before = dict(previous.from_attempt or {}) if previous else {}
+    if accepted is None:
+        return Rerun(id=request.id, from_attempt=before or None, message=why_not)
+    flows = ", ".join(sorted(accepted)) or "none"
+    return Rerun(id=request.id, from_attempt={**before, **accepted} or None, message=f"run again: {flows}")
