@@ -3,7 +3,8 @@
 One reconcile of a JobFlow, one attempt after another (at most :data:`MAX_ATTEMPTS`):
 
 1. read: the JobFlow (GET, or taken from a LIST just made), its vcjobs (one LIST by the createdByJobFlow label),
-   the HTTP/TCP probes the observation asks for, and only the JobTemplates the decisions need now (usually none);
+   the HTTP/TCP probes the observation asks for, the results (pods' termination messages) its ``when``
+   conditions need and the status does not hold yet, and only the JobTemplates the decisions need now;
 2. plan: ``jobflow_core.plan_observation`` (pure, no I/O);
 3. act: carry out the plan's actions in order: create vcjobs (recording each creation event), abort vcjobs past a
    deadline (a Volcano Command), delete vcjobs,
@@ -29,7 +30,13 @@ from jobflow_core import Abort, Create, Delete, Event, Observation, Plan, Refres
 from jobflow_core import observe, plan_observation, templates_needed
 from jobflow_core.api import RECORD_FINALIZER
 from jobflow_core.models import JobFlow, JobTemplate, VcJob
-from jobflow_core.naming import FLOW_JOBS_SELECTOR, jobs_of_jobflow_selector, jobs_of_template_selector
+from jobflow_core.conditions import result_of_pods
+from jobflow_core.naming import (
+    FLOW_JOBS_SELECTOR,
+    jobs_of_jobflow_selector,
+    jobs_of_template_selector,
+    pods_of_job_selector,
+)
 from jobflow_core.routing import can_change, flows_of_job, jobflows_of_job, orphan_to_release, waits_for_template
 from jobflow_core.templates import template_status, template_status_changed
 
@@ -103,7 +110,13 @@ class Reconciler:
                                                                                           selector))}
         observation = observe(jobflow, jobs=list((learned.holders | listed).values()), now=now)
         checks = observation.network_checks()
-        return observation.with_probe_results(self.prober.run(checks)) if checks else observation
+        if checks:
+            observation = observation.with_probe_results(self.prober.run(checks))
+        needed = observation.results_needed()
+        if needed:
+            observation = observation.with_results({job: result_of_pods(self.kube.list_pods(
+                jobflow.namespace, pods_of_job_selector(job=job))) for job in needed})
+        return observation
 
     def _plan(self, observation: Observation, learned: _Learned) -> Plan:
         namespace = observation.jobflow.namespace

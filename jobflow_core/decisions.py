@@ -13,9 +13,11 @@ its deadline passed (:mod:`jobflow_core.deadlines`)                     held
 the JobFlow failed fast (an unhandled failure), unless the flow is      held
 ``finally``
 its dependencies can no longer be met (:mod:`jobflow_core.outcomes`)    skipped  DependencyNotMet
+its ``when`` condition is false (:mod:`jobflow_core.conditions`)         skipped  ConditionFalse
 the JobFlow is suspended (``spec.suspend``)                             held
 its next attempt waits out the retry backoff (:mod:`jobflow_core.retries`) wait
 its probe can never pass as written (a task its target does not have)   blocked  ProbeTaskNotFound
+its ``when`` condition cannot be evaluated                              blocked  ConditionError
 its targets are not ready (not Completed, or a probe has not passed)    wait
 a vcjob that this JobFlow does not control holds its vcjob name         blocked  JobNameConflict
 its JobTemplate does not exist                                          blocked  TemplateNotFound
@@ -130,7 +132,15 @@ def _stopped(facts: FlowFacts) -> str | None:
 
 
 def _dependency_lost(facts: FlowFacts) -> str | None:
-    return facts.readiness.skip
+    return facts.readiness.skip if not facts.readiness.skip_by_condition else None
+
+
+def _condition_false(facts: FlowFacts) -> str | None:
+    return facts.readiness.skip if facts.readiness.skip_by_condition else None
+
+
+def _condition_error(facts: FlowFacts) -> str | None:
+    return facts.readiness.condition_error
 
 
 def _suspended(facts: FlowFacts) -> str | None:
@@ -199,9 +209,11 @@ READINESS_RULES: Final = (
     StartRule("the JobFlow failed fast, and the flow is not finally", Verdict.HELD, None, _stopped),
     StartRule("its dependencies can no longer be met", Verdict.SKIPPED, Reason.DEPENDENCY_NOT_MET,
               _dependency_lost),
+    StartRule("its condition is false", Verdict.SKIPPED, Reason.CONDITION_FALSE, _condition_false),
     StartRule("the JobFlow is suspended", Verdict.HELD, None, _suspended),
     StartRule("its next attempt waits out the retry backoff", Verdict.WAIT, None, _backing_off, _backoff_recheck),
     StartRule("its probe can never pass as written", Verdict.BLOCKED, Reason.PROBE_TASK_NOT_FOUND, _broken_probe),
+    StartRule("its condition cannot be evaluated", Verdict.BLOCKED, Reason.CONDITION_ERROR, _condition_error),
     StartRule("its targets are not ready", Verdict.WAIT, None, _not_ready),
     StartRule("a vcjob this JobFlow does not control holds its name", Verdict.BLOCKED, Reason.JOB_NAME_CONFLICT,
               _name_taken),

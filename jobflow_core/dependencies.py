@@ -43,6 +43,10 @@ class Readiness:
     """Why the flow's probe can never pass as written (e.g. a task name its target does not have)."""
     skip: str | None = None
     """Why the flow will never run (its dependencies can no longer be met); None while it still may."""
+    skip_by_condition: bool = False
+    """The skip is its ``when`` condition's doing, not its dependencies'."""
+    condition_error: str | None = None
+    """Its dependencies are met but its ``when`` condition cannot be evaluated: what is wrong."""
 
 
 OutcomeOf = Callable[[str], FlowOutcome | None]

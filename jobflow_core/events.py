@@ -43,6 +43,10 @@ class Reason(StrEnum):
     """An attempt ran longer than its flow's ``timeoutSeconds`` and was aborted."""
     RERUN = "Rerun"
     """A rerun request (``flow.volcano.sh/rerun``) was handled: what runs again, or why nothing does."""
+    CONDITION_FALSE = "ConditionFalse"
+    """A flow is Skipped: its ``when`` condition is false (a Normal event)."""
+    CONDITION_ERROR = "ConditionError"
+    """A flow's ``when`` condition cannot be evaluated: it waits until the JobFlow is fixed."""
     DEPENDENCY_NOT_MET = "DependencyNotMet"
     """A flow is Skipped: what it waits for its targets to do can no longer happen (a Normal event)."""
 

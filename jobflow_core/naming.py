@@ -68,6 +68,11 @@ def jobs_of_template_selector(*, namespace: str, template: str) -> str:
     return f"{CREATED_BY_JOBTEMPLATE}={jobtemplate_label_value(namespace=namespace, flow=template)}"
 
 
+def pods_of_job_selector(*, job: str) -> str:
+    """The label selector of the pods Volcano runs for a vcjob."""
+    return f"{POD_JOB_NAME}={job}"
+
+
 def pods_of_task_selector(*, job: str, task: str) -> str:
     """The label selector of the pods Volcano runs for one task of a vcjob."""
     return f"{POD_JOB_NAME}={job},{POD_TASK_SPEC}={task}"

@@ -18,7 +18,7 @@ and, for each flow that still needs a vcjob, its :class:`~jobflow_core.dependenc
 """
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from jobflow_core.deadlines import jobflow_deadline, passed
@@ -169,6 +169,8 @@ class Observation:
     """``spec.activeDeadlineSeconds`` passed before every flow ended (:mod:`jobflow_core.deadlines`)."""
     rerun: Rerun | None = None
     """``status.rerun`` as it should be written: the previous one, or the rerun request just handled."""
+    results: Mapping[str, str] = field(default_factory=dict)
+    """Known vcjob results (termination messages), by vcjob name: recorded in the status, or read by the shell."""
 
     @property
     def readiness(self) -> Mapping[str, Readiness]:
@@ -204,11 +206,32 @@ class Observation:
                     checks.update(dict.fromkeys(network_checks(probe, job)))
         return list(checks)
 
+    def results_needed(self) -> list[str]:
+        """The vcjobs whose result (their pods' termination message) a ``when`` condition needs now: the ended,
+        live vcjobs of the targets of the flows that may start, whose result is not known yet."""
+        views = {view.name: view for view in self.views}
+        needed: dict[str, None] = {}
+        for view in self.candidates:
+            for target in (view.flow.depends_on.targets or ()) if view.flow.when and view.flow.depends_on else ():
+                job = views[target].job if target in views else None
+                if job is not None and is_final(job.phase) and job.name not in self.results:
+                    needed[job.name] = None
+        return list(needed)
+
     def with_probe_results(self, results: Mapping[NetworkCheck, CheckResult]) -> "Observation":
         """The same observation, with the answers of :meth:`network_checks` (the spec is not validated again)."""
-        outcomes = _outcomes(self.jobflow, self.views, probe_results=results, now=self.now)
+        return self._recomputed(probe_results=dict(results), results=self.results)
+
+    def with_results(self, results: Mapping[str, str]) -> "Observation":
+        """The same observation, with the vcjob results :meth:`results_needed` asked for (vcjob name -> text)."""
+        return self._recomputed(probe_results=self.probe_results, results={**self.results, **results})
+
+    def _recomputed(self, *, probe_results: Mapping[NetworkCheck, CheckResult],
+                    results: Mapping[str, str]) -> "Observation":
+        outcomes = _outcomes(self.jobflow, self.views, probe_results=probe_results, now=self.now, results=results)
         exceeded = _deadline_exceeded(self.jobflow, self.views, outcomes, now=self.now)
-        return replace(self, probe_results=dict(results), outcomes=outcomes, deadline_exceeded=exceeded,
+        return replace(self, probe_results=probe_results, results=results, outcomes=outcomes,
+                       deadline_exceeded=exceeded,
                        phase=_phase(self.jobflow, self.views, outcomes, valid=not self.errors, creating=set(),
                                     deadline_exceeded=exceeded))
 
@@ -272,7 +295,9 @@ def _observe(jobflow: JobFlow, *, owned: Mapping[str, VcJob], foreign: Mapping[s
         views[flow.name] = replace(view, foreign=None if wanted in owned else foreign.get(wanted))
     errors = tuple(validate(jobflow))
     flows = tuple(views.values())
-    outcomes = _outcomes(jobflow, flows, probe_results=probe_results, now=now)
+    results = {record.name: record.result for record in previous.job_status_list or ()
+               if record.name and record.result is not None}
+    outcomes = _outcomes(jobflow, flows, probe_results=probe_results, now=now, results=results)
     exceeded = _deadline_exceeded(jobflow, flows, outcomes, now=now)
     return Observation(
         jobflow=jobflow,
@@ -289,6 +314,7 @@ def _observe(jobflow: JobFlow, *, owned: Mapping[str, VcJob], foreign: Mapping[s
         now=now,
         deadline_exceeded=exceeded,
         rerun=previous.rerun,
+        results=results,
     )
 
 
@@ -327,8 +353,20 @@ def _category(view: FlowView, outcomes: Outcomes, *, creating: bool) -> JobCateg
     return category_of(view.phase)
 
 
-def _outcomes(jobflow: JobFlow, views: Iterable[FlowView], *,
-              probe_results: Mapping[NetworkCheck, CheckResult], now: datetime | None) -> Outcomes:
+def _outcomes(jobflow: JobFlow, views: Iterable[FlowView], *, probe_results: Mapping[NetworkCheck, CheckResult],
+              now: datetime | None, results: Mapping[str, str]) -> Outcomes:
     fates = {view.name: FlowFate(flow=view.flow, phase=view.phase, job=view.job, needs_job=view.needs_job,
-                                 running=view.job is not None and not is_final(view.phase)) for view in views}
+                                 running=view.job is not None and not is_final(view.phase),
+                                 attempts=view.current.number if view.phase is not None else 0,
+                                 status=view.job.status.to_wire() if view.job is not None and view.job.status else None,
+                                 result=_result(view, results))
+             for view in views}
     return decide_outcomes(jobflow, fates, probe_results=probe_results, now=now)
+
+
+def _result(view: FlowView, results: Mapping[str, str]) -> str | None:
+    """A flow's current result: known, else unknown (None) while its live vcjob's pods can still be read."""
+    known = results.get(view.job_name)
+    if known is not None:
+        return known
+    return None if view.job is not None and is_final(view.job.phase) else ""

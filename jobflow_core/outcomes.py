@@ -14,6 +14,8 @@ and so may be the flows that wait for it.
   default): nothing new starts but its ``finally`` flows.
 * ``finally`` flows come last: each also waits until every other flow has ended, or will never start because the
   JobFlow stopped, and then follows its own ``dependsOn`` (on other ``finally`` flows only).
+* A flow whose dependencies are met and that has a ``when`` condition (:mod:`jobflow_core.conditions`) is Skipped
+  when it is false, and waits, blocked, when it cannot be evaluated.
 * A probe that has not passed when its ``timeoutSeconds`` ran out (:mod:`jobflow_core.deadlines`) never will: the
   flow is Skipped.
 
@@ -24,7 +26,9 @@ start table (:mod:`jobflow_core.decisions`) reads.
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
+from typing import Any
 
+from jobflow_core.conditions import evaluate, parse_result
 from jobflow_core.deadlines import passed, probe_deadline
 from jobflow_core.dependencies import Readiness, check_dependencies, check_probe
 from jobflow_core.graph import flow_graph
@@ -46,6 +50,12 @@ class FlowFate:
     """No vcjob that ended or runs: not created yet, vanished before it ended, or a retry is due."""
     running: bool
     """A live vcjob that has not ended."""
+    attempts: int = 0
+    """How many attempts it has had (0: never a vcjob)."""
+    status: Mapping[str, Any] | None = None
+    """Its live vcjob's ``status``, as JSON, for conditions."""
+    result: str | None = ""
+    """Its current attempt's result (pods' termination message); None while not read yet."""
 
 
 @dataclass(frozen=True)
@@ -73,6 +83,42 @@ def handled_failures(flows: Sequence[Flow]) -> frozenset[str]:
     )
 
 
+def _condition(jobflow: JobFlow, flow: Flow, ready: Readiness, *, fates: Mapping[str, FlowFate],
+               outcomes: Mapping[str, FlowOutcome | None]) -> Readiness:
+    """Whether a flow whose dependencies are met runs, by its ``when`` (:mod:`jobflow_core.conditions`)."""
+    targets = list(dict.fromkeys(flow.depends_on.targets or ())) if flow.depends_on else []
+    unread = [target for target in targets if target in fates and fates[target].result is None]
+    if unread:
+        names = ", ".join(f'"{target}"' for target in unread)
+        return replace(ready, ready=False, message=f"waiting for the result of {names} (its pods' termination "
+                                                   "message) to evaluate its condition")
+    variables = {
+        "targets": {target: _target_variables(fates[target], outcomes.get(target)) for target in targets
+                    if target in fates},
+        "jobflow": {"name": jobflow.name, "namespace": jobflow.namespace,
+                    "labels": dict(jobflow.metadata.labels or {}), "annotations": dict(jobflow.metadata.annotations or {})},
+    }
+    verdict = evaluate(flow.when or "", variables=variables)
+    if verdict.error is not None:
+        return replace(ready, ready=False, condition_error=f'flow "{flow.name}": its condition {flow.when!r} '
+                                                           f"{verdict.error} (fix flows[].when)",
+                       message=f"its condition {verdict.error}")
+    if not verdict.holds:
+        return replace(ready, ready=False, skip=f"its condition {flow.when!r} is false", skip_by_condition=True)
+    return ready
+
+
+def _target_variables(fate: FlowFate, outcome: FlowOutcome | None) -> dict[str, Any]:
+    return {
+        "outcome": outcome.value if outcome else "",
+        "phase": fate.phase.value if fate.phase else "",
+        "result": parse_result(fate.result),
+        "resultText": fate.result or "",
+        "status": dict(fate.status or {}),
+        "attempts": fate.attempts,
+    }
+
+
 def decide_outcomes(jobflow: JobFlow, fates: Mapping[str, FlowFate], *,
                     probe_results: Mapping[NetworkCheck, CheckResult], now: datetime | None = None) -> Outcomes:
     """The outcomes of the flows of ``jobflow`` (one :class:`FlowFate` per distinct flow name)."""
@@ -98,6 +144,8 @@ def decide_outcomes(jobflow: JobFlow, fates: Mapping[str, FlowFate], *,
                                 f"last target's vcjob being created ({ready.message})")
         else:
             ready = check_dependencies(flow, outcome_of=outcomes.get)
+        if ready.ready and flow.when:
+            ready = _condition(jobflow, flow, ready, fates=fates, outcomes=outcomes)
         readiness[name] = ready
         outcomes[name] = FlowOutcome.SKIPPED if ready.skip is not None else None
 

@@ -325,7 +325,8 @@ def _events(jobflow: JobFlow, *, phase: JobFlowPhase, state: FlowState, skipped:
     """Events for what is new compared with the previous status, so that re-planning never repeats one."""
     before = (jobflow.status.state if jobflow.status else None) or FlowState()
     skipped_before = {flow.name for flow in (jobflow.status.skipped_flows if jobflow.status else None) or ()}
-    events = [Event(EventType.NORMAL, Reason.DEPENDENCY_NOT_MET, f'flow "{flow.name}" skipped: {flow.message}')
+    events = [Event(EventType.NORMAL, Reason(flow.reason or Reason.DEPENDENCY_NOT_MET),
+                    f'flow "{flow.name}" skipped: {flow.message}')
               for flow in skipped if flow.name not in skipped_before]
     rerun_before = jobflow.status.rerun if jobflow.status else None
     if rerun is not None and rerun != rerun_before:

@@ -8,7 +8,7 @@ For each vcjob the JobFlow knows (the flows' jobs in spec order, then jobs of fl
 
 * it is named in exactly one list, by its effective phase (:data:`JOB_LIST_OF_PHASE`). A vcjob that is gone
   keeps the list of its recorded phase; a vcjob being created by this plan is pending.
-* ``jobStatusList`` has its record: ``startTimestamp`` is the vcjob's creation time; ``endTimestamp`` is its
+* ``jobStatusList`` has its record (with its ``result`` once a condition needed it): ``startTimestamp`` is the vcjob's creation time; ``endTimestamp`` is its
   ``status.state.lastTransitionTime`` once its phase is final, otherwise absent (upstream sends ``null``);
   ``restartCount`` is ``status.retryCount``; ``runningHistories`` is derived from the vcjob's own
   ``status.conditions`` (each condition opens a span that the next one closes), not from when we happened to
@@ -114,7 +114,8 @@ def _known_jobs(observation: Observation, *, creating: set[str]) -> list[_Known]
             if view.name in creating and attempt.number == view.next_attempt:
                 continue
             if attempt.job is not None:
-                known.append(_from_live(attempt.job, attempt=attempt.number if numbered else None))
+                known.append(_from_live(attempt.job, attempt=attempt.number if numbered else None,
+                                        result=observation.results.get(attempt.job_name)))
             else:
                 known.append(_Known(attempt.job_name, attempt.phase, attempt.record, attempt.condition))
         if view.name in creating:
@@ -125,7 +126,7 @@ def _known_jobs(observation: Observation, *, creating: set[str]) -> list[_Known]
     # vcjobs of flows that were removed from the spec: live ones as observed, vanished ones as recorded.
     for job in observation.owned:
         if job.name not in reported:
-            known.append(_from_live(job))
+            known.append(_from_live(job, result=observation.results.get(job.name)))
             reported.add(job.name)
     conditions = observation.previous.conditions or {}
     for record in observation.previous.job_status_list or ():
@@ -139,7 +140,7 @@ def _new_record(name: str, attempt: int | None) -> FlowJobStatus:
     return FlowJobStatus(name=name, restart_count=0, attempt=attempt)
 
 
-def _from_live(job: VcJob, *, attempt: int | None = None) -> _Known:
+def _from_live(job: VcJob, *, attempt: int | None = None, result: str | None = None) -> _Known:
     status = job.status or JobStatus()
     phase = job.phase
     created = job.metadata.creation_timestamp
@@ -153,6 +154,7 @@ def _from_live(job: VcJob, *, attempt: int | None = None) -> _Known:
         running_histories=_histories(job) or None,
         attempt=attempt,
         reason=(status.state.reason or None) if attempt is not None and status.state and ended else None,
+        result=result,
     )
     running_duration = status.running_duration
     if running_duration is None and created and ended:

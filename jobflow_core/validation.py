@@ -16,7 +16,8 @@ their errors are listed:
    names are), HTTP and TCP probes have a port from 1 to 65535, and a taskStatus probe names a pod phase
    (the phases ``taskStatusCount`` counts). A probe that breaks these rules could never pass, so its flow would
    wait forever;
-7. for each flow, in spec order: no other flow is named like one of its retries' vcjobs (``<flow>-r<k>``);
+7. for each flow, in spec order: its ``when`` is a CEL expression that compiles; no other flow is named like one
+   of its retries' vcjobs (``<flow>-r<k>``);
    ``dependsOn.outcome`` is not combined with a probe (the probe decides when the
    flow starts); a flow that is not ``finally`` does not depend on a ``finally`` flow (those run after every
    other flow), and a ``finally`` flow depends only on ``finally`` flows (it already waits for all the others).
@@ -42,6 +43,7 @@ from dataclasses import dataclass
 from graphlib import CycleError, TopologicalSorter
 
 from jobflow_core.api import CREATED_BY_JOBFLOW, CREATED_BY_JOBTEMPLATE
+from jobflow_core.conditions import compile_error
 from jobflow_core.models import Flow, JobFlow, Probe
 from jobflow_core.naming import attempt_job_name, job_name, jobflow_label_value, jobtemplate_label_value
 
@@ -277,6 +279,14 @@ def _control_flow(flows: Sequence[Flow]) -> list[SpecError]:
     names = {flow.name for flow in flows}
     errors = []
     for flow in flows:
+        problem = compile_error(flow.when) if flow.when else None
+        if problem is not None:
+            errors.append(SpecError(
+                code="InvalidCondition",
+                message=f'flow "{flow.name}": when is not a valid CEL expression: {problem}',
+                hint="fix flows[].when (CEL, as in Kubernetes validation rules), e.g. "
+                "targets.train.result.accuracy >= 0.9",
+            ))
         retries = flow.retry.limit if flow.retry else 0
         for taken in sorted(names & {f"{flow.name}-r{k}" for k in range(1, retries + 1)}):
             errors.append(SpecError(

@@ -130,6 +130,9 @@ class Flow(WireModel):
     final: bool | None = Field(None, alias="finally")
     """Ours: the flow runs once every flow that is not ``finally`` has ended, whatever the outcome."""
     retry: Retry | None = None
+    when: str | None = None
+    """Ours: a CEL condition, evaluated once the dependencies are met: false skips the flow
+    (:mod:`jobflow_core.conditions`)."""
     timeout_seconds: int | None = Field(None, alias="timeoutSeconds")
     """Ours: an attempt still running this long after its vcjob was created is aborted (it then ends Aborted)."""
 
@@ -165,6 +168,8 @@ class FlowJobStatus(WireModel):
     """Ours, for a flow with ``retry``: which attempt of its flow this vcjob is (1 for the first)."""
     reason: str | None = None
     """Ours, for a flow with ``retry``: why the vcjob ended as it did (its ``status.state.reason``)."""
+    result: str | None = None
+    """Ours: the vcjob's result, its pods' termination message, once a condition needed it (kept after the pods go)."""
 
 
 class FlowCondition(WireModel):

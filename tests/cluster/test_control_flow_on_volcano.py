@@ -207,3 +207,35 @@ spec:
     assert all(after[name] == before[name] for name in before)  # a, b, d (and the failed c) were not run again
     assert flow["status"]["rerun"]["fromAttempt"] == {"c": 2}
     assert jobflow_cli(cluster, "retry", "diamond", "-n", namespace)[0] == 1  # only a Failed JobFlow
+
+
+def test_a_switch_on_the_termination_message_of_train_runs_deploy_and_skips_retrain_and_what_follows_it(
+        cluster: LocalCluster, namespace: str, engine) -> None:
+    apply(cluster, namespace, "---\n".join([template("train", message="accuracy=0.93"), template("deploy"),
+                                            template("retrain"), template("evaluate")]))
+    apply(cluster, namespace, """
+apiVersion: flow.volcano.sh/v1alpha1
+kind: JobFlow
+metadata: {name: switch}
+spec:
+  flows:
+  - name: train
+  - name: deploy
+    dependsOn: {targets: [train]}
+    when: targets.train.result.accuracy >= 0.9
+  - name: retrain
+    dependsOn: {targets: [train]}
+    when: "!(targets.train.result.accuracy >= 0.9)"
+  - name: evaluate
+    dependsOn: {targets: [retrain]}
+""")
+
+    flow = wait_for_phase(cluster, namespace, "switch", "Succeed", timeout=90)
+
+    status = flow["status"]
+    assert sorted(status["completedJobs"]) == ["switch-deploy", "switch-train"]
+    assert {s["name"]: s["reason"] for s in status["skippedFlows"]} == {"retrain": "ConditionFalse",
+                                                                         "evaluate": "DependencyNotMet"}
+    [train] = [r for r in status["jobStatusList"] if r["name"] == "switch-train"]
+    assert train["result"] == "accuracy=0.93"  # kept in the status: the pods may go
+    assert sorted(vcjobs(cluster, namespace)) == ["switch-deploy", "switch-train"]

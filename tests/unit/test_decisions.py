@@ -28,6 +28,14 @@ def decision_of(flow, name, *jobs, templates=None, rejections=None):
 
 PAST_DEADLINE = jobflow("metadata: {creationTimestamp: '2026-01-02T01:00:00Z'}\n"
                         "spec: {activeDeadlineSeconds: 60, flows: [{name: a}, {name: b, dependsOn: {targets: [a]}}]}")
+SWITCH = jobflow("""
+spec:
+  flows:
+  - name: train
+  - {name: deploy, dependsOn: {targets: [train]}, when: 'targets.train.result.accuracy >= 0.9'}
+  - {name: retrain, dependsOn: {targets: [train]}, when: 'targets.train.result.accuracy < 0.9'}
+  - {name: broken, dependsOn: {targets: [train]}, when: 'targets.train.result.loss < 0.1'}
+""", status={"jobStatusList": [{"name": "test-train", "state": "Completed", "result": "accuracy=0.93"}]})
 RETRYING = jobflow("spec: {flows: [{name: a, retry: {limit: 2, backoff: {delaySeconds: 60}}}]}")
 SUSPENDED = jobflow("spec: {suspend: true, flows: [{name: a}, {name: b, dependsOn: {targets: [a]}}]}")
 KEEP_GOING = jobflow("spec: {failurePolicy: KeepGoing, flows: [{name: a}, {name: b, dependsOn: {targets: [a]}}]}")
@@ -41,6 +49,8 @@ ROWS = {
         lambda: decision_of(A_THEN_B, "b", vcjob(A_THEN_B, "a", P.FAILED)),
     "its dependencies can no longer be met":
         lambda: decision_of(KEEP_GOING, "b", vcjob(KEEP_GOING, "a", P.FAILED)),
+    "its condition is false":
+        lambda: decision_of(SWITCH, "retrain"),
     "the JobFlow is suspended":
         lambda: decision_of(SUSPENDED, "b", vcjob(SUSPENDED, "a", P.COMPLETED)),
     "its next attempt waits out the retry backoff":
@@ -48,6 +58,8 @@ ROWS = {
     "its probe can never pass as written":
         lambda: decision_of(jobflow(BOCLOUD.model_dump_json().replace("worker", "chief")), "next",
                             tf_job(BOCLOUD, P.RUNNING), templates=tf_templates(BOCLOUD)),
+    "its condition cannot be evaluated":
+        lambda: decision_of(SWITCH, "broken"),
     "its targets are not ready":
         lambda: decision_of(A_THEN_B, "b", vcjob(A_THEN_B, "a", P.RUNNING)),
     "a vcjob this JobFlow does not control holds its name":
@@ -137,3 +149,11 @@ def test_the_template_rules_come_after_every_readiness_rule_and_start_is_last():
     assert START_RULES[: len(READINESS_RULES)] == READINESS_RULES
     assert START_RULES[len(READINESS_RULES):-1] == TEMPLATE_RULES
     assert START_RULES[-1].verdict is Verdict.START
+
+
+def test_a_switch_on_a_targets_result_runs_exactly_one_branch():
+    result = plan(SWITCH, templates=templates_for(SWITCH), jobs=[], now=T0)
+    assert [create.flow for create in result.creates] == ["deploy"]
+    assert [(s.name, s.reason) for s in result.status.skipped_flows] == [("retrain", "ConditionFalse")]
+    assert result.status.state.reason == "ConditionError"
+    assert "no such member in mapping: 'loss'" in result.status.state.message

@@ -9,7 +9,8 @@ CORE = Path(jobflow_core.__file__).parent
 ALLOWED = {
     *("jobflow_core", "pydantic"),
     *("collections", "copy", "dataclasses", "datetime", "enum", "functools", "graphlib", "math", "re", "types"),
-    "typing",
+    *("json", "typing"),
+    "celpy",  # the CEL implementation (jobflow_core.conditions): pure evaluation, no I/O
 }
 CLOCK_READS = {"now", "utcnow", "today", "time", "monotonic", "perf_counter"}
 

@@ -265,3 +265,21 @@ def test_a_jobflow_past_its_deadline_has_volcano_abort_its_running_vcjob_and_fai
     assert (state["phase"], state["reason"]) == ("Failed", "DeadlineExceeded")
     assert kube.stored(VCJOB, NS, "f-a")["status"]["state"]["phase"] == "Aborted"
     assert ("f", "Warning", "DeadlineExceeded") in [event[:3] for event in kube.events]
+
+
+def test_a_condition_reads_its_targets_result_from_the_pods_once_and_keeps_it_in_the_status(kube):
+    kube.put(template("b"))
+    kube.put(yaml.safe_load(A_THEN_B.replace("{name: b, dependsOn: {targets: [a]}}",
+                                             "{name: b, dependsOn: {targets: [a]}, when: 'targets.a.result.n > 1'}")))
+    handler = reconciler(kube)
+    handler.jobflow(NS, "f")
+    kube.move(NS, "f-a", "Completed")
+    kube.pods[NS] = [{"metadata": {"name": "f-a-main-0", "labels": {"volcano.sh/job-name": "f-a"}},
+                      "status": {"containerStatuses": [{"state": {"terminated": {"message": "n=2"}}}]}}]
+    assert handler.jobflow(NS, "f").created == ["f-b"]
+    assert [r["result"] for r in status(kube)["jobStatusList"] if r["name"] == "f-a"] == ["n=2"]
+    kube.pods[NS] = []  # the pods are gone: the status remembers
+    handler.jobflow(NS, "f")  # records f-b as created
+    before = kube.requests
+    handler.jobflow(NS, "f")
+    assert kube.requests - before == 2  # GET the JobFlow, LIST its vcjobs: no pod LIST any more
