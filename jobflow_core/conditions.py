@@ -36,6 +36,13 @@ from functools import lru_cache
 from typing import Any
 
 RESULT_SEPARATORS = re.compile(r"[\n,; \t]+")
+READS_RESULTS = re.compile(r"\bresult(Text)?\b")
+
+
+def reads_results(condition: str) -> bool:
+    """Whether ``condition`` may read a target's result, so its pods must be read first. Textual, and so
+    conservative: a condition that only mentions the word in a string makes one needless pod list, no more."""
+    return READS_RESULTS.search(condition) is not None
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
+from jobflow_core.conditions import reads_results
 from jobflow_core.deadlines import jobflow_deadline, passed
 from jobflow_core.dependencies import Readiness
 from jobflow_core.models import (
@@ -212,7 +213,8 @@ class Observation:
         views = {view.name: view for view in self.views}
         needed: dict[str, None] = {}
         for view in self.candidates:
-            for target in (view.flow.depends_on.targets or ()) if view.flow.when and view.flow.depends_on else ():
+            reads = view.flow.when is not None and reads_results(view.flow.when)
+            for target in (view.flow.depends_on.targets or ()) if reads and view.flow.depends_on else ():
                 job = views[target].job if target in views else None
                 if job is not None and is_final(job.phase) and job.name not in self.results:
                     needed[job.name] = None

@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from jobflow_core.conditions import evaluate, parse_result
+from jobflow_core.conditions import evaluate, parse_result, reads_results
 from jobflow_core.deadlines import passed, probe_deadline
 from jobflow_core.dependencies import Readiness, check_dependencies, check_probe
 from jobflow_core.graph import flow_graph
@@ -87,7 +87,8 @@ def _condition(jobflow: JobFlow, flow: Flow, ready: Readiness, *, fates: Mapping
                outcomes: Mapping[str, FlowOutcome | None]) -> Readiness:
     """Whether a flow whose dependencies are met runs, by its ``when`` (:mod:`jobflow_core.conditions`)."""
     targets = list(dict.fromkeys(flow.depends_on.targets or ())) if flow.depends_on else []
-    unread = [target for target in targets if target in fates and fates[target].result is None]
+    unread = [target for target in targets if target in fates and fates[target].result is None] \
+        if reads_results(flow.when or "") else []
     if unread:
         names = ", ".join(f'"{target}"' for target in unread)
         return replace(ready, ready=False, message=f"waiting for the result of {names} (its pods' termination "

@@ -45,3 +45,19 @@ def test_a_condition_that_is_not_cel_is_refused_at_admission_with_the_column():
     [error] = validate(jobflow("spec: {flows: [{name: a}, {name: b, dependsOn: {targets: [a]}, when: 'a >= '}]}"))
     assert error.message == ('flow "b": when is not a valid CEL expression: a CEL syntax error at column 3 of '
                              "'a >= '")
+
+
+def test_only_a_condition_that_reads_results_waits_for_the_pods_to_be_read():
+    from jobflow_core import observe
+    from jobflow_core.models import VcJobPhase
+    from scenario import vcjob
+    flow = jobflow("""
+spec:
+  flows:
+  - {name: train}
+  - {name: deploy, dependsOn: {targets: [train]}, when: 'targets.train.result.accuracy >= 0.9'}
+  - {name: notify, dependsOn: {targets: [train]}, when: 'targets.train.status.retryCount == 0'}
+""")
+    observation = observe(flow, jobs=[vcjob(flow, "train", VcJobPhase.COMPLETED, retry_count=0)])
+    assert observation.results_needed() == ["test-train"]
+    assert observation.readiness["notify"].ready and not observation.readiness["deploy"].ready
