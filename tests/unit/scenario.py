@@ -10,7 +10,7 @@ from typing import Any
 
 import yaml
 
-from jobflow_core import Plan, plan
+from jobflow_core import Create, Plan, plan
 from jobflow_core.models import JobFlow, JobTemplate, VcJob, VcJobPhase
 from jobflow_core.naming import job_name, owner_reference
 
@@ -119,14 +119,18 @@ class Cluster:
         """Plan, then create, delete and write the status as the shell would."""
         result = plan(self.flow, templates=self.templates, jobs=list(self.jobs.values()), now=self.now)
         for create in result.creates:
-            created = self.tick()
-            manifest, name = create.manifest, create.job_name
-            metadata = manifest["metadata"] | {"uid": f"uid-{name}", "creationTimestamp": created}
-            self.jobs[name] = VcJob.model_validate(manifest | {"metadata": metadata})
+            self.add_job(create)
         for name in result.deletes:
             del self.jobs[name]
         self.flow = self.flow.model_copy(update={"status": result.status})
         return result
+
+    def add_job(self, create: Create) -> None:
+        """The API server stores the vcjob a plan creates, one tick later."""
+        created = self.tick()
+        manifest, name = create.manifest, create.job_name
+        metadata = manifest["metadata"] | {"uid": f"uid-{name}", "creationTimestamp": created}
+        self.jobs[name] = VcJob.model_validate(manifest | {"metadata": metadata})
 
     def move(self, flow: str, phase: VcJobPhase) -> None:
         """Volcano moves the (first) vcjob of ``flow`` to ``phase``: new state and one more condition."""
