@@ -10,7 +10,11 @@ spec, including an invalid one, so that a broken flow can still be shown:
 * ``order``: a topological order: by level, then spec order. Flows on a cycle, and the flows after them, cannot
   be ordered; they follow in spec order, and are ``blocked``;
 * ``levels``: the length of the longest path from a root (a flow without targets) to the node, so every edge goes
-  from a lower level to a higher one. A blocked node sits one level below its deepest ordered target.
+  from a lower level to a higher one. A blocked node sits one level below its deepest ordered target;
+* ``edge_notes``: what a dependent waits for its target to do, when it is not to succeed (``Failed``,
+  ``Finished``), so an error branch or a cleanup is seen as one;
+* ``finals``: the ``finally`` flows, which run after every other flow whatever their edges say, and
+  ``conditions``: each flow's ``when`` (CEL), the other way a flow may not run.
 
 The order and the levels come from the standard library's :class:`graphlib.TopologicalSorter`, batch by batch:
 :meth:`~graphlib.TopologicalSorter.get_ready` hands out every node whose targets are all done, and the whole
@@ -23,10 +27,10 @@ Linear in flows plus edges, like the validation (reference G.8).
 """
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from graphlib import CycleError, TopologicalSorter
 
-from jobflow_core.models import JobFlow
+from jobflow_core.models import AwaitedOutcome, JobFlow
 
 
 @dataclass(frozen=True)
@@ -39,6 +43,9 @@ class FlowGraph:
     """Targets that name no flow (the spec is invalid); they appear as nodes without targets."""
     blocked: frozenset[str]
     """Flows on a cycle or after one: no topological order exists for them."""
+    edge_notes: Mapping[tuple[str, str], str] = field(default_factory=dict)
+    finals: frozenset[str] = frozenset()
+    conditions: Mapping[str, str] = field(default_factory=dict)
 
     def targets(self, node: str) -> list[str]:
         """What ``node`` waits for, in spec order."""
@@ -55,10 +62,14 @@ def flow_graph(jobflow: JobFlow) -> FlowGraph:
     for flow in jobflow.spec.flows or ():
         flows.setdefault(flow.name, flow)
     edges: dict[tuple[str, str], None] = {}
+    edge_notes: dict[tuple[str, str], str] = {}
     undefined: dict[str, None] = {}
     for name, flow in flows.items():
+        outcome = flow.depends_on.outcome if flow.depends_on else None
         for target in (flow.depends_on.targets if flow.depends_on else None) or ():
             edges[(target, name)] = None
+            if outcome is not None and outcome is not AwaitedOutcome.SUCCEEDED:
+                edge_notes[(target, name)] = outcome.value
             if target not in flows:
                 undefined[target] = None
     nodes = (*flows, *undefined)
@@ -76,6 +87,9 @@ def flow_graph(jobflow: JobFlow) -> FlowGraph:
         levels=levels,
         undefined=frozenset(undefined),
         blocked=frozenset(blocked),
+        edge_notes=edge_notes,
+        finals=frozenset(name for name, flow in flows.items() if flow.final),
+        conditions={name: flow.when for name, flow in flows.items() if flow.when},
     )
 
 

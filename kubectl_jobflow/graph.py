@@ -3,9 +3,12 @@
 An edge goes from a flow to the flows that depend on it (the way work flows), nodes are listed in DAG order
 (:func:`jobflow_core.graph.flow_graph`). ``graph NAME`` reads the JobFlow and its vcjobs from the cluster and
 colours each flow by its job's phase (green Completed, blue Running, yellow Pending, orange restarting or
-stopping, red Failed/Terminated/Aborted, grey waiting); ``graph -f FILE`` draws the spec offline, uncoloured
+stopping, red Failed/Terminated/Aborted, grey waiting, brown-grey Skipped); ``graph -f FILE`` draws the spec
+offline, uncoloured
 (with a NAME too, the JobFlow of that name in the file). A target that names no flow is drawn dashed, marked
 ``undefined``; flows on a cycle are marked ``not a DAG``, so a broken spec can be seen, not only read about.
+An edge whose dependent waits for its target to fail or just to finish says so (``on Failed``, ``on
+Finished``); a ``finally`` flow, or one with a ``when`` condition, is marked so when it has no phase to show.
 
 The text format lists each flow, then the flows that wait for it; on a terminal, names are coloured by phase.
 The SVG is drawn here (:mod:`kubectl_jobflow.svg`), no Graphviz needed.
@@ -36,13 +39,17 @@ FILL = {
     "Restarting": "#ffe0b2", "Aborting": "#ffe0b2", "Terminating": "#ffe0b2",
     "Failed": "#ffcdd2", "Terminated": "#ffcdd2", "Aborted": "#ffcdd2",
     "Waiting": "#eeeeee",
+    "Skipped": "#d7ccc8",
 }
 """Fill colour by the phase shown for a flow (its vcjob's, or Waiting); white when unknown."""
 NO_PHASE = "#ffffff"
 UNDEFINED_STROKE = "#c62828"
-ANSI = {"#c8e6c9": "32", "#bbdefb": "34", "#fff9c4": "33", "#ffe0b2": "35", "#ffcdd2": "31", "#eeeeee": "2"}
+ANSI = {"#c8e6c9": "32", "#bbdefb": "34", "#fff9c4": "33", "#ffe0b2": "35", "#ffcdd2": "31", "#eeeeee": "2",
+        "#d7ccc8": "90"}
 UNDEFINED = "undefined"
 NOT_DAG = "not a DAG"
+CONDITION_SHOWN = 40
+"""A ``when`` longer than this is cut in a node's label; ``kubectl get jf -o yaml`` shows it whole."""
 
 
 def fill(phase: str | None) -> str:
@@ -50,12 +57,24 @@ def fill(phase: str | None) -> str:
 
 
 def label(graph: FlowGraph, phases: Mapping[str, str], node: str) -> str | None:
-    """The second line of a node: its phase, or why it cannot run."""
+    """The second line of a node: its phase, or why it cannot run, or what kind of flow it is."""
     if node in graph.undefined:
         return UNDEFINED
     if node in graph.blocked:
         return NOT_DAG
-    return phases.get(node)
+    if node in phases:
+        return phases[node]
+    if node in graph.finals:
+        return "finally"
+    if node in graph.conditions:
+        condition = graph.conditions[node]
+        return "if " + (condition if len(condition) <= CONDITION_SHOWN else condition[:CONDITION_SHOWN - 1] + "…")
+    return None
+
+
+def edge_label(graph: FlowGraph, source: str, dependent: str) -> str | None:
+    note = graph.edge_notes.get((source, dependent))
+    return f"on {note}" if note else None
 
 
 def text(graph: FlowGraph, phases: Mapping[str, str], *, title: str, color: bool = False) -> str:
@@ -66,7 +85,9 @@ def text(graph: FlowGraph, phases: Mapping[str, str], *, title: str, color: bool
             else node
         lines.append(f"{name}  [{note}]" if note else name)
         dependents = graph.dependents(node)
-        lines += [f"{'└' if i == len(dependents) - 1 else '├'}─> {dependent}" for i, dependent in enumerate(dependents)]
+        lines += [f"{'└' if i == len(dependents) - 1 else '├'}─> {dependent}"
+                  + (f"  ({note})" if (note := edge_label(graph, node, dependent)) else "")
+                  for i, dependent in enumerate(dependents)]
     return "\n".join(lines) + "\n"
 
 
@@ -85,7 +106,9 @@ def dot(graph: FlowGraph, phases: Mapping[str, str], *, title: str) -> str:
         elif fill(phases.get(node)) != NO_PHASE:
             attrs.append(f'fillcolor="{fill(phases.get(node))}"')
         lines.append(f"  {_dot_string(node)} [{', '.join(attrs)}];")
-    lines += [f"  {_dot_string(source)} -> {_dot_string(dependent)};" for source, dependent in graph.edges]
+    lines += [f"  {_dot_string(source)} -> {_dot_string(dependent)}"
+              + (f" [label={_dot_string(note)}, style=dashed]" if (note := edge_label(graph, source, dependent)) else "")
+              + ";" for source, dependent in graph.edges]
     return "\n".join([*lines, "}"]) + "\n"
 
 
@@ -100,7 +123,9 @@ def mermaid(graph: FlowGraph, phases: Mapping[str, str]) -> str:
         note = label(graph, phases, node)
         shown = _mermaid_text(node) + (f"<br/>{_mermaid_text(note)}" if note else "")
         lines.append(f'  {ids[node]}["{shown}"]')
-    lines += [f"  {ids[source]} --> {ids[dependent]}" for source, dependent in graph.edges]
+    lines += [f"  {ids[source]} -.->|{_mermaid_text(note)}| {ids[dependent]}"
+              if (note := edge_label(graph, source, dependent)) else f"  {ids[source]} --> {ids[dependent]}"
+              for source, dependent in graph.edges]
     classes: dict[str, tuple[str, list[str]]] = {}
     for node in graph.order:
         if node in graph.undefined:

@@ -64,7 +64,8 @@ def render(graph: FlowGraph, notes: Mapping[str, str | None], fills: Mapping[str
         f'<text x="{MARGIN}" y="{MARGIN + FONT_SIZE}" font-weight="bold">{escape(title)}</text>',
     ]
     for source, dependent in graph.edges:
-        parts.append(_edge(boxes[source], boxes[dependent], source, dependent))
+        parts.append(_edge(boxes[source], boxes[dependent], source, dependent,
+                           note=graph.edge_notes.get((source, dependent))))
     for node in graph.order:
         parts.append(_node(boxes[node], node, notes.get(node), fills.get(node, "#ffffff"),
                            dashed=node in graph.undefined))
@@ -112,7 +113,8 @@ def _is_backward(start: Box, end: Box) -> bool:
     return end.x <= start.x + start.width
 
 
-def _edge(start: Box, end: Box, source: str, dependent: str) -> str:
+def _edge(start: Box, end: Box, source: str, dependent: str, *, note: str | None = None) -> str:
+    """An arrow; dashed, with a tooltip, when the dependent waits for the target to fail or just to finish."""
     if _is_backward(start, end):
         x1, y1 = start.x + start.width / 2, start.y + start.height
         x2, y2 = end.x + end.width / 2, end.y + end.height
@@ -123,8 +125,10 @@ def _edge(start: Box, end: Box, source: str, dependent: str) -> str:
         x2, y2 = end.x, end.y + end.height / 2
         bend = max((x2 - x1) / 2, COLUMN_GAP / 2)
         path = f"M {x1:.1f} {y1:.1f} C {x1 + bend:.1f} {y1:.1f}, {x2 - bend:.1f} {y2:.1f}, {x2:.1f} {y2:.1f}"
+    dash = ' stroke-dasharray="6 4"' if note else ""
+    tooltip = f"<title>on {escape(note)}</title>" if note else ""
     return (f'<path class="edge" data-from={quoteattr(source)} data-to={quoteattr(dependent)} d="{path}" '
-            f'fill="none" stroke="{EDGE_COLOR}" stroke-width="1.5" marker-end="url(#arrow)"/>')
+            f'fill="none" stroke="{EDGE_COLOR}" stroke-width="1.5"{dash} marker-end="url(#arrow)">{tooltip}</path>')
 
 
 def _node(box: Box, node: str, note: str | None, fill: str, *, dashed: bool) -> str:

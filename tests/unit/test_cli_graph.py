@@ -130,3 +130,34 @@ def test_graph_of_a_file_with_several_jobflows_asks_which(tmp_path):
                                                     "there: x, y): name the one to draw, kubectl jobflow graph -f "
                                                     "FILE NAME\n")
     assert cli("graph", "-f", str(path), "y")[1] == "JobFlow default/y\n"
+
+
+BRANCHES = """
+spec:
+  flows:
+  - {name: train}
+  - {name: deploy, dependsOn: {targets: [train]}, when: 'targets.train.result.accuracy >= 0.9'}
+  - {name: alert, dependsOn: {targets: [train], outcome: Failed}}
+  - {name: report, finally: true}
+"""
+
+
+def test_error_branches_finally_flows_and_conditions_are_marked_when_there_is_no_phase():
+    graph = flow_graph(jobflow(BRANCHES))
+    assert graph.edge_notes == {("train", "alert"): "Failed"}
+    assert text(graph, {}, title="T") == (
+        "T\ntrain\n├─> deploy\n└─> alert  (on Failed)\nreport  [finally]\n"
+        "deploy  [if targets.train.result.accuracy >= 0.9]\nalert\n")
+    assert '"train" -> "alert" [label="on Failed", style=dashed];' in dot(graph, {}, title="T")
+    assert "n0 -.->|on Failed| n3" in mermaid(graph, {})
+    edges = ET.fromstring(render(graph, {}, {}, title="T")).findall(f"{SVG}path")
+    dashed = [edge.get("data-to") for edge in edges if edge.get("stroke-dasharray")]
+    assert dashed == ["alert"]
+
+
+def test_a_skipped_flow_has_its_own_colour_and_a_long_condition_is_cut():
+    graph = flow_graph(jobflow("spec: {flows: [{name: a}, {name: b, dependsOn: {targets: [a]}, when: '"
+                               + " || ".join(["true"] * 20) + "'}]}"))
+    assert 'fillcolor="#d7ccc8"' in dot(graph, {"a": "Completed", "b": "Skipped"}, title="T")
+    note = text(graph, {}, title="T").splitlines()[-1]
+    assert note.endswith("…]") and len(note) == len("b  [if ") + 40 + 1
