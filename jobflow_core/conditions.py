@@ -13,6 +13,7 @@ here by ``cel-python`` (a maintained implementation), never by a hand-written in
 ``targets.<flow>.attempts``              how many attempts it took
 ``jobflow.name``, ``.namespace``,        the JobFlow's
 ``.labels``, ``.annotations``
+``params.<name>``                        a parameter's value, a string (``double(params.threshold)``)
 =======================================  ==========================================================================
 
 Use ``targets["a-b"]`` for a flow whose name has a dash. A target's **result** is the Kubernetes-native small

@@ -12,7 +12,8 @@ For flow ``b`` of JobFlow ``test`` in namespace ``default`` the manifest is::
       ownerReferences: [{apiVersion: flow.volcano.sh/v1alpha1, kind: JobFlow, name: test, uid: <uid>,
                          controller: true, blockOwnerDeletion: true}]
       finalizers: [flow.volcano.sh/keep-record]
-    spec: <the JobTemplate's spec, with the flow's patch.jobSpec merged in (jobflow_core.patching)>
+    spec: <the JobTemplate's spec, with the flow's patch.jobSpec merged in (jobflow_core.patching), its
+           {{params.NAME}} placeholders replaced by the JobFlow's parameters (jobflow_core.parameters)>
 
 A flow with ``retry`` (and any attempt after the first, a rerun's too) also gets the label and annotation
 ``flow.volcano.sh/attempt: "<n>"``, on the vcjob and on
@@ -29,11 +30,13 @@ template field, including ones we do not model, reaches the vcjob.
 """
 
 import copy
+from collections.abc import Mapping
 from typing import Any
 
 from jobflow_core.models import Flow, JobFlow, JobTemplate, VcJob
 from jobflow_core.api import ATTEMPT, COMMAND, RECORD_FINALIZER, VCJOB
 from jobflow_core.naming import attempt_job_name, created_by, owner_reference
+from jobflow_core.parameters import Item, substitute, values
 from jobflow_core.patching import merge_job_spec
 
 
@@ -41,7 +44,7 @@ def build_job(jobflow: JobFlow, *, flow: str, template: JobTemplate, attempt: in
     """The vcjob manifest for attempt ``attempt`` of ``flow`` of ``jobflow``, ready to POST."""
     spec_flow = _flow_named(jobflow, flow)
     keys = created_by(jobflow, flow)
-    spec = job_spec(template, flow=spec_flow)
+    spec = job_spec(template, flow=spec_flow, params=values(jobflow))
     if attempt > 1 or (spec_flow is not None and spec_flow.retry is not None):
         keys[ATTEMPT] = str(attempt)
         for task in spec.get("tasks") or ():
@@ -77,11 +80,15 @@ def abort_command(job: VcJob, *, reason: str, message: str) -> dict[str, Any]:
     }
 
 
-def job_spec(template: JobTemplate, *, flow: Flow | None = None) -> dict[str, Any]:
-    """The vcjob spec: the template's spec with the flow's ``patch.jobSpec`` merged in (none: verbatim)."""
+def job_spec(template: JobTemplate, *, flow: Flow | None = None, params: Mapping[str, str] | None = None,
+             item: Item | None = None) -> dict[str, Any]:
+    """The vcjob spec: the template's spec with the flow's ``patch.jobSpec`` merged in (none: verbatim), its
+    placeholders replaced first (:mod:`jobflow_core.parameters`)."""
     patch = flow.patch.job_spec if flow is not None and flow.patch is not None else None
     base = copy.deepcopy(template.spec.to_wire())
-    return merge_job_spec(base, patch.to_wire()) if patch is not None else base
+    if patch is None:
+        return base
+    return merge_job_spec(base, substitute(patch.to_wire(), params=params or {}, item=item))
 
 
 def _flow_named(jobflow: JobFlow, name: str) -> Flow | None:

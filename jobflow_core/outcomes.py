@@ -29,6 +29,7 @@ from datetime import datetime
 from typing import Any
 
 from jobflow_core.conditions import evaluate, parse_result, reads_results
+from jobflow_core.parameters import values
 from jobflow_core.deadlines import passed, probe_deadline
 from jobflow_core.dependencies import Readiness, check_dependencies, check_probe
 from jobflow_core.graph import flow_graph
@@ -98,6 +99,7 @@ def _condition(jobflow: JobFlow, flow: Flow, ready: Readiness, *, fates: Mapping
                     if target in fates},
         "jobflow": {"name": jobflow.name, "namespace": jobflow.namespace,
                     "labels": dict(jobflow.metadata.labels or {}), "annotations": dict(jobflow.metadata.annotations or {})},
+        "params": values(jobflow),
     }
     verdict = evaluate(flow.when or "", variables=variables)
     if verdict.error is not None:

@@ -20,7 +20,9 @@ their errors are listed:
    of its retries' vcjobs (``<flow>-r<k>``);
    ``dependsOn.outcome`` is not combined with a probe (the probe decides when the
    flow starts); a flow that is not ``finally`` does not depend on a ``finally`` flow (those run after every
-   other flow), and a ``finally`` flow depends only on ``finally`` flows (it already waits for all the others).
+   other flow), and a ``finally`` flow depends only on ``finally`` flows (it already waits for all the others);
+8. the parameters and placeholders (:func:`jobflow_core.parameters.errors`): each parameter has a valid, unique
+   name and a value, and every ``{{...}}`` placeholder of a patch names something that exists.
 
 The admission webhook (:mod:`jobflow_core.admission`) rejects a JobFlow with any of these errors; the planner
 fails a JobFlow that slipped past it, with the same messages.
@@ -39,12 +41,13 @@ JobTemplate specs are checked by :mod:`jobflow_core.template_validation`.
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from graphlib import CycleError, TopologicalSorter
 
 from jobflow_core.api import CREATED_BY_JOBFLOW, CREATED_BY_JOBTEMPLATE
+from jobflow_core import parameters
 from jobflow_core.conditions import compile_error
 from jobflow_core.models import Flow, JobFlow, Probe
+from jobflow_core.spec_errors import SpecError
 from jobflow_core.naming import attempt_job_name, job_name, jobflow_label_value, jobtemplate_label_value
 
 MAX_NAME_LENGTH = 63
@@ -63,21 +66,6 @@ def is_dns1123_label(value: str) -> bool:
     return len(value) <= MAX_NAME_LENGTH and _DNS1123_LABEL.fullmatch(value) is not None
 
 
-@dataclass(frozen=True)
-class SpecError:
-    """One problem with a JobFlow (or JobTemplate) spec: ``message`` says what is wrong, ``hint`` what to do.
-
-    ``message`` keeps upstream's exact wording where upstream has one, so that tools matching on it still work.
-    """
-
-    code: str
-    message: str
-    hint: str
-
-    def __str__(self) -> str:
-        return f"{self.message} ({self.hint})"
-
-
 def validate(jobflow: JobFlow) -> list[SpecError]:
     """Every problem with ``jobflow``'s spec, in the order described in the module docstring."""
     flows = jobflow.spec.flows or []
@@ -88,6 +76,7 @@ def validate(jobflow: JobFlow) -> list[SpecError]:
         *_names(jobflow, flows),
         *_probes(flows),
         *_control_flow(flows),
+        *parameters.errors(jobflow),
     ]
 
 

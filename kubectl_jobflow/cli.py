@@ -193,6 +193,11 @@ def _resource_commands(group, command, noun: resources.Noun, word: str) -> None:
     _file(sub, required=True)
     sub.add_argument("--validate", type=_bool, default=True, metavar="true|false",
                      help="run the admission webhook's checks before sending (default true)")
+    if noun.api_type is JOBFLOW:
+        sub.add_argument("-p", "--param", action="append", metavar="NAME=VALUE",
+                         help="set a parameter the JobFlow declares (spec.parameters) for this run (repeatable)")
+        sub.add_argument("--generate-name", action="store_true",
+                         help="create a new JobFlow each time: its name plus five random characters")
 
     sub = command(group, "delete", lambda ctx: resources.delete(ctx, noun), f"Failed to delete {word}",
                   f"delete a {kind} by name, or those of a file")

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from jobflow_core.api import JOBFLOW, JOBTEMPLATE, ApiType
 from jobflow_core.naming import job_name
-from kubectl_jobflow import documents, validate
+from kubectl_jobflow import documents, run_options, validate
 from kubectl_jobflow.errors import CommandError
 from kubectl_jobflow.kube import KubeError
 from kubectl_jobflow.output import age, dump, dump_all, utc_now, vcctl_table, without_managed_fields
@@ -72,13 +72,18 @@ NOUNS = {
 
 def create(ctx: Context, noun: Noun) -> int:
     docs = _documents(ctx, noun)
+    params = run_options.parse_parameters(getattr(ctx.args, "param", None))
+    generate_name = bool(getattr(ctx.args, "generate_name", False))
     failed = 0
     for doc in docs:
         api_type = NOUNS[doc.kind or noun.api_type.kind].api_type
         body = {"apiVersion": api_type.api_version, "kind": api_type.kind, **doc.with_namespace(ctx.namespace)}
         namespace = body["metadata"]["namespace"]
-        problems = validate.problems(body, namespace=namespace) if ctx.args.validate else []
         try:
+            if api_type is JOBFLOW:
+                body = run_options.apply(body, params=params, generate_name=generate_name)
+            problems = validate.problems(run_options.as_validated(body), namespace=namespace) \
+                if ctx.args.validate else []
             if problems:
                 raise CommandError(f"{doc.source}: {'; '.join(problems)} (or skip this check with --validate=false)")
             created = ctx.cluster.create(api_type, namespace, body)

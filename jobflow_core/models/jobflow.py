@@ -12,6 +12,7 @@ upstream clients ignore and that answer "why is nothing happening?" (each marked
 """
 
 from enum import StrEnum
+from typing import Any
 
 from pydantic import Field
 
@@ -117,6 +118,37 @@ class Retry(WireModel):
     backoff: Backoff | None = None
 
 
+class Range(WireModel):
+    """``forEach.range``: the numbers ``start``, ``start + step``, ... up to ``end`` included (or ``count`` of them)."""
+
+    start: int | None = None
+    end: int | None = None
+    count: int | None = None
+    step: int | None = None
+
+
+class ForEach(WireModel):
+    """Ours: run the flow once per item, each item its own vcjob (:mod:`jobflow_core.items`); exactly one source."""
+
+    items: list[Any] | None = None
+    """A literal list: strings, numbers or objects."""
+    range: Range | None = None
+    param: str | None = None
+    """A parameter whose value is a JSON list."""
+    result: str | None = None
+    """A target whose result (termination message) is a JSON list."""
+    parallelism: int | None = None
+    """At most this many items run at once (unset: all)."""
+
+
+class Parameter(WireModel):
+    """Ours: a named value that ``patch.jobSpec`` strings (``{{params.NAME}}``) and conditions read."""
+
+    name: str
+    value: str | None = None
+    description: str | None = None
+
+
 class Patch(WireModel):
     job_spec: JobSpec | None = Field(None, alias="jobSpec")
 
@@ -135,12 +167,14 @@ class Flow(WireModel):
     (:mod:`jobflow_core.conditions`)."""
     timeout_seconds: int | None = Field(None, alias="timeoutSeconds")
     """Ours: an attempt still running this long after its vcjob was created is aborted (it then ends Aborted)."""
+    for_each: ForEach | None = Field(None, alias="forEach")
 
 
 class JobFlowSpec(WireModel):
     flows: list[Flow] | None = None
     job_retain_policy: RetainPolicy | None = Field(None, alias="jobRetainPolicy")
     failure_policy: FailurePolicy | None = Field(None, alias="failurePolicy")
+    parameters: list[Parameter] | None = None
     suspend: bool | None = None
     """Ours: start nothing new (what runs keeps running) until it is set back to false."""
     active_deadline_seconds: int | None = Field(None, alias="activeDeadlineSeconds")
