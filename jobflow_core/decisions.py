@@ -19,6 +19,9 @@ its next attempt waits out the retry backoff (:mod:`jobflow_core.retries`) wait
 its probe can never pass as written (a task its target does not have)   blocked  ProbeTaskNotFound
 its ``when`` condition cannot be evaluated                              blocked  ConditionError
 its targets are not ready (not Completed, or a probe has not passed)    wait
+its items are not known yet (a ``forEach`` over a result not read yet)  wait
+its items cannot be worked out (:mod:`jobflow_core.items`)              blocked  InvalidItems
+its ``forEach`` already runs ``parallelism`` items                      wait
 a vcjob that this JobFlow does not control holds its vcjob name         blocked  JobNameConflict
 its JobTemplate does not exist                                          blocked  TemplateNotFound
 its JobTemplate, with the flow's patch, would make an invalid vcjob     blocked  InvalidTemplate
@@ -42,7 +45,8 @@ from jobflow_core.dependencies import Readiness
 from jobflow_core.events import Reason
 from jobflow_core.jobs import build_job
 from jobflow_core.models import JobSpec, JobTemplate, format_time
-from jobflow_core.observation import FlowView, Observation
+from jobflow_core.observation import Observation
+from jobflow_core.views import FlowView
 from jobflow_core.retries import delay_seconds, due, max_attempts, recheck_seconds
 from jobflow_core.template_validation import validate_template
 from jobflow_core.validation import SpecError
@@ -90,7 +94,7 @@ class FlowFacts:
         """The vcjob this flow would create (its template must exist)."""
         assert self.template is not None, "only rules after the template check read the manifest"
         return build_job(self.observation.jobflow, flow=self.view.name, template=self.template,
-                         attempt=self.view.next_attempt)
+                         attempt=self.view.next_attempt, item=self.view.item)
 
     @cached_property
     def template_errors(self) -> list[SpecError]:
@@ -172,6 +176,31 @@ def _not_ready(facts: FlowFacts) -> str | None:
     return facts.readiness.message if not facts.readiness.ready else None
 
 
+def _items_unknown(facts: FlowFacts) -> str | None:
+    if not facts.view.placeholder:
+        return None
+    node = facts.observation.node(facts.view.name)
+    if node.items is not None or node.items_error is not None:
+        return None
+    source = node.flow.for_each.result if node.flow.for_each else None
+    return f'waiting for the result of "{source}" (its items)'
+
+
+def _items_invalid(facts: FlowFacts) -> str | None:
+    if not facts.view.placeholder:
+        return None
+    error = facts.observation.node(facts.view.name).items_error
+    return f'flow "{facts.view.name}": its items {error}' if error else None
+
+
+def _no_free_slot(facts: FlowFacts) -> str | None:
+    if facts.view.next_job_name not in facts.observation.no_free_slot:
+        return None
+    node = facts.observation.node(facts.view.name)
+    limit = node.flow.for_each.parallelism if node.flow.for_each else None
+    return f"waiting for a free slot: {sum(unit.running for unit in node.units)} of its items run (parallelism {limit})"
+
+
 def _name_taken(facts: FlowFacts) -> str | None:
     if facts.view.foreign is None:
         return None
@@ -215,6 +244,9 @@ READINESS_RULES: Final = (
     StartRule("its probe can never pass as written", Verdict.BLOCKED, Reason.PROBE_TASK_NOT_FOUND, _broken_probe),
     StartRule("its condition cannot be evaluated", Verdict.BLOCKED, Reason.CONDITION_ERROR, _condition_error),
     StartRule("its targets are not ready", Verdict.WAIT, None, _not_ready),
+    StartRule("its items are not known yet", Verdict.WAIT, None, _items_unknown),
+    StartRule("its items cannot be worked out", Verdict.BLOCKED, Reason.INVALID_ITEMS, _items_invalid),
+    StartRule("its forEach already runs parallelism items", Verdict.WAIT, None, _no_free_slot),
     StartRule("a vcjob this JobFlow does not control holds its name", Verdict.BLOCKED, Reason.JOB_NAME_CONFLICT,
               _name_taken),
 )
@@ -271,17 +303,16 @@ def decide_all(observation: Observation, *, templates: Mapping[str, JobTemplate]
                rejections: Mapping[str, str] | None = None) -> list[FlowDecision]:
     """A decision for every flow that needs a vcjob, in spec order."""
     decisions = []
-    for view in observation.views:
-        if view.needs_job:
-            facts = FlowFacts(view, observation=observation, templates=templates, rejections=rejections or {})
-            decision = decide(facts)
-            assert decision is not None, "the last rule always holds"
-            decisions.append(decision)
+    for view in observation.undecided:
+        facts = FlowFacts(view, observation=observation, templates=templates, rejections=rejections or {})
+        decision = decide(facts)
+        assert decision is not None, "the last rule always holds"
+        decisions.append(decision)
     return decisions
 
 
 def templates_needed(observation: Observation) -> list[str]:
     """The JobTemplates the decisions will read: those of the flows no readiness rule holds back."""
-    return [view.name for view in observation.candidates
-            if decide(FlowFacts(view, observation=observation, templates={}, rejections={}),
-                      READINESS_RULES) is None]
+    return list(dict.fromkeys(view.name for view in observation.candidates
+                              if decide(FlowFacts(view, observation=observation, templates={}, rejections={}),
+                                        READINESS_RULES) is None))

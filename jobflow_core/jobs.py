@@ -18,7 +18,9 @@ For flow ``b`` of JobFlow ``test`` in namespace ``default`` the manifest is::
 A flow with ``retry`` (and any attempt after the first, a rerun's too) also gets the label and annotation
 ``flow.volcano.sh/attempt: "<n>"``, on the vcjob and on
 every task's pod template (so a container can read which attempt it is, through the downward API), and its
-attempt ``n`` (from the second on) is named ``<jobflow>-<flow>-r<n-1>`` (:mod:`jobflow_core.retries`).
+attempt ``n`` (from the second on) is named ``<jobflow>-<flow>-r<n-1>`` (:mod:`jobflow_core.retries`). An item
+of a ``forEach`` flow gets ``flow.volcano.sh/item-index: "<i>"`` the same way, and its name
+(:mod:`jobflow_core.items`).
 
 The finalizer is ours (upstream has none): a vcjob deleted by a user or by ``ttlSecondsAfterFinished`` is held
 until the handler has recorded its final phase in the JobFlow's status, then released (``Plan.releases``).
@@ -34,27 +36,33 @@ from collections.abc import Mapping
 from typing import Any
 
 from jobflow_core.models import Flow, JobFlow, JobTemplate, VcJob
-from jobflow_core.api import ATTEMPT, COMMAND, RECORD_FINALIZER, VCJOB
+from jobflow_core.api import ATTEMPT, COMMAND, ITEM_INDEX, RECORD_FINALIZER, VCJOB
 from jobflow_core.naming import attempt_job_name, created_by, owner_reference
 from jobflow_core.parameters import Item, substitute, values
 from jobflow_core.patching import merge_job_spec
 
 
-def build_job(jobflow: JobFlow, *, flow: str, template: JobTemplate, attempt: int = 1) -> dict[str, Any]:
-    """The vcjob manifest for attempt ``attempt`` of ``flow`` of ``jobflow``, ready to POST."""
+def build_job(jobflow: JobFlow, *, flow: str, template: JobTemplate, attempt: int = 1,
+              item: Item | None = None) -> dict[str, Any]:
+    """The vcjob manifest for attempt ``attempt`` of ``flow`` (of its ``item``) of ``jobflow``, ready to POST."""
     spec_flow = _flow_named(jobflow, flow)
     keys = created_by(jobflow, flow)
-    spec = job_spec(template, flow=spec_flow, params=values(jobflow))
+    spec = job_spec(template, flow=spec_flow, params=values(jobflow), item=item)
+    pod_keys = {}
     if attempt > 1 or (spec_flow is not None and spec_flow.retry is not None):
-        keys[ATTEMPT] = str(attempt)
-        for task in spec.get("tasks") or ():
-            pod = task.setdefault("template", {}).setdefault("metadata", {})
-            pod.setdefault("annotations", {})[ATTEMPT] = str(attempt)
+        pod_keys[ATTEMPT] = str(attempt)
+    if item is not None:
+        pod_keys[ITEM_INDEX] = str(item.index)
+    keys.update(pod_keys)
+    for task in spec.get("tasks") or () if pod_keys else ():
+        pod = task.setdefault("template", {}).setdefault("metadata", {})
+        pod.setdefault("annotations", {}).update(pod_keys)
     return {
         "apiVersion": VCJOB.api_version,
         "kind": VCJOB.kind,
         "metadata": {
-            "name": attempt_job_name(jobflow=jobflow.name, flow=flow, attempt=attempt),
+            "name": attempt_job_name(jobflow=jobflow.name, flow=flow, attempt=attempt,
+                                     index=item.index if item else None),
             "namespace": jobflow.namespace,
             "labels": dict(keys),
             "annotations": dict(keys),

@@ -13,6 +13,7 @@ labels are reused when a JobFlow is deleted and created again, UIDs never are (u
 label mix-up). Labels only narrow a LIST: the label selectors every component uses are built here too.
 """
 
+import re
 from typing import Any
 
 from jobflow_core.api import (
@@ -34,18 +35,26 @@ def job_name(*, jobflow: str, flow: str) -> str:
     return f"{jobflow}-{flow}"
 
 
-def attempt_job_name(*, jobflow: str, flow: str, attempt: int) -> str:
+def attempt_job_name(*, jobflow: str, flow: str, attempt: int, index: int | None = None) -> str:
     """The vcjob of an attempt of a flow: the first keeps upstream's ``<jobflow>-<flow>``, retry ``k`` (attempt
-    ``k + 1``) is ``<jobflow>-<flow>-r<k>``."""
-    base = job_name(jobflow=jobflow, flow=flow)
+    ``k + 1``) is ``<jobflow>-<flow>-r<k>``. Item ``index`` of a ``forEach`` flow inserts ``-<index>`` after the
+    flow: ``<jobflow>-<flow>-<index>``, ``<jobflow>-<flow>-<index>-r<k>`` (:mod:`jobflow_core.items`)."""
+    base = job_name(jobflow=jobflow, flow=flow) + (f"-{index}" if index is not None else "")
     return base if attempt <= 1 else f"{base}-r{attempt - 1}"
 
 
 def is_job_of_flow(job: str, *, jobflow: str, flow: str) -> bool:
-    """Whether vcjob ``job`` is named as an attempt of ``flow`` (see :func:`attempt_job_name`)."""
+    """Whether vcjob ``job`` is named as an attempt of ``flow``, or of one of its items (see
+    :func:`attempt_job_name`)."""
     base = job_name(jobflow=jobflow, flow=flow)
-    retry = job.removeprefix(f"{base}-r")
-    return job == base or (retry != job and retry.isdigit() and not retry.startswith("0"))
+    if job == base:
+        return True
+    rest = job.removeprefix(f"{base}-")
+    return rest != job and _ATTEMPT_OF_ITEM.fullmatch(rest) is not None
+
+
+_ATTEMPT_OF_ITEM = re.compile(r"r[1-9][0-9]*|(0|[1-9][0-9]*)(-r[1-9][0-9]*)?")
+"""What follows ``<jobflow>-<flow>-`` in the name of a retry, an item, or an item's retry."""
 
 
 def jobflow_label_value(*, namespace: str, jobflow: str) -> str:

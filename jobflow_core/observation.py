@@ -36,124 +36,33 @@ from jobflow_core.models import (
     VcJob,
     VcJobPhase,
 )
+from jobflow_core.items import expand
 from jobflow_core.naming import attempt_job_name, has_record_finalizer, is_owned_by
+from jobflow_core.parameters import Item, values
 from jobflow_core.outcomes import FlowFate, Outcomes, decide_outcomes
 from jobflow_core.phase import FlowOutcome, JobCategory, category_of, decide_flow_phase, is_final
 from jobflow_core.probes import CheckResult, NetworkCheck, network_checks
 from jobflow_core.reruns import new_request, record, rerun_from
-from jobflow_core.retries import retries
+from jobflow_core.retries import due
+from jobflow_core.validation import SpecError, validate
+from jobflow_core.views import Attempt, FlowNode, FlowView
 
 MAX_ATTEMPTS = 1000
 """Attempts of one flow looked for (retries and reruns together); far more than any JobFlow's status could hold."""
-from jobflow_core.validation import SpecError, validate
-
-
-@dataclass(frozen=True)
-class Attempt:
-    """One attempt of a flow: its vcjob (live, or only recorded in the previous status). A flow without
-    ``retry`` has one attempt; with ``retry``, attempt ``n`` is named by :func:`~jobflow_core.naming.attempt_job_name`."""
-
-    number: int
-    job_name: str
-    job: VcJob | None
-    record: FlowJobStatus | None
-    condition: FlowCondition | None
-
-    @property
-    def phase(self) -> VcJobPhase | None:
-        """The live vcjob's phase; else the recorded one; ``None`` if it never had a vcjob."""
-        if self.job is not None:
-            return self.job.phase
-        return self.record.state if self.record else None
-
-    @property
-    def ended_at(self) -> datetime | None:
-        """When its vcjob reached a final phase, if it did and the time is known."""
-        if self.job is not None:
-            state = self.job.status.state if self.job.status else None
-            return state.last_transition_time if state and is_final(self.job.phase) else None
-        return self.record.end_timestamp if self.record else None
-
-
-@dataclass(frozen=True)
-class FlowView:
-    jobflow: str
-    """The JobFlow's name."""
-    flow: Flow
-    attempts: tuple[Attempt, ...]
-    """Every attempt so far, in order; at least the first, which may have no vcjob yet."""
-    foreign: VcJob | None
-    """A live vcjob this JobFlow does not control, holding the name :attr:`next_job_name` needs."""
-    first: int = 1
-    """The first attempt that counts: a rerun from failure (:mod:`jobflow_core.reruns`) makes the ones before it
-    history, kept in the status but no longer the flow's outcome."""
-
-    @property
-    def name(self) -> str:
-        return self.flow.name
-
-    @property
-    def current(self) -> Attempt:
-        return self.attempts[-1]
-
-    @property
-    def superseded(self) -> bool:
-        """A rerun asked for a new attempt, not created yet: the last one is history."""
-        return self.current.number < self.first
-
-    @property
-    def job_name(self) -> str:
-        return self.next_job_name if self.superseded else self.current.job_name
-
-    @property
-    def job(self) -> VcJob | None:
-        return None if self.superseded else self.current.job
-
-    @property
-    def record(self) -> FlowJobStatus | None:
-        return None if self.superseded else self.current.record
-
-    @property
-    def condition(self) -> FlowCondition | None:
-        return None if self.superseded else self.current.condition
-
-    @property
-    def phase(self) -> VcJobPhase | None:
-        """The current attempt's phase: its live vcjob's, else the recorded one; ``None`` without any vcjob (or
-        when a rerun made it history)."""
-        return None if self.superseded else self.current.phase
-
-    @property
-    def retrying(self) -> bool:
-        """The current attempt ended in a way ``retry`` runs again, and attempts of this run are left."""
-        return not self.superseded and retries(self.flow, attempt=self.current.number - self.first + 1,
-                                               phase=self.phase)
-
-    @property
-    def needs_job(self) -> bool:
-        """A retry is due, or there is no live vcjob and none that finished: a vcjob that vanished before it
-        finished is needed again."""
-        return self.retrying or (self.job is None and not is_final(self.phase))
-
-    @property
-    def next_attempt(self) -> int:
-        """The attempt a vcjob created now would be."""
-        if self.superseded:
-            return self.first
-        return self.current.number + 1 if self.retrying else self.current.number
-
-    @property
-    def next_job_name(self) -> str:
-        return attempt_job_name(jobflow=self.jobflow, flow=self.name, attempt=self.next_attempt)
 
 
 @dataclass(frozen=True)
 class Observation:
     jobflow: JobFlow
     views: tuple[FlowView, ...]
+    """Every unit (:mod:`jobflow_core.views`): one per plain flow, one per item of a ``forEach`` flow (or its
+    placeholder), in spec order, items in index order."""
+    nodes: tuple[FlowNode, ...]
     """One per distinct flow name, in spec order."""
     owned: tuple[VcJob, ...]
     """Every live vcjob this JobFlow controls, by name, including jobs of flows no longer in the spec."""
+    foreign: Mapping[str, VcJob]
+    """Live vcjobs of the namespace this JobFlow does not control, by name."""
     orphans: tuple[VcJob, ...]
     """Listed vcjobs being deleted and held by our finalizer that this JobFlow does not control (for instance
     those of an earlier JobFlow of the same name): nobody else will record them, so they are let go."""
@@ -172,11 +81,18 @@ class Observation:
     """``status.rerun`` as it should be written: the previous one, or the rerun request just handled."""
     results: Mapping[str, str] = field(default_factory=dict)
     """Known vcjob results (termination messages), by vcjob name: recorded in the status, or read by the shell."""
+    first: Mapping[str, int] = field(default_factory=dict)
+    """The first attempt that counts, per flow (a rerun's), as :func:`observe` decided."""
+    no_free_slot: frozenset[str] = frozenset()
+    """Units (by :attr:`FlowView.next_job_name`) of ``forEach`` flows that would start now but for ``parallelism``."""
 
     @property
     def readiness(self) -> Mapping[str, Readiness]:
         """For each flow that needs a vcjob: whether its dependencies (or probe) let it start."""
         return self.outcomes.readiness
+
+    def node(self, name: str) -> FlowNode:
+        return next(node for node in self.nodes if node.name == name)
 
     @property
     def starts_nothing(self) -> bool:
@@ -188,61 +104,70 @@ class Observation:
         return self.outcomes.stopped and not view.flow.final
 
     @property
+    def undecided(self) -> list[FlowView]:
+        """Units that need a vcjob and whose flow has no outcome yet, or is Skipped (the start table says why);
+        a ``forEach`` flow with no items succeeds without any."""
+        return [view for view in self.views if view.needs_job
+                and self.outcomes.of.get(view.name) in (None, FlowOutcome.SKIPPED)]
+
+    @property
     def candidates(self) -> list[FlowView]:
-        """Flows that need a vcjob and may still start: their dependencies decide."""
+        """Units that need a vcjob and may still start: their dependencies decide."""
         if self.starts_nothing or self.jobflow.spec.suspend or self.deadline_exceeded:
             return []
-        return [view for view in self.views if view.needs_job and not self.stopped_for(view)
+        return [view for view in self.undecided if not self.stopped_for(view)
                 and self.outcomes.of.get(view.name) is not FlowOutcome.SKIPPED]
 
     def network_checks(self) -> list[NetworkCheck]:
         """The HTTP/TCP checks the probes of the candidates need now, against the targets that have a live vcjob."""
-        live = {view.name: view.job for view in self.views}
+        live = {node.name: node.job for node in self.nodes}
         checks: dict[NetworkCheck, None] = {}
-        for view in self.candidates:
-            probe = view.flow.depends_on.probe if view.flow.depends_on else None
-            for target in (view.flow.depends_on.targets or ()) if probe else ():
+        for name in dict.fromkeys(view.name for view in self.candidates):
+            flow = self.node(name).flow
+            probe = flow.depends_on.probe if flow.depends_on else None
+            for target in (flow.depends_on.targets or ()) if probe else ():
                 job = live.get(target)
                 if job is not None:
                     checks.update(dict.fromkeys(network_checks(probe, job)))
         return list(checks)
 
     def results_needed(self) -> list[str]:
-        """The vcjobs whose result (their pods' termination message) a ``when`` condition needs now: the ended,
-        live vcjobs of the targets of the flows that may start, whose result is not known yet."""
-        views = {view.name: view for view in self.views}
+        """The vcjobs whose result (their pods' termination message) is needed now and not known yet: the ended,
+        live vcjobs of the targets of candidates whose ``when`` condition reads results, and of the targets a
+        ``forEach`` takes its items from."""
+        nodes = {node.name: node for node in self.nodes}
         needed: dict[str, None] = {}
-        for view in self.candidates:
-            reads = view.flow.when is not None and reads_results(view.flow.when)
-            for target in (view.flow.depends_on.targets or ()) if reads and view.flow.depends_on else ():
-                job = views[target].job if target in views else None
-                if job is not None and is_final(job.phase) and job.name not in self.results:
-                    needed[job.name] = None
+        for name in dict.fromkeys(view.name for view in self.candidates):
+            flow = nodes[name].flow
+            targets = list(flow.depends_on.targets or ()) if flow.when and reads_results(flow.when) \
+                and flow.depends_on else []
+            if flow.for_each is not None and flow.for_each.result:
+                targets.append(flow.for_each.result)
+            for target in targets:
+                for unit in nodes[target].units if target in nodes else ():
+                    job = unit.job
+                    if job is not None and is_final(job.phase) and job.name not in self.results:
+                        needed[job.name] = None
         return list(needed)
 
     def with_probe_results(self, results: Mapping[NetworkCheck, CheckResult]) -> "Observation":
         """The same observation, with the answers of :meth:`network_checks` (the spec is not validated again)."""
-        return self._recomputed(probe_results=dict(results), results=self.results)
+        return _observe(self.jobflow, owned={job.name: job for job in self.owned}, foreign=self.foreign,
+                        first=self.first, now=self.now, probe_results=dict(results), results=self.results,
+                        errors=self.errors, rerun=self.rerun)
 
     def with_results(self, results: Mapping[str, str]) -> "Observation":
         """The same observation, with the vcjob results :meth:`results_needed` asked for (vcjob name -> text)."""
-        return self._recomputed(probe_results=self.probe_results, results={**self.results, **results})
-
-    def _recomputed(self, *, probe_results: Mapping[NetworkCheck, CheckResult],
-                    results: Mapping[str, str]) -> "Observation":
-        outcomes = _outcomes(self.jobflow, self.views, probe_results=probe_results, now=self.now, results=results)
-        exceeded = _deadline_exceeded(self.jobflow, self.views, outcomes, now=self.now)
-        return replace(self, probe_results=probe_results, results=results, outcomes=outcomes,
-                       deadline_exceeded=exceeded,
-                       phase=_phase(self.jobflow, self.views, outcomes, valid=not self.errors, creating=set(),
-                                    deadline_exceeded=exceeded))
+        return _observe(self.jobflow, owned={job.name: job for job in self.owned}, foreign=self.foreign,
+                        first=self.first, now=self.now, probe_results=self.probe_results,
+                        results={**self.results, **results}, errors=self.errors, rerun=self.rerun)
 
     def flow_phase(self, *, creating: Iterable[str] = ()) -> JobFlowPhase:
-        """The JobFlow phase, counting the flows in ``creating`` as vcjobs just created (phase ``""``)."""
+        """The JobFlow phase, counting the units whose vcjobs are named in ``creating`` as just created."""
         created = set(creating)
         if not created:
             return self.phase
-        return _phase(self.jobflow, self.views, self.outcomes, valid=not self.errors, creating=created,
+        return _phase(self.jobflow, self.nodes, self.outcomes, valid=not self.errors, creating=created,
                       deadline_exceeded=self.deadline_exceeded)
 
 
@@ -258,8 +183,11 @@ def observe(jobflow: JobFlow, *, jobs: Iterable[VcJob], now: datetime | None = N
         if job.namespace == jobflow.namespace:
             (owned if is_owned_by(job, jobflow) else foreign)[job.name] = job
     counted = dict(previous.rerun.from_attempt or {}) if previous.rerun else {}
+    errors = tuple(validate(jobflow))
+    results = {record.name: record.result for record in previous.job_status_list or ()
+               if record.name and record.result is not None}
     observation = _observe(jobflow, owned=owned, foreign=foreign, first=counted, now=now,
-                           probe_results=probe_results or {})
+                           probe_results=probe_results or {}, results=results, errors=errors, rerun=previous.rerun)
     request = new_request(jobflow)
     if request is None:
         return observation
@@ -268,43 +196,57 @@ def observe(jobflow: JobFlow, *, jobs: Iterable[VcJob], now: datetime | None = N
             if not observation.deadline_exceeded else "nothing run again: its activeDeadlineSeconds passed"
         return replace(observation, rerun=record(request, accepted=None, previous=previous.rerun, why_not=why))
     accepted = rerun_from(jobflow, request, outcomes=observation.outcomes.of,
-                          attempts={view.name: view.current.number if view.current.phase is not None else 0
-                                    for view in observation.views})
+                          attempts={node.name: node.only.current.number if node.phase is not None else 0
+                                    for node in observation.nodes if not node.fan_out})
     rerun = record(request, accepted=accepted, previous=previous.rerun)
-    return replace(_observe(jobflow, owned=owned, foreign=foreign, first=dict(rerun.from_attempt or {}), now=now,
-                            probe_results=probe_results or {}), rerun=rerun)
+    return _observe(jobflow, owned=owned, foreign=foreign, first=dict(rerun.from_attempt or {}), now=now,
+                    probe_results=probe_results or {}, results=results, errors=errors, rerun=rerun)
 
 
 def _observe(jobflow: JobFlow, *, owned: Mapping[str, VcJob], foreign: Mapping[str, VcJob],
-             first: Mapping[str, int], now: datetime | None,
-             probe_results: Mapping[NetworkCheck, CheckResult]) -> Observation:
+             first: Mapping[str, int], now: datetime | None, probe_results: Mapping[NetworkCheck, CheckResult],
+             results: Mapping[str, str], errors: tuple[SpecError, ...], rerun: Rerun | None) -> Observation:
     previous = jobflow.status or JobFlowStatus()
     records = {record.name: record for record in previous.job_status_list or () if record.name}
     conditions = previous.conditions or {}
-    views: dict[str, FlowView] = {}
-    for flow in jobflow.spec.flows or ():
-        if flow.name in views:
-            continue
+
+    def unit(flow: Flow, item: Item | None = None, *, placeholder: bool = False) -> FlowView:
         attempts = []
+        index = item.index if item else None
         for number in range(1, MAX_ATTEMPTS + 1):
-            name = attempt_job_name(jobflow=jobflow.name, flow=flow.name, attempt=number)
+            name = attempt_job_name(jobflow=jobflow.name, flow=flow.name, attempt=number, index=index)
             if number > 1 and name not in owned and name not in records:
+                break
+            if placeholder:
+                attempts.append(Attempt(number, name, None, None, None))
                 break
             attempts.append(Attempt(number, name, owned.get(name), records.get(name), conditions.get(name)))
         view = FlowView(jobflow=jobflow.name, flow=flow, attempts=tuple(attempts), foreign=None,
-                        first=first.get(flow.name, 1))
+                        first=first.get(flow.name, 1), item=item, placeholder=placeholder)
         wanted = view.next_job_name
-        views[flow.name] = replace(view, foreign=None if wanted in owned else foreign.get(wanted))
-    errors = tuple(validate(jobflow))
-    flows = tuple(views.values())
-    results = {record.name: record.result for record in previous.job_status_list or ()
-               if record.name and record.result is not None}
+        return view if placeholder else replace(view, foreign=None if wanted in owned else foreign.get(wanted))
+
+    spec_flows: dict[str, Flow] = {}
+    for flow in jobflow.spec.flows or ():
+        spec_flows.setdefault(flow.name, flow)
+    nodes = {name: FlowNode(flow, (unit(flow),)) for name, flow in spec_flows.items() if flow.for_each is None}
+    params = values(jobflow)
+    for name, flow in spec_flows.items():
+        if flow.for_each is not None:  # after the plain flows: the one its items may come from is among them
+            expansion = expand(flow, params=params, result_of=lambda target: _source(nodes.get(target), results))
+            items = expansion.items
+            units = tuple(unit(flow, item) for item in items) if items else (unit(flow, placeholder=True),)
+            nodes[name] = FlowNode(flow, units, items=items, items_error=expansion.error)
+    flows = tuple(nodes[name] for name in spec_flows)
     outcomes = _outcomes(jobflow, flows, probe_results=probe_results, now=now, results=results)
     exceeded = _deadline_exceeded(jobflow, flows, outcomes, now=now)
+    views = tuple(view for node in flows for view in node.units)
     return Observation(
         jobflow=jobflow,
-        views=flows,
+        views=views,
+        nodes=flows,
         owned=tuple(owned[name] for name in sorted(owned)),
+        foreign=foreign,
         orphans=tuple(foreign[name] for name in sorted(foreign)
                       if foreign[name].metadata.deletion_timestamp is not None
                       and has_record_finalizer(foreign[name])),
@@ -315,60 +257,117 @@ def _observe(jobflow: JobFlow, *, owned: Mapping[str, VcJob], foreign: Mapping[s
         probe_results=dict(probe_results),
         now=now,
         deadline_exceeded=exceeded,
-        rerun=previous.rerun,
-        results=results,
+        rerun=rerun,
+        results=dict(results),
+        first=dict(first),
+        no_free_slot=_no_free_slot(flows, now=now),
     )
 
 
-def _deadline_exceeded(jobflow: JobFlow, views: Iterable[FlowView], outcomes: Outcomes, *,
+def _no_free_slot(nodes: Iterable[FlowNode], *, now: datetime | None) -> frozenset[str]:
+    """For each ``forEach`` flow with ``parallelism``: the units, in index order, beyond the free slots (the
+    limit minus the items whose vcjob runs). A unit whose retry backoff has not passed takes no slot."""
+    held: set[str] = set()
+    for node in nodes:
+        limit = node.flow.for_each.parallelism if node.flow.for_each else None
+        if limit is None:
+            continue
+        free = max(0, limit - sum(unit.running for unit in node.units))
+        ready = [unit for unit in node.units if unit.needs_job and not unit.placeholder and not _backing_off(unit, now)]
+        held.update(unit.next_job_name for unit in ready[free:])
+    return frozenset(held)
+
+
+def _backing_off(unit: FlowView, now: datetime | None) -> bool:
+    if not unit.retrying:
+        return False
+    when = due(unit.flow, after=unit.current.number, ended=unit.current.ended_at)
+    return when is not None and (now is None or now < when)
+
+
+def _deadline_exceeded(jobflow: JobFlow, nodes: Iterable[FlowNode], outcomes: Outcomes, *,
                        now: datetime | None) -> bool:
     deadline = jobflow_deadline(jobflow)
     if deadline is None or not passed(deadline, now):
         return False
     # Times have one-second precision: a vcjob recorded as ended in the deadline's second ended at or after it.
-    return any(outcomes.of.get(view.name) is None or (view.current.ended_at is not None
-                                                      and view.current.ended_at >= deadline) for view in views)
+    return any(outcomes.of.get(node.name) is None or (node.ended_at is not None and node.ended_at >= deadline)
+               for node in nodes)
 
 
-def _phase(jobflow: JobFlow, views: Iterable[FlowView], outcomes: Outcomes, *, valid: bool,
+def _phase(jobflow: JobFlow, nodes: Iterable[FlowNode], outcomes: Outcomes, *, valid: bool,
            creating: set[str], deadline_exceeded: bool) -> JobFlowPhase:
     return decide_flow_phase(
         deleting=jobflow.metadata.deletion_timestamp is not None,
         spec_valid=valid,
         deadline_exceeded=deadline_exceeded,
-        categories=(_category(view, outcomes, creating=view.name in creating) for view in views),
+        categories=(_category(node, outcomes, creating=creating) for node in nodes),
         unhandled_failure=outcomes.unhandled_failure,
         fail_fast=jobflow.spec.failure_policy is not FailurePolicy.KEEP_GOING,
         suspended=bool(jobflow.spec.suspend),
     )
 
 
-def _category(view: FlowView, outcomes: Outcomes, *, creating: bool) -> JobCategory:
+def _category(node: FlowNode, outcomes: Outcomes, *, creating: set[str]) -> JobCategory:
     """A flow's category for the phase table: that of its current attempt; a flow being created is pending, one
-    waiting for a retry is still active, one that will never run is skipped."""
-    if creating:
-        return JobCategory.PENDING
-    if view.retrying:
+    waiting for a retry is still active, one that will never run is skipped. A fan-out that has started is
+    active until it has an outcome."""
+    outcome = outcomes.of.get(node.name)
+    if not node.fan_out:
+        view = node.only
+        if view.next_job_name in creating and view.needs_job:
+            return JobCategory.PENDING
+        if view.retrying:
+            return JobCategory.ACTIVE
+        if outcome is FlowOutcome.SKIPPED:
+            return JobCategory.SKIPPED
+        return category_of(view.phase)
+    if outcome is not None:
+        return {FlowOutcome.SUCCEEDED: JobCategory.DONE, FlowOutcome.FAILED: JobCategory.FAILED,
+                FlowOutcome.SKIPPED: JobCategory.SKIPPED}[outcome]
+    if node.phase is not None:
         return JobCategory.ACTIVE
-    if outcomes.of.get(view.name) is FlowOutcome.SKIPPED:
-        return JobCategory.SKIPPED
-    return category_of(view.phase)
+    if any(unit.next_job_name in creating for unit in node.units):
+        return JobCategory.PENDING
+    return JobCategory.WAITING
 
 
-def _outcomes(jobflow: JobFlow, views: Iterable[FlowView], *, probe_results: Mapping[NetworkCheck, CheckResult],
+def _outcomes(jobflow: JobFlow, nodes: Iterable[FlowNode], *, probe_results: Mapping[NetworkCheck, CheckResult],
               now: datetime | None, results: Mapping[str, str]) -> Outcomes:
-    fates = {view.name: FlowFate(flow=view.flow, phase=view.phase, job=view.job, needs_job=view.needs_job,
-                                 running=view.job is not None and not is_final(view.phase),
-                                 attempts=view.current.number if view.phase is not None else 0,
-                                 status=view.job.status.to_wire() if view.job is not None and view.job.status else None,
-                                 result=_result(view, results))
-             for view in views}
+    fates = {node.name: FlowFate(flow=node.flow, phase=node.phase, job=node.job, needs_job=node.needs_job,
+                                 running=node.running, attempts=node.attempts,
+                                 status=node.job.status.to_wire() if node.job is not None and node.job.status
+                                 else None,
+                                 result=_result(node, results), empty=node.empty,
+                                 items=_items(node, results) if node.fan_out else None)
+             for node in nodes}
     return decide_outcomes(jobflow, fates, probe_results=probe_results, now=now)
 
 
-def _result(view: FlowView, results: Mapping[str, str]) -> str | None:
-    """A flow's current result: known, else unknown (None) while its live vcjob's pods can still be read."""
+def _unit_result(view: FlowView, results: Mapping[str, str]) -> str | None:
+    """A unit's current result: known, else unknown (None) while its live vcjob's pods can still be read."""
     known = results.get(view.job_name)
     if known is not None:
         return known
     return None if view.job is not None and is_final(view.job.phase) else ""
+
+
+def _result(node: FlowNode | None, results: Mapping[str, str]) -> str | None:
+    """A plain flow's current result (see :func:`_unit_result`); a fan-out has none of its own."""
+    if node is None or node.fan_out:
+        return ""
+    return _unit_result(node.only, results)
+
+
+def _source(node: FlowNode | None, results: Mapping[str, str]) -> str | None:
+    """The result a ``forEach`` reads its items from: None until the target ended and its result is read; a
+    target whose vcjob is gone with no result recorded gives ``""`` (no list), which blocks the fan-out."""
+    if node is None or node.fan_out or not is_final(node.phase):
+        return None
+    known = results.get(node.only.job_name)
+    return known if known is not None or node.only.job is not None else ""
+
+
+def _items(node: FlowNode, results: Mapping[str, str]) -> list[tuple[FlowView, str | None]]:
+    """Each item's unit and result, for conditions on a fan-out."""
+    return [(unit, _unit_result(unit, results)) for unit in node.units if not unit.placeholder]

@@ -57,6 +57,10 @@ class FlowFate:
     """Its live vcjob's ``status``, as JSON, for conditions."""
     result: str | None = ""
     """Its current attempt's result (pods' termination message); None while not read yet."""
+    empty: bool = False
+    """A ``forEach`` flow without items: it succeeds once its dependencies are met."""
+    items: Sequence[tuple[Any, str | None]] | None = None
+    """A ``forEach`` flow's units (:class:`~jobflow_core.views.FlowView`) and their results, for conditions."""
 
 
 @dataclass(frozen=True)
@@ -88,7 +92,7 @@ def _condition(jobflow: JobFlow, flow: Flow, ready: Readiness, *, fates: Mapping
                outcomes: Mapping[str, FlowOutcome | None]) -> Readiness:
     """Whether a flow whose dependencies are met runs, by its ``when`` (:mod:`jobflow_core.conditions`)."""
     targets = list(dict.fromkeys(flow.depends_on.targets or ())) if flow.depends_on else []
-    unread = [target for target in targets if target in fates and fates[target].result is None] \
+    unread = [target for target in targets if target in fates and _unread(fates[target])] \
         if reads_results(flow.when or "") else []
     if unread:
         names = ", ".join(f'"{target}"' for target in unread)
@@ -111,7 +115,15 @@ def _condition(jobflow: JobFlow, flow: Flow, ready: Readiness, *, fates: Mapping
     return ready
 
 
+def _unread(fate: FlowFate) -> bool:
+    if fate.items is not None:
+        return any(result is None for _, result in fate.items)
+    return fate.result is None
+
+
 def _target_variables(fate: FlowFate, outcome: FlowOutcome | None) -> dict[str, Any]:
+    if fate.items is not None:
+        return _fan_out_variables(fate, outcome)
     return {
         "outcome": outcome.value if outcome else "",
         "phase": fate.phase.value if fate.phase else "",
@@ -120,6 +132,30 @@ def _target_variables(fate: FlowFate, outcome: FlowOutcome | None) -> dict[str, 
         "status": dict(fate.status or {}),
         "attempts": fate.attempts,
     }
+
+
+def _fan_out_variables(fate: FlowFate, outcome: FlowOutcome | None) -> dict[str, Any]:
+    """A ``forEach`` target as a condition sees it: its items, and counts over them (:mod:`jobflow_core.items`)."""
+    items = [{"index": unit.item.index, "item": unit.item.value,
+              "outcome": (item_outcome.value if (item_outcome := _final_outcome(unit)) else ""),
+              "phase": unit.phase.value if unit.phase else "", "result": parse_result(result),
+              "resultText": result or "", "attempts": unit.current.number if unit.phase is not None else 0}
+             for unit, result in fate.items]
+    return {
+        "outcome": outcome.value if outcome else "",
+        "phase": fate.phase.value if fate.phase else "",
+        "items": items,
+        "results": [item["result"] for item in items],
+        "total": len(items),
+        "succeeded": sum(item["outcome"] == FlowOutcome.SUCCEEDED.value for item in items),
+        "failed": sum(item["outcome"] == FlowOutcome.FAILED.value for item in items),
+        "attempts": fate.attempts,
+    }
+
+
+def _final_outcome(unit: Any) -> FlowOutcome | None:
+    """An item's outcome: its last attempt's, once no retry follows."""
+    return None if unit.retrying else outcome_of_phase(unit.phase)
 
 
 def decide_outcomes(jobflow: JobFlow, fates: Mapping[str, FlowFate], *,
@@ -150,7 +186,10 @@ def decide_outcomes(jobflow: JobFlow, fates: Mapping[str, FlowFate], *,
         if ready.ready and flow.when:
             ready = _condition(jobflow, flow, ready, fates=fates, outcomes=outcomes)
         readiness[name] = ready
-        outcomes[name] = FlowOutcome.SKIPPED if ready.skip is not None else None
+        if ready.skip is not None:
+            outcomes[name] = FlowOutcome.SKIPPED
+        else:
+            outcomes[name] = FlowOutcome.SUCCEEDED if ready.ready and fate.empty else None
 
     for name in order:
         if not fates[name].flow.final:

@@ -123,10 +123,6 @@ def errors(jobflow: JobFlow) -> list[SpecError]:
                                    f"{MAX_VALUE_LENGTH} characters",
                                    hint="keep big data in a ConfigMap or a volume and pass its name"))
     for flow in jobflow.spec.flows or ():
-        if flow.for_each is not None:
-            found.append(SpecError(code="ForEachNotSupported",
-                                   message=f'flow "{flow.name}": forEach is not supported by this version yet',
-                                   hint="remove forEach, or upgrade the engine"))
         found += _undefined(flow, declared=seen)
     return found
 

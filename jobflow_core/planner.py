@@ -55,6 +55,7 @@ from jobflow_core.observation import Observation, observe
 from jobflow_core.phase import FlowOutcome, JobCategory, category_of, is_final
 from jobflow_core.probes import DEFAULT_RECHECK_SECONDS, CheckResult, NetworkCheck
 from jobflow_core.status import build_status
+from jobflow_core.views import FlowNode
 
 
 @dataclass(frozen=True)
@@ -178,16 +179,18 @@ def plan_observation(
     """
     decisions = decide_all(observation, templates=templates, rejections=rejections)
     starting = [decision for decision in decisions if decision.verdict is Verdict.START]
-    phase = observation.flow_phase(creating=[decision.view.name for decision in starting])
+    creating = [decision.view.next_job_name for decision in starting]
+    phase = observation.flow_phase(creating=creating)
     blockers = _blockers(observation, decisions)
     state = FlowState(
         phase=phase,
         reason=blockers[0].reason if blockers else None,
         message="; ".join(blocker.message for blocker in blockers) or None,
     )
-    skipped = [SkippedFlow(name=decision.view.name, job_name=decision.view.job_name, reason=decision.reason,
-                           message=decision.message) for decision in decisions if decision.verdict is Verdict.SKIPPED]
-    status = build_status(observation, creating=[decision.view.name for decision in starting], state=state,
+    skipped = list({decision.view.name: SkippedFlow(name=decision.view.name, job_name=decision.view.job_name,
+                                                    reason=decision.reason, message=decision.message)
+                    for decision in reversed(decisions) if decision.verdict is Verdict.SKIPPED}.values())[::-1]
+    status = build_status(observation, creating=creating, state=state,
                           waiting=_waiting_flows(decisions, recheck_seconds=recheck_seconds), skipped=skipped,
                           recheck_seconds=pending_recheck(observation))
     previous = observation.jobflow.status
@@ -241,14 +244,23 @@ def _failure_blockers(observation: Observation) -> list[Blocker]:
     namespace = observation.jobflow.namespace
     outcomes = observation.outcomes
     failed = [
-        f'vcjob "{namespace}/{view.job_name}" of flow "{view.name}" is {view.phase}'
-        for view in observation.views
-        if outcomes.of.get(view.name) is FlowOutcome.FAILED and view.name not in outcomes.handled
+        _failure(node, namespace=namespace) for node in observation.nodes
+        if outcomes.of.get(node.name) is FlowOutcome.FAILED and node.name not in outcomes.handled
     ]
     if not failed:
         return []
     advice = "a JobFlow fails when one of its jobs fails: fix the cause, then delete and re-create the JobFlow"
     return [Blocker(Reason.JOB_FAILED, f"{'; '.join(failed)} ({advice})")]
+
+
+def _failure(node: FlowNode, *, namespace: str) -> str:
+    if not node.fan_out:
+        return f'vcjob "{namespace}/{node.only.job_name}" of flow "{node.name}" is {node.phase}'
+    failed = [unit for unit in node.units if category_of(unit.phase) is JobCategory.FAILED]
+    shown = ", ".join(str(unit.item.index) for unit in failed[:10] if unit.item) + (", ..." if len(failed) > 10
+                                                                                   else "")
+    return (f'{len(failed)} of {len(node.units)} items of flow "{node.name}" failed (index {shown}; first: vcjob '
+            f'"{namespace}/{failed[0].job_name}" is {failed[0].phase})')
 
 
 ENDING = frozenset({VcJobPhase.ABORTING, VcJobPhase.TERMINATING, VcJobPhase.COMPLETING})
@@ -294,23 +306,26 @@ def pending_recheck(observation: Observation) -> int | None:
 
 def _waiting_flows(decisions: Sequence[FlowDecision], *, recheck_seconds: int) -> list[WaitingFlow]:
     """Flows that never had a vcjob and do not start now (nor are skipped): what they wait for, and why."""
-    waiting = []
+    waiting: dict[str, WaitingFlow] = {}
+    counts: dict[str, int] = {}
     for decision in decisions:
         view = decision.view
         if (view.phase is not None and not view.retrying) or decision.verdict in (Verdict.START, Verdict.SKIPPED):
             continue
+        counts[view.name] = counts.get(view.name, 0) + 1
+        if view.name in waiting:  # items of one forEach flow: the first speaks for all (counted below)
+            continue
         probing = decision.verdict is Verdict.WAIT and decision.readiness.probing
         message = f"{decision.message} (checked again every {recheck_seconds}s)" if probing else decision.message
-        waiting.append(
-            WaitingFlow(
-                name=view.name,
-                job_name=view.next_job_name,
-                waiting_for=list(decision.readiness.waiting_for) or None,
-                message=message,
-                recheck_seconds=decision.recheck_seconds or (recheck_seconds if probing else None),
-            )
+        waiting[view.name] = WaitingFlow(
+            name=view.name,
+            job_name=view.next_job_name,
+            waiting_for=list(decision.readiness.waiting_for) or None,
+            message=message,
+            recheck_seconds=decision.recheck_seconds or (recheck_seconds if probing else None),
         )
-    return waiting
+    return [entry.model_copy(update={"message": f"{counts[name]} items wait; the first: {entry.message}"})
+            if counts[name] > 1 else entry for name, entry in waiting.items()]
 
 
 def _deletes(observation: Observation, *, phase: JobFlowPhase) -> list[str]:

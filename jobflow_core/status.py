@@ -79,23 +79,23 @@ def build_status(
     skipped: Sequence[SkippedFlow],
     recheck_seconds: int | None = None,
 ) -> JobFlowStatus:
-    """The new status; ``creating`` names the flows whose vcjobs this plan creates."""
+    """The new status; ``creating`` names the vcjobs this plan creates."""
     known = _known_jobs(observation, creating=set(creating))
     lists: dict[str, list[str]] = {name: [] for name in JOB_LIST_OF_PHASE.values()}
     for job in known:
         if job.phase is not None:
             lists[JOB_LIST_OF_PHASE[job.phase]].append(job.name)
     outcomes = observation.outcomes
-    ended = sum(outcomes.of.get(view.name) is FlowOutcome.SUCCEEDED
-                or (outcomes.of.get(view.name) is FlowOutcome.FAILED and view.name in outcomes.handled)
-                for view in observation.views) + len(skipped)
+    ended = sum(outcomes.of.get(node.name) is FlowOutcome.SUCCEEDED
+                or (outcomes.of.get(node.name) is FlowOutcome.FAILED and node.name in outcomes.handled)
+                for node in observation.nodes) + len(skipped)
     return JobFlowStatus.model_validate(
         {
             **{name: jobs or None for name, jobs in lists.items()},
             "jobStatusList": [job.record for job in known if job.record is not None] or None,
             "conditions": {job.name: job.condition for job in known if job.condition is not None} or None,
             "state": state,
-            "progress": f"{ended}/{len(observation.views)}",
+            "progress": f"{ended}/{len(observation.nodes)}",
             "waitingFlows": list(waiting) or None,
             "skippedFlows": list(skipped) or None,
             "recheckSeconds": recheck_seconds,
@@ -110,15 +110,16 @@ def _known_jobs(observation: Observation, *, creating: set[str]) -> list[_Known]
     for view in observation.views:
         # Attempt numbers only where there can be several attempts (upstream's JobFlows get none).
         numbered = view.flow.retry is not None or len(view.attempts) > 1 or view.first > 1
-        for attempt in view.attempts:
-            if view.name in creating and attempt.number == view.next_attempt:
+        starting = view.needs_job and view.next_job_name in creating
+        for attempt in view.attempts if not view.placeholder else ():
+            if starting and attempt.number == view.next_attempt:
                 continue
             if attempt.job is not None:
                 known.append(_from_live(attempt.job, attempt=attempt.number if numbered else None,
                                         result=observation.results.get(attempt.job_name)))
             else:
                 known.append(_Known(attempt.job_name, attempt.phase, attempt.record, attempt.condition))
-        if view.name in creating:
+        if starting:
             name = view.next_job_name
             known.append(_Known(name, VcJobPhase.NEW, _new_record(name, view.next_attempt if numbered else None),
                                 None))

@@ -22,7 +22,10 @@ their errors are listed:
    flow starts); a flow that is not ``finally`` does not depend on a ``finally`` flow (those run after every
    other flow), and a ``finally`` flow depends only on ``finally`` flows (it already waits for all the others);
 8. the parameters and placeholders (:func:`jobflow_core.parameters.errors`): each parameter has a valid, unique
-   name and a value, and every ``{{...}}`` placeholder of a patch names something that exists.
+   name and a value, and every ``{{...}}`` placeholder of a patch names something that exists;
+9. each ``forEach`` (:func:`jobflow_core.items.errors`): one source, a list where a list is needed, at most
+   :data:`~jobflow_core.items.MAX_ITEMS` items, valid vcjob names for its last item's last retry, no other flow
+   named like one of its items, no ``finally`` fan-out, no probe on a fan-out.
 
 The admission webhook (:mod:`jobflow_core.admission`) rejects a JobFlow with any of these errors; the planner
 fails a JobFlow that slipped past it, with the same messages.
@@ -39,31 +42,23 @@ disturb this check, and is reported by the first one.
 JobTemplate specs are checked by :mod:`jobflow_core.template_validation`.
 """
 
-import re
 from collections.abc import Sequence
 from graphlib import CycleError, TopologicalSorter
 
 from jobflow_core.api import CREATED_BY_JOBFLOW, CREATED_BY_JOBTEMPLATE
-from jobflow_core import parameters
+from jobflow_core import items, parameters
 from jobflow_core.conditions import compile_error
 from jobflow_core.models import Flow, JobFlow, Probe
 from jobflow_core.spec_errors import SpecError
+from jobflow_core.validation_rules import MAX_NAME_LENGTH, is_dns1123_label
 from jobflow_core.naming import attempt_job_name, job_name, jobflow_label_value, jobtemplate_label_value
 
-MAX_NAME_LENGTH = 63
-"""The limit for a DNS-1123 label and for a label value."""
 
 MAX_PORT = 65535
 
 POD_PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
 """The keys of a vcjob's ``taskStatusCount[task].phase``: Kubernetes pod phases."""
 
-_DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
-
-
-def is_dns1123_label(value: str) -> bool:
-    """Whether ``value`` is a DNS-1123 label: at most 63 of a-z, 0-9 and '-', starting and ending alphanumeric."""
-    return len(value) <= MAX_NAME_LENGTH and _DNS1123_LABEL.fullmatch(value) is not None
 
 
 def validate(jobflow: JobFlow) -> list[SpecError]:
@@ -77,6 +72,7 @@ def validate(jobflow: JobFlow) -> list[SpecError]:
         *_probes(flows),
         *_control_flow(flows),
         *parameters.errors(jobflow),
+        *items.errors(jobflow),
     ]
 
 

@@ -38,6 +38,14 @@ spec:
 """, status={"jobStatusList": [{"name": "test-train", "state": "Completed", "result": "accuracy=0.93"}]})
 RETRYING = jobflow("spec: {flows: [{name: a, retry: {limit: 2, backoff: {delaySeconds: 60}}}]}")
 SUSPENDED = jobflow("spec: {suspend: true, flows: [{name: a}, {name: b, dependsOn: {targets: [a]}}]}")
+FAN_OUT = jobflow("""
+spec:
+  parameters: [{name: shards, value: '["s0", "s1", "s2"]'}]
+  flows:
+  - name: split
+  - {name: process, dependsOn: {targets: [split]}, forEach: {result: split}}
+  - {name: shard, forEach: {param: shards, parallelism: 1}}
+""")
 KEEP_GOING = jobflow("spec: {failurePolicy: KeepGoing, flows: [{name: a}, {name: b, dependsOn: {targets: [a]}}]}")
 
 ROWS = {
@@ -62,6 +70,14 @@ ROWS = {
         lambda: decision_of(SWITCH, "broken"),
     "its targets are not ready":
         lambda: decision_of(A_THEN_B, "b", vcjob(A_THEN_B, "a", P.RUNNING)),
+    "its items are not known yet":
+        lambda: decision_of(FAN_OUT, "process", vcjob(FAN_OUT, "split", P.COMPLETED)),
+    "its items cannot be worked out":
+        lambda: decision_of(FAN_OUT.model_copy(update={"status": jobflow("{}", status={"jobStatusList": [
+            {"name": "test-split", "state": "Completed", "result": "s0 s1"}]}).status}), "process"),
+    "its forEach already runs parallelism items":
+        lambda: [d for d in plan(FAN_OUT, templates=templates_for(FAN_OUT), jobs=[], now=T0).decisions
+                 if d.view.name == "shard"][1],
     "a vcjob this JobFlow does not control holds its name":
         lambda: decision_of(A_THEN_B, "a", vcjob(A_THEN_B, "a", owner_uid="someone-else")),
     "its JobTemplate does not exist":

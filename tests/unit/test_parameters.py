@@ -84,8 +84,3 @@ spec:
 """)
     result = plan(flow, templates=templates_for(flow), jobs=[vcjob(flow, "a", VcJobPhase.COMPLETED)], now=T0)
     assert [s.name for s in result.status.skipped_flows] == ["b"]
-
-
-def test_for_each_is_refused_until_this_engine_runs_it():
-    [error] = validate(jobflow("spec: {flows: [{name: a, forEach: {items: [1, 2]}}]}"))
-    assert error.code == "ForEachNotSupported"
