@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import io
+import threading
 
 import pytest
+from kubernetes import watch
 
 from devcluster.testing import LocalCluster
 from kubectl_jobflow.cli import run
@@ -68,3 +70,162 @@ def test_one_jobflow_file_run_twice_with_other_parameters_makes_vcjobs_that_diff
 
     code, output = jobflow_cli(cluster, "create", "-f", str(path), "-n", namespace, "-p", "rate=1")
     assert code == 1 and "declares no parameter rate (it declares: lr, epochs)" in output
+
+
+class VcjobWatch:
+    """Watches a namespace's vcjobs in the background, as a user would with ``kubectl get vcjob -w``, and
+    remembers the most vcjobs named ``<prefix>...`` that were live and not ended at once."""
+
+    FINAL = {"Completed", "Failed", "Terminated", "Aborted"}
+
+    def __init__(self, cluster: LocalCluster, namespace: str, *, prefix: str) -> None:
+        self.phases: dict[str, str] = {}
+        self.most = 0
+        self.prefix = prefix
+        self._stop = threading.Event()
+        self._watch = watch.Watch()
+        self._thread = threading.Thread(target=self._run, args=(cluster, namespace), daemon=True)
+        self._thread.start()
+
+    def _run(self, cluster: LocalCluster, namespace: str) -> None:
+        stream = self._watch.stream(cluster.custom.list_namespaced_custom_object, "batch.volcano.sh", "v1alpha1",
+                                    namespace, "jobs", timeout_seconds=300)
+        try:
+            for event in stream:
+                job = event["object"]
+                name = job["metadata"]["name"]
+                if event["type"] == "DELETED":
+                    self.phases.pop(name, None)
+                else:
+                    self.phases[name] = ((job.get("status") or {}).get("state") or {}).get("phase") or "New"
+                self.most = max(self.most, sum(phase not in self.FINAL for name, phase in self.phases.items()
+                                               if name.startswith(self.prefix)))
+        except Exception:  # the connection is closed under it by stop()
+            if not self._stop.is_set():
+                raise
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._watch.stop()
+        self._thread.join(timeout=10)
+
+
+SWEEP_ITEMS = """
+apiVersion: flow.volcano.sh/v1alpha1
+kind: JobFlow
+metadata: {name: grid}
+spec:
+  flows:
+  - name: train
+    forEach:
+      parallelism: 2
+      items:
+      - {lr: 0.1, batch: 32}
+      - {lr: 0.1, batch: 64}
+      - {lr: 0.01, batch: 32}
+      - {lr: 0.01, batch: 64}
+      - {lr: 0.001, batch: 32}
+      - {lr: 0.001, batch: 64}
+    patch:
+      jobSpec:
+        tasks:
+        - name: main
+          template:
+            spec:
+              containers:
+              - name: main
+                env:
+                - {name: LR, value: "{{item.lr}}"}
+                - {name: BATCH, value: "{{item.batch}}"}
+  - name: pick
+    dependsOn: {targets: [train]}
+"""
+
+
+def test_a_sweep_of_3_rates_by_2_batch_sizes_runs_6_vcjobs_at_most_2_at_once_then_the_fan_in(
+        cluster: LocalCluster, namespace: str, engine) -> None:
+    apply(cluster, namespace, template("train", run_for="1s") + "---\n" + template("pick"))
+    watcher = VcjobWatch(cluster, namespace, prefix="grid-train-")
+    try:
+        apply(cluster, namespace, SWEEP_ITEMS)
+        flow = wait_for_phase(cluster, namespace, "grid", "Succeed", timeout=120)
+    finally:
+        watcher.stop()
+
+    jobs = vcjobs(cluster, namespace)
+    assert sorted(jobs) == sorted([f"grid-train-{i}" for i in range(6)] + ["grid-pick"])
+    envs = [{e["name"]: e["value"] for e in jobs[f"grid-train-{i}"]["spec"]["tasks"][0]["template"]["spec"]
+             ["containers"][0]["env"]} for i in range(6)]
+    assert envs == [{"LR": lr, "BATCH": batch} for lr in ("0.1", "0.01", "0.001") for batch in ("32", "64")]
+    assert [jobs[f"grid-train-{i}"]["metadata"]["labels"]["flow.volcano.sh/item-index"] for i in range(6)] == \
+        [str(i) for i in range(6)]
+    assert watcher.most == 2  # never more than parallelism, and the limit was used
+    last_item_end = max(jobs[f"grid-train-{i}"]["status"]["state"]["lastTransitionTime"] for i in range(6))
+    assert jobs["grid-pick"]["metadata"]["creationTimestamp"] >= last_item_end
+    items_live = [name for name in watcher.phases if name.startswith("grid-train-")]
+    assert len(items_live) == 6 and flow["status"]["progress"] == "2/2"
+
+
+def test_a_fan_out_over_the_result_of_split_runs_one_process_vcjob_per_element(
+        cluster: LocalCluster, namespace: str, engine) -> None:
+    apply(cluster, namespace, template("split", message='["s0","s1","s2"]') + "---\n" + template("process"))
+    apply(cluster, namespace, """
+apiVersion: flow.volcano.sh/v1alpha1
+kind: JobFlow
+metadata: {name: shards}
+spec:
+  flows:
+  - name: split
+  - name: process
+    dependsOn: {targets: [split]}
+    forEach: {result: split}
+    patch: {jobSpec: {tasks: [{name: main, template: {spec: {containers: [{name: main, args: ["{{item}}"]}]}}}]}}
+""")
+    flow = wait_for_phase(cluster, namespace, "shards", "Succeed", timeout=90)
+    jobs = vcjobs(cluster, namespace)
+    assert sorted(jobs) == ["shards-process-0", "shards-process-1", "shards-process-2", "shards-split"]
+    assert [jobs[f"shards-process-{i}"]["spec"]["tasks"][0]["template"]["spec"]["containers"][0]["args"]
+            for i in range(3)] == [["s0"], ["s1"], ["s2"]]
+    [split] = [r for r in flow["status"]["jobStatusList"] if r["name"] == "shards-split"]
+    assert split["result"] == '["s0","s1","s2"]'
+
+
+SHARD_ITEMS = "[" + ", ".join(f"{{fail: '{str(i in (3, 7)).lower()}'}}" for i in range(10)) + "]"
+"""Ten shards; items 3 and 7 carry kwok's fail annotation through the patch, so their pods end Failed."""
+
+AGGREGATE = """
+apiVersion: flow.volcano.sh/v1alpha1
+kind: JobFlow
+metadata: {name: NAME}
+spec:
+  flows:
+  - name: shard
+    forEach: {items: ITEMS}
+    patch:
+      jobSpec:
+        tasks:
+        - name: main
+          template:
+            metadata:
+              annotations: {kwok.jobflow.dev/fail: "{{item.fail}}"}
+  - name: merge
+    dependsOn: {targets: [shard], outcome: Finished}
+    when: "CONDITION"
+"""
+
+
+def test_ten_shards_of_which_two_fail_merge_under_at_least_8_succeeded_and_skip_under_all_succeeded(
+        cluster: LocalCluster, namespace: str, engine) -> None:
+    shard = template("shard", fail=True).replace("kwok.jobflow.dev/fail: 'true'", "kwok.jobflow.dev/fail: 'false'")
+    apply(cluster, namespace, shard + "---\n" + template("merge"))
+    for name, condition in (("lenient", "targets.shard.succeeded >= 8"), ("strict", "targets.shard.failed == 0")):
+        apply(cluster, namespace, AGGREGATE.replace("NAME", name).replace("ITEMS", SHARD_ITEMS)
+              .replace("CONDITION", condition))
+    lenient = wait_for_phase(cluster, namespace, "lenient", "Succeed", timeout=120)
+    strict = wait_for_phase(cluster, namespace, "strict", "Succeed", timeout=120)
+    jobs = vcjobs(cluster, namespace)
+    assert sorted(name for name in jobs if name.startswith("lenient-shard-")
+                  and jobs[name]["status"]["state"]["phase"] != "Completed") == ["lenient-shard-3", "lenient-shard-7"]
+    assert "lenient-merge" in jobs and "strict-merge" not in jobs
+    assert [(s["name"], s["reason"]) for s in strict["status"]["skippedFlows"]] == [("merge", "ConditionFalse")]
+    assert lenient["status"]["progress"] == "2/2"
