@@ -16,9 +16,19 @@ from typing import Any
 
 from jobflow_core import Observation, observe
 from jobflow_core.graph import flow_graph
-from jobflow_core.models import JobFlow, JobFlowStatus, SkippedFlow, TaskState, VcJob, VcJobPhase, WaitingFlow
+from jobflow_core.models import (
+    FlowJobStatus,
+    JobFlow,
+    JobFlowStatus,
+    SkippedFlow,
+    TaskState,
+    VcJob,
+    VcJobPhase,
+    WaitingFlow,
+)
 from jobflow_core.naming import is_owned_by
 from jobflow_core.phase import is_final
+from jobflow_core.views import FlowNode
 
 WAITING = "Waiting"
 """The phase shown for a flow whose vcjob does not exist yet."""
@@ -47,6 +57,8 @@ class FlowRow:
     message: str | None = None
     ran: str | None = None
     """How long a finished vcjob ran (its ``runningDuration``, e.g. ``4s``); Volcano keeps no pod counts then."""
+    items: dict[str, int] = field(default_factory=dict)
+    """For a ``forEach`` flow: how many of its items are in each shown phase (Waiting for those not started)."""
 
 
 @dataclass(frozen=True)
@@ -80,6 +92,11 @@ def take(jobflow: dict[str, Any], jobs: Iterable[dict[str, Any]], *, now: dateti
     for name in graph.order:
         if name in graph.undefined:
             continue
+        node = observation.node(name)
+        if node.fan_out:
+            rows.append(_fan_out_row(node, level=graph.levels[name], after=graph.targets(name), records=records,
+                                     live=live, waiting=waiting, skipped=skipped, observation=observation))
+            continue
         view = views[name]
         vcjob = view.next_job_name  # the current attempt's, or the retry's about to start
         after = graph.targets(name)
@@ -112,6 +129,37 @@ def take(jobflow: dict[str, Any], jobs: Iterable[dict[str, Any]], *, now: dateti
         created=flow.metadata.creation_timestamp,
         rows=rows,
     )
+
+
+def _fan_out_row(node: FlowNode, *, level: int, after: list[str], records: dict[str, FlowJobStatus],
+                 live: dict[str, VcJob], waiting: dict[str, WaitingFlow], skipped: dict[str, SkippedFlow],
+                 observation: Observation) -> FlowRow:
+    """One row for a ``forEach`` flow: its items counted by phase; the vcjobs are ``<jobflow>-<flow>-<index>``."""
+    units = [unit for unit in node.units if not unit.placeholder]
+    shown: list[str] = []
+    for unit in units:
+        name = unit.next_job_name
+        if unit.retrying or (name not in live and name not in records):
+            shown.append(WAITING)
+        else:
+            shown.append(_shown(live[name].phase if name in live else records[name].state))
+    counts = {phase: shown.count(phase) for phase in dict.fromkeys(sorted(shown, key=_item_rank))}
+    created = [unit.job.metadata.creation_timestamp for unit in units if unit.job is not None]
+    job = f"{observation.jobflow.name}-{node.name}-[0-{len(units) - 1}]" if units else "-"
+    common = {"name": node.name, "level": level, "after": after, "job": job, "items": counts,
+              "live": any(unit.job is not None for unit in units), "created": min(created, default=None),
+              "restarts": sum((unit.job.status.retry_count or 0) for unit in units
+                              if unit.job is not None and unit.job.status) if created else None}
+    if node.phase is None:
+        return FlowRow(**common, **_not_started(node.name, waiting=waiting, skipped=skipped,
+                                                observation=observation))
+    return FlowRow(**common, phase=_shown(node.phase if is_final(node.phase) else VcJobPhase.RUNNING),
+                   message=waiting[node.name].message if node.name in waiting else None)
+
+
+def _item_rank(phase: str) -> int:
+    order = ("Completed", "Running", "Pending", CREATED, WAITING)
+    return order.index(phase) if phase in order else -1
 
 
 def _not_started(name: str, *, waiting: dict[str, WaitingFlow], skipped: dict[str, SkippedFlow],

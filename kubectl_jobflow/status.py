@@ -10,7 +10,8 @@
        └─ d      b       test-d   Running     2s    0          main: 1/1 Running
           └─ e   c, d    test-e   Waiting     -     -          waiting for "c", "d" to be Completed
 
-A flow is indented by its level in the DAG (the longest chain of flows before it) and ``AFTER`` names what it
+A ``forEach`` flow is one line, its vcjobs ``<jobflow>-<flow>-[0-<n-1>]``, its items counted by phase
+(``items: 4/6 Completed, 2/6 Running``). A flow is indented by its level in the DAG (the longest chain of flows before it) and ``AFTER`` names what it
 depends on. ``DETAIL`` is the vcjob's pods per task and phase (``taskStatusCount``), how long a finished vcjob ran
 (Volcano drops its pod counts), or, for a flow without a vcjob, what it waits for, in the engine's words
 (``status.waitingFlows``). A line under the header gives the JobFlow's ``state.reason`` and ``message`` when there
@@ -53,8 +54,12 @@ def render(snap: Snapshot, *, now: datetime) -> str:
 
 def _cells(row: FlowRow, *, now: datetime) -> list[str]:
     tree = "   " * (row.level - 1) + "└─ " if row.level else ""
-    job = row.job if row.live or row.phase == "Waiting" else f"{row.job} (deleted)"
-    if row.phase == "Waiting":
+    job = row.job if row.live or row.phase == "Waiting" or row.items else f"{row.job} (deleted)"
+    if row.items:
+        total = sum(row.items.values())
+        detail = "items: " + ", ".join(f"{count}/{total} {phase}" for phase, count in row.items.items())
+        detail += f"; {row.message}" if row.message else ""
+    elif row.phase == "Waiting":
         detail = row.message or ""
     else:
         detail = tasks_text(row) or (f"ran {row.ran}" if row.ran else "")
@@ -87,7 +92,8 @@ def as_data(snap: Snapshot, *, now: datetime) -> dict[str, Any]:
              "jobExists": row.live, "startTimestamp": when(row.created),
              "ageSeconds": int((now - row.created).total_seconds()) if row.created else None,
              "restarts": row.restarts, "tasks": row.tasks, "replicas": row.replicas,
-             "waitingFor": row.waiting_for, "message": row.message, "runningDuration": row.ran}
+             "waitingFor": row.waiting_for, "message": row.message, "runningDuration": row.ran,
+             **({"items": row.items} if row.items else {})}
             for row in snap.rows
         ],
     }

@@ -212,3 +212,22 @@ def test_parallelism_holds_and_every_item_runs_once_in_index_order_whatever_ends
             cluster.move_job(data.draw(st.sampled_from(running(cluster))), P.COMPLETED)
     assert created == [f"test-s-{i}" for i in range(count)]
     assert cluster.phase is JobFlowPhase.SUCCEED
+
+
+def test_kubectl_jobflow_status_shows_a_fan_out_as_one_line_with_its_items_counted():
+    from datetime import timedelta
+
+    from kubectl_jobflow.snapshot import take
+    from kubectl_jobflow.status import render
+    cluster = Cluster(jobflow(SWEEP))
+    cluster.step()
+    cluster.move_job("test-train-0", P.COMPLETED)
+    cluster.step()
+    cluster.move_job("test-train-1", P.RUNNING)
+    snapshot = take(cluster.flow.to_wire(), [job.to_wire() for job in cluster.jobs.values()])
+    [train, report] = snapshot.rows
+    assert (train.job, train.phase, train.items) == ("test-train-[0-5]", "Running",
+                                                     {"Completed": 1, "Running": 1, "Created": 1, "Waiting": 3})
+    line = render(snapshot, now=cluster.now + timedelta(seconds=5)).splitlines()[2]
+    assert "items: 1/6 Completed, 1/6 Running, 1/6 Created, 3/6 Waiting" in line
+    assert report.phase == "Waiting"
