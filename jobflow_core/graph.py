@@ -14,7 +14,8 @@ spec, including an invalid one, so that a broken flow can still be shown:
 * ``edge_notes``: what a dependent waits for its target to do, when it is not to succeed (``Failed``,
   ``Finished``), so an error branch or a cleanup is seen as one;
 * ``finals``: the ``finally`` flows, which run after every other flow whatever their edges say, and
-  ``conditions``: each flow's ``when`` (CEL), the other way a flow may not run.
+  ``conditions``: each flow's ``when`` (CEL), the other way a flow may not run; ``fan_outs``: the ``forEach``
+  flows and what they run over.
 
 The order and the levels come from the standard library's :class:`graphlib.TopologicalSorter`, batch by batch:
 :meth:`~graphlib.TopologicalSorter.get_ready` hands out every node whose targets are all done, and the whole
@@ -30,7 +31,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from graphlib import CycleError, TopologicalSorter
 
-from jobflow_core.models import AwaitedOutcome, JobFlow
+from jobflow_core.models import AwaitedOutcome, Flow, JobFlow
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,8 @@ class FlowGraph:
     edge_notes: Mapping[tuple[str, str], str] = field(default_factory=dict)
     finals: frozenset[str] = frozenset()
     conditions: Mapping[str, str] = field(default_factory=dict)
+    fan_outs: Mapping[str, str] = field(default_factory=dict)
+    """Each ``forEach`` flow and what it runs over (``6 items``, ``params.shards``, ``result of split``)."""
 
     def targets(self, node: str) -> list[str]:
         """What ``node`` waits for, in spec order."""
@@ -90,7 +93,19 @@ def flow_graph(jobflow: JobFlow) -> FlowGraph:
         edge_notes=edge_notes,
         finals=frozenset(name for name, flow in flows.items() if flow.final),
         conditions={name: flow.when for name, flow in flows.items() if flow.when},
+        fan_outs={name: _over(flow) for name, flow in flows.items() if flow.for_each is not None},
     )
+
+
+def _over(flow: Flow) -> str:
+    """What a ``forEach`` flow runs over, in a few words."""
+    source = flow.for_each
+    assert source is not None
+    if source.items is not None:
+        return f"{len(source.items)} items"
+    if source.range is not None:
+        return "a range"
+    return f"params.{source.param}" if source.param is not None else f"the result of {source.result}"
 
 
 def _order(nodes: tuple[str, ...], targets: Mapping[str, list[str]]) -> tuple[list[str], dict[str, int]]:

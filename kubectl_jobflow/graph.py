@@ -8,7 +8,8 @@ offline, uncoloured
 (with a NAME too, the JobFlow of that name in the file). A target that names no flow is drawn dashed, marked
 ``undefined``; flows on a cycle are marked ``not a DAG``, so a broken spec can be seen, not only read about.
 An edge whose dependent waits for its target to fail or just to finish says so (``on Failed``, ``on
-Finished``); a ``finally`` flow, or one with a ``when`` condition, is marked so when it has no phase to show.
+Finished``); a ``finally`` flow, a ``forEach`` flow (``for each of 6 items``), or one with a ``when`` condition, is
+marked so when it has no phase to show.
 
 The text format lists each flow, then the flows that wait for it; on a terminal, names are coloured by phase.
 The SVG is drawn here (:mod:`kubectl_jobflow.svg`), no Graphviz needed.
@@ -66,6 +67,8 @@ def label(graph: FlowGraph, phases: Mapping[str, str], node: str) -> str | None:
         return phases[node]
     if node in graph.finals:
         return "finally"
+    if node in graph.fan_outs:
+        return "for each of " + graph.fan_outs[node]
     if node in graph.conditions:
         condition = graph.conditions[node]
         return "if " + (condition if len(condition) <= CONDITION_SHOWN else condition[:CONDITION_SHOWN - 1] + "…")

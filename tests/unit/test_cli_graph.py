@@ -161,3 +161,10 @@ def test_a_skipped_flow_has_its_own_colour_and_a_long_condition_is_cut():
     assert 'fillcolor="#d7ccc8"' in dot(graph, {"a": "Completed", "b": "Skipped"}, title="T")
     note = text(graph, {}, title="T").splitlines()[-1]
     assert note.endswith("…]") and len(note) == len("b  [if ") + 40 + 1
+
+
+def test_a_fan_out_says_what_it_runs_over():
+    graph = flow_graph(jobflow("spec: {flows: [{name: split}, {name: p, dependsOn: {targets: [split]}, "
+                               "forEach: {result: split}}, {name: q, forEach: {items: [1, 2, 3]}}]}"))
+    assert text(graph, {}, title="T").splitlines()[3:] == ["q  [for each of 3 items]", "p  [for each of the result "
+                                                           "of split]"]
