@@ -49,6 +49,8 @@ class FlowGraph:
     conditions: Mapping[str, str] = field(default_factory=dict)
     fan_outs: Mapping[str, str] = field(default_factory=dict)
     """Each ``forEach`` flow and what it runs over (``6 items``, ``params.shards``, ``result of split``)."""
+    loops: Mapping[str, str] = field(default_factory=dict)
+    """Each ``repeat`` flow and its ``until``."""
 
     def targets(self, node: str) -> list[str]:
         """What ``node`` waits for, in spec order."""
@@ -94,6 +96,7 @@ def flow_graph(jobflow: JobFlow) -> FlowGraph:
         finals=frozenset(name for name, flow in flows.items() if flow.final),
         conditions={name: flow.when for name, flow in flows.items() if flow.when},
         fan_outs={name: _over(flow) for name, flow in flows.items() if flow.for_each is not None},
+        loops={name: flow.repeat.until for name, flow in flows.items() if flow.repeat is not None},
     )
 
 

@@ -102,6 +102,8 @@ def errors(jobflow: JobFlow) -> list[SpecError]:
     by_name = {flow.name: flow for flow in flows}
     found = []
     for flow in flows:
+        if flow.repeat is not None:
+            found += _names(jobflow, flow, names=by_name, last_name=False)
         source = flow.for_each
         if source is None:
             continue
@@ -128,9 +130,10 @@ def errors(jobflow: JobFlow) -> list[SpecError]:
         if source.result is not None and source.result not in targets:
             found.append(_error(flow, f'forEach.result "{source.result}" is not one of its dependsOn.targets',
                                 f'add "{source.result}" to dependsOn.targets: its result is read once it ended'))
-        elif source.result is not None and by_name[source.result].for_each is not None:
-            found.append(_error(flow, f'forEach.result "{source.result}" is a forEach flow, which has no single '
-                                      "result", "read the results of its items in a condition instead"))
+        elif source.result is not None and (by_name[source.result].for_each is not None
+                                            or by_name[source.result].repeat is not None):
+            found.append(_error(flow, f'forEach.result "{source.result}" runs several vcjobs (forEach or repeat), '
+                                      "so it has no single result", "read their results in a condition instead"))
         if flow.final:
             found.append(_error(flow, "a finally flow cannot have forEach", "move the fan-out into a flow that is "
                                                                             "not finally"))
@@ -138,10 +141,11 @@ def errors(jobflow: JobFlow) -> list[SpecError]:
             found.append(_error(flow, "forEach.parallelism must be at least 1", "set it to 1 or more"))
     for flow in flows:
         probe = flow.depends_on.probe if flow.depends_on else None
-        fanned = [t for t in (flow.depends_on.targets or ()) if t in by_name and by_name[t].for_each] \
-            if probe else []
+        fanned = [t for t in (flow.depends_on.targets or ()) if t in by_name
+                  and (by_name[t].for_each is not None or by_name[t].repeat is not None)] if probe else []
         if fanned:
-            found.append(_error(flow, f'its probe watches "{fanned[0]}", a forEach flow, which has no single vcjob',
+            found.append(_error(flow, f'its probe watches "{fanned[0]}", which runs several vcjobs (forEach or '
+                                      "repeat), not one",
                                 "depend on the forEach flow without a probe"))
     return found
 
@@ -152,13 +156,14 @@ def _most_items(flow: Flow, params: Mapping[str, str]) -> int:
     return len(expansion.items) if expansion.items is not None else MAX_ITEMS
 
 
-def _names(jobflow: JobFlow, flow: Flow, *, names: Mapping[str, Flow]) -> list[SpecError]:
-    """The last item's last retry must have a valid vcjob name, and no other flow may have an item's name."""
+def _names(jobflow: JobFlow, flow: Flow, *, names: Mapping[str, Flow], last_name: bool = True) -> list[SpecError]:
+    """The last item's last retry must have a valid vcjob name (a repeat's last iteration is checked by
+    :mod:`jobflow_core.loops`), and no other flow may have the name of one of its vcjobs."""
     found = []
-    last_index = max(0, _most_items(flow, values(jobflow)) - 1)
+    last_index = max(0, _most_items(flow, values(jobflow)) - 1) if last_name else 0
     last = attempt_job_name(jobflow=jobflow.name, flow=flow.name, index=last_index,
                             attempt=1 + (flow.retry.limit if flow.retry else 0))
-    if not is_dns1123_label(last):
+    if last_name and not is_dns1123_label(last):
         found.append(SpecError(code="InvalidJobName",
                                message=f'vcjob name "{last}" of the last item of flow "{flow.name}" is not a '
                                f"DNS-1123 label (at most {MAX_NAME_LENGTH} characters)",
@@ -167,7 +172,8 @@ def _names(jobflow: JobFlow, flow: Flow, *, names: Mapping[str, Flow]) -> list[S
         if other != flow.name and is_job_of_flow(job_name(jobflow=jobflow.name, flow=other), jobflow=jobflow.name,
                                                  flow=flow.name):
             found.append(SpecError(code="ItemNameTaken",
-                                   message=f'flow "{other}" has the vcjob name of an item of flow "{flow.name}"',
+                                   message=f'flow "{other}" has the vcjob name of an item or iteration of flow '
+                                   f'"{flow.name}"',
                                    hint=f'rename flow "{other}"'))
     return found
 

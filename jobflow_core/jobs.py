@@ -20,7 +20,8 @@ A flow with ``retry`` (and any attempt after the first, a rerun's too) also gets
 every task's pod template (so a container can read which attempt it is, through the downward API), and its
 attempt ``n`` (from the second on) is named ``<jobflow>-<flow>-r<n-1>`` (:mod:`jobflow_core.retries`). An item
 of a ``forEach`` flow gets ``flow.volcano.sh/item-index: "<i>"`` the same way, and its name
-(:mod:`jobflow_core.items`).
+(:mod:`jobflow_core.items`); an iteration of a ``repeat`` flow ``flow.volcano.sh/iteration: "<i>"``
+(:mod:`jobflow_core.loops`).
 
 The finalizer is ours (upstream has none): a vcjob deleted by a user or by ``ttlSecondsAfterFinished`` is held
 until the handler has recorded its final phase in the JobFlow's status, then released (``Plan.releases``).
@@ -36,7 +37,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from jobflow_core.models import Flow, JobFlow, JobTemplate, VcJob
-from jobflow_core.api import ATTEMPT, COMMAND, ITEM_INDEX, RECORD_FINALIZER, VCJOB
+from jobflow_core.api import ATTEMPT, COMMAND, ITEM_INDEX, ITERATION, RECORD_FINALIZER, VCJOB
 from jobflow_core.naming import attempt_job_name, created_by, owner_reference
 from jobflow_core.parameters import Item, substitute, values
 from jobflow_core.patching import merge_job_spec
@@ -52,7 +53,7 @@ def build_job(jobflow: JobFlow, *, flow: str, template: JobTemplate, attempt: in
     if attempt > 1 or (spec_flow is not None and spec_flow.retry is not None):
         pod_keys[ATTEMPT] = str(attempt)
     if item is not None:
-        pod_keys[ITEM_INDEX] = str(item.index)
+        pod_keys[ITERATION if spec_flow is not None and spec_flow.repeat is not None else ITEM_INDEX] = str(item.index)
     keys.update(pod_keys)
     for task in spec.get("tasks") or () if pod_keys else ():
         pod = task.setdefault("template", {}).setdefault("metadata", {})

@@ -37,6 +37,7 @@ from jobflow_core.models import (
     VcJobPhase,
 )
 from jobflow_core.items import expand
+from jobflow_core.loops import iterate
 from jobflow_core.naming import attempt_job_name, has_record_finalizer, is_owned_by
 from jobflow_core.parameters import Item, values
 from jobflow_core.outcomes import FlowFate, Outcomes, decide_outcomes
@@ -133,8 +134,8 @@ class Observation:
 
     def results_needed(self) -> list[str]:
         """The vcjobs whose result (their pods' termination message) is needed now and not known yet: the ended,
-        live vcjobs of the targets of candidates whose ``when`` condition reads results, and of the targets a
-        ``forEach`` takes its items from."""
+        live vcjobs of the targets of candidates whose ``when`` condition reads results, of the targets a
+        ``forEach`` takes its items from, and the last iteration of a ``repeat`` flow, whose ``until`` reads it."""
         nodes = {node.name: node for node in self.nodes}
         needed: dict[str, None] = {}
         for name in dict.fromkeys(view.name for view in self.candidates):
@@ -148,6 +149,8 @@ class Observation:
                     job = unit.job
                     if job is not None and is_final(job.phase) and job.name not in self.results:
                         needed[job.name] = None
+        if not self.starts_nothing:
+            needed.update(dict.fromkeys(node.unread for node in self.nodes if node.unread))
         return list(needed)
 
     def with_probe_results(self, results: Mapping[NetworkCheck, CheckResult]) -> "Observation":
@@ -232,7 +235,10 @@ def _observe(jobflow: JobFlow, *, owned: Mapping[str, VcJob], foreign: Mapping[s
     nodes = {name: FlowNode(flow, (unit(flow),)) for name, flow in spec_flows.items() if flow.for_each is None}
     params = values(jobflow)
     for name, flow in spec_flows.items():
-        if flow.for_each is not None:  # after the plain flows: the one its items may come from is among them
+        if flow.repeat is not None:
+            loop = iterate(flow, unit_of=lambda item, flow=flow: unit(flow, item), results=results, params=params)
+            nodes[name] = FlowNode(flow, loop.units, items_error=loop.error, done=loop.done, unread=loop.unread)
+        elif flow.for_each is not None:  # after the plain flows: the one its items may come from is among them
             expansion = expand(flow, params=params, result_of=lambda target: _source(nodes.get(target), results))
             items = expansion.items
             units = tuple(unit(flow, item) for item in items) if items else (unit(flow, placeholder=True),)

@@ -135,15 +135,20 @@ def _target_variables(fate: FlowFate, outcome: FlowOutcome | None) -> dict[str, 
 
 
 def _fan_out_variables(fate: FlowFate, outcome: FlowOutcome | None) -> dict[str, Any]:
-    """A ``forEach`` target as a condition sees it: its items, and counts over them (:mod:`jobflow_core.items`)."""
+    """A ``forEach`` or ``repeat`` target as a condition sees it: its items (iterations), counts over them, and the
+    last one's result (:mod:`jobflow_core.items`, :mod:`jobflow_core.loops`)."""
     items = [{"index": unit.item.index, "item": unit.item.value,
               "outcome": (item_outcome.value if (item_outcome := _final_outcome(unit)) else ""),
               "phase": unit.phase.value if unit.phase else "", "result": parse_result(result),
               "resultText": result or "", "attempts": unit.current.number if unit.phase is not None else 0}
              for unit, result in fate.items]
+    last = items[-1] if items else {"result": "", "resultText": ""}
     return {
         "outcome": outcome.value if outcome else "",
         "phase": fate.phase.value if fate.phase else "",
+        "iterations": sum(item["phase"] != "" for item in items),
+        "result": last["result"],
+        "resultText": last["resultText"],
         "items": items,
         "results": [item["result"] for item in items],
         "total": len(items),

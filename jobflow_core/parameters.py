@@ -8,7 +8,7 @@ lr=0.01``). The string values of a flow's ``patch.jobSpec`` may name them, and, 
 ``{{params.NAME}}``    the value of parameter ``NAME``
 ``{{item}}``           the item: a string or number as written, an object or list as compact JSON
 ``{{item.KEY}}``       one field of an item that is an object
-``{{index}}``          the item's index, from 0
+``{{index}}``          the item's index, from 0 (in a ``repeat`` flow: the iteration's, :mod:`jobflow_core.loops`)
 =====================  ==========================================================================================
 
 Spaces inside the braces are allowed (``{{ params.lr }}``). Only these roots (``params``, ``item``, ``index``)
@@ -132,7 +132,8 @@ def _undefined(flow: Flow, *, declared: set[str]) -> list[SpecError]:
     undefined: dict[str, None] = {}
     for path in placeholders(patch):
         root, _, key = path.partition(".")
-        if (root == "params" and key not in declared) or (root != "params" and not has_items(flow)):
+        if (root == "params" and key not in declared) or (root == "item" and flow.for_each is None) \
+                or (root == "index" and flow.for_each is None and flow.repeat is None):
             undefined[path] = None
     return [SpecError(code="UndefinedPlaceholder",
                       message=f'flow "{flow.name}": {{{{{path}}}}} in patch.jobSpec names nothing',
@@ -143,10 +144,5 @@ def _hint(path: str, flow: Flow) -> str:
     if path.startswith("params."):
         name = path.removeprefix("params.")
         return f'declare it (spec.parameters: [{{name: {name}, value: ...}}]) or fix the name'
-    return f'{{{{item}}}} and {{{{index}}}} exist only in a flow with forEach: give "{flow.name}" a forEach, or ' \
-        "use a parameter"
-
-
-def has_items(flow: Flow) -> bool:
-    """Whether the flow runs once per item (``forEach``)."""
-    return flow.for_each is not None
+    return f'{{{{item}}}} exists only in a flow with forEach, {{{{index}}}} also in one with repeat: give ' \
+        f'"{flow.name}" a forEach, or use a parameter'

@@ -256,6 +256,11 @@ def _failure_blockers(observation: Observation) -> list[Blocker]:
 def _failure(node: FlowNode, *, namespace: str) -> str:
     if not node.fan_out:
         return f'vcjob "{namespace}/{node.only.job_name}" of flow "{node.name}" is {node.phase}'
+    if node.repeats:
+        last = node.units[-1]
+        why = node.items_error or f'its iteration {last.item.index if last.item else 0} failed: vcjob ' \
+                                  f'"{namespace}/{last.job_name}" is {last.phase}'
+        return f'flow "{node.name}" (repeat) failed: {why}'
     failed = [unit for unit in node.units if category_of(unit.phase) is JobCategory.FAILED]
     shown = ", ".join(str(unit.item.index) for unit in failed[:10] if unit.item) + (", ..." if len(failed) > 10
                                                                                    else "")

@@ -25,7 +25,9 @@ their errors are listed:
    name and a value, and every ``{{...}}`` placeholder of a patch names something that exists;
 9. each ``forEach`` (:func:`jobflow_core.items.errors`): one source, a list where a list is needed, at most
    :data:`~jobflow_core.items.MAX_ITEMS` items, valid vcjob names for its last item's last retry, no other flow
-   named like one of its items, no ``finally`` fan-out, no probe on a fan-out.
+   named like one of its items, no ``finally`` fan-out, no probe on a fan-out;
+10. each ``repeat`` (:func:`jobflow_core.loops.errors`): ``until`` compiles, a limit from 1 to 2,000, not with
+    ``forEach`` nor ``finally``, a valid vcjob name for its last iteration's last retry.
 
 The admission webhook (:mod:`jobflow_core.admission`) rejects a JobFlow with any of these errors; the planner
 fails a JobFlow that slipped past it, with the same messages.
@@ -46,7 +48,7 @@ from collections.abc import Sequence
 from graphlib import CycleError, TopologicalSorter
 
 from jobflow_core.api import CREATED_BY_JOBFLOW, CREATED_BY_JOBTEMPLATE
-from jobflow_core import items, parameters
+from jobflow_core import items, loops, parameters
 from jobflow_core.conditions import compile_error
 from jobflow_core.models import Flow, JobFlow, Probe
 from jobflow_core.spec_errors import SpecError
@@ -73,6 +75,7 @@ def validate(jobflow: JobFlow) -> list[SpecError]:
         *_control_flow(flows),
         *parameters.errors(jobflow),
         *items.errors(jobflow),
+        *loops.errors(jobflow),
     ]
 
 

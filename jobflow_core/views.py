@@ -141,7 +141,11 @@ class FlowNode:
     items: tuple[Item, ...] | None = None
     """A ``forEach`` flow's items, once known (None: not known yet, or ``items_error``)."""
     items_error: str | None = None
-    """Why a ``forEach`` flow's items cannot be worked out."""
+    """Why a ``forEach`` flow's items cannot be worked out, or why a ``repeat`` flow's loop failed."""
+    done: bool | None = None
+    """A ``repeat`` flow's loop: True, ``until`` held; False, it failed (``items_error``); None, not ended."""
+    unread: str | None = None
+    """A ``repeat`` flow's last iteration, Completed, whose result must be read before the loop goes on."""
 
     @property
     def name(self) -> str:
@@ -149,7 +153,12 @@ class FlowNode:
 
     @property
     def fan_out(self) -> bool:
-        return self.flow.for_each is not None
+        """The flow runs several vcjobs: one per item (``forEach``) or per iteration (``repeat``)."""
+        return self.flow.for_each is not None or self.flow.repeat is not None
+
+    @property
+    def repeats(self) -> bool:
+        return self.flow.repeat is not None
 
     @property
     def empty(self) -> bool:
@@ -180,6 +189,8 @@ class FlowNode:
         all ended, Completed if each did, else the first failed item's phase; Running in between."""
         if not self.fan_out:
             return self.only.phase
+        if self.repeats:
+            return self._loop_phase
         real = [unit for unit in self.units if not unit.placeholder]
         phases = [unit.phase for unit in real]
         if not real or all(phase is None for phase in phases):
@@ -188,6 +199,17 @@ class FlowNode:
             return VcJobPhase.RUNNING
         failed = [phase for phase in phases if category_of(phase) is JobCategory.FAILED]
         return failed[0] if failed else VcJobPhase.COMPLETED
+
+    @property
+    def _loop_phase(self) -> VcJobPhase | None:
+        """A ``repeat`` flow: Completed once ``until`` held, Failed when the loop failed or an iteration failed for
+        good, Running in between, none before its first iteration had a vcjob (:mod:`jobflow_core.loops`)."""
+        if self.done is not None:
+            return VcJobPhase.COMPLETED if self.done else VcJobPhase.FAILED
+        last = self.units[-1]
+        if last.phase is not None and category_of(last.phase) is JobCategory.FAILED and not last.retrying:
+            return last.phase
+        return VcJobPhase.RUNNING if any(unit.phase is not None for unit in self.units) else None
 
     @property
     def job(self) -> VcJob | None:

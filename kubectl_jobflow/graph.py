@@ -69,10 +69,13 @@ def label(graph: FlowGraph, phases: Mapping[str, str], node: str) -> str | None:
         return "finally"
     if node in graph.fan_outs:
         return "for each of " + graph.fan_outs[node]
-    if node in graph.conditions:
-        condition = graph.conditions[node]
-        return "if " + (condition if len(condition) <= CONDITION_SHOWN else condition[:CONDITION_SHOWN - 1] + "…")
-    return None
+    if node in graph.loops:
+        return _cut("repeat until " + graph.loops[node])
+    return _cut("if " + graph.conditions[node]) if node in graph.conditions else None
+
+
+def _cut(note: str) -> str:
+    return note if len(note) <= CONDITION_SHOWN + 3 else note[:CONDITION_SHOWN + 2] + "…"
 
 
 def edge_label(graph: FlowGraph, source: str, dependent: str) -> str | None:

@@ -58,7 +58,10 @@ class FlowRow:
     ran: str | None = None
     """How long a finished vcjob ran (its ``runningDuration``, e.g. ``4s``); Volcano keeps no pod counts then."""
     items: dict[str, int] = field(default_factory=dict)
-    """For a ``forEach`` flow: how many of its items are in each shown phase (Waiting for those not started)."""
+    """For a ``forEach`` flow: how many of its items are in each shown phase (Waiting for those not started); for
+    a ``repeat`` flow, of its iterations so far."""
+    iterations: bool = False
+    """``items`` counts a ``repeat`` flow's iterations."""
 
 
 @dataclass(frozen=True)
@@ -147,6 +150,7 @@ def _fan_out_row(node: FlowNode, *, level: int, after: list[str], records: dict[
     created = [unit.job.metadata.creation_timestamp for unit in units if unit.job is not None]
     job = f"{observation.jobflow.name}-{node.name}-[0-{len(units) - 1}]" if units else "-"
     common = {"name": node.name, "level": level, "after": after, "job": job, "items": counts,
+              "iterations": node.repeats,
               "live": any(unit.job is not None for unit in units), "created": min(created, default=None),
               "restarts": sum((unit.job.status.retry_count or 0) for unit in units
                               if unit.job is not None and unit.job.status) if created else None}

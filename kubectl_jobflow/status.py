@@ -57,7 +57,8 @@ def _cells(row: FlowRow, *, now: datetime) -> list[str]:
     job = row.job if row.live or row.phase == "Waiting" or row.items else f"{row.job} (deleted)"
     if row.items:
         total = sum(row.items.values())
-        detail = "items: " + ", ".join(f"{count}/{total} {phase}" for phase, count in row.items.items())
+        detail = ("iterations: " if row.iterations else "items: ") + ", ".join(
+            f"{count}/{total} {phase}" for phase, count in row.items.items())
         detail += f"; {row.message}" if row.message else ""
     elif row.phase == "Waiting":
         detail = row.message or ""

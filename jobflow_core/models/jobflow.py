@@ -4,7 +4,8 @@ The spec is a list of flows. A flow is named after the JobTemplate it runs and m
 (``dependsOn.targets``); by default it starts once every target's vcjob is Completed. Ours, additive and optional
 (a JobFlow written for upstream never sets them): ``dependsOn.outcome`` (wait for the targets to succeed, to fail,
 or just to finish), ``finally`` (a flow that runs once every other flow has ended), ``spec.failurePolicy``
-(fail fast, or keep going after a failure nothing handles) and ``spec.suspend``.
+(fail fast, or keep going after a failure nothing handles), ``spec.suspend``, ``spec.parameters``,
+``forEach`` (one vcjob per item) and ``repeat`` (iterations until a condition holds).
 
 The status is what ``kubectl get jf -o yaml`` shows and what other tools read, so its JSON names are upstream's
 exactly, including the misspelt ``unKnowJobs`` and the ``createTime`` of a condition. We add a few fields that
@@ -141,6 +142,14 @@ class ForEach(WireModel):
     """At most this many items run at once (unset: all)."""
 
 
+class Repeat(WireModel):
+    """Ours: run the flow again, one iteration after another, until ``until`` (CEL) holds on the last result or
+    ``limit`` iterations have run (:mod:`jobflow_core.loops`)."""
+
+    until: str
+    limit: int
+
+
 class Parameter(WireModel):
     """Ours: a named value that ``patch.jobSpec`` strings (``{{params.NAME}}``) and conditions read."""
 
@@ -168,6 +177,7 @@ class Flow(WireModel):
     timeout_seconds: int | None = Field(None, alias="timeoutSeconds")
     """Ours: an attempt still running this long after its vcjob was created is aborted (it then ends Aborted)."""
     for_each: ForEach | None = Field(None, alias="forEach")
+    repeat: Repeat | None = None
 
 
 class JobFlowSpec(WireModel):

@@ -35,13 +35,15 @@ spec:
 
 
 def template(name: str, *, run_for: str = "300ms", fail: bool = False, keep_running: bool = False,
-             fail_attempts: int = 0, message: str | None = None) -> str:
+             fail_attempts: int = 0, message: str | None = None, messages: tuple[str, ...] = ()) -> str:
     """A one-pod JobTemplate whose pod runs ``run_for`` on a kwok node, then succeeds (or fails; or fails in the
-    first ``fail_attempts`` attempts of a flow with ``retry``)."""
+    first ``fail_attempts`` attempts of a flow with ``retry``); its result is ``message``, or in iteration ``i`` of
+    a ``repeat`` flow ``messages[i]``."""
     extra = ", kwok.jobflow.dev/fail: 'true'" if fail else ""
     extra += ", kwok.jobflow.dev/keep-running: 'true'" if keep_running else ""
     extra += f", kwok.jobflow.dev/fail-attempts: '{fail_attempts}'" if fail_attempts else ""
     extra += f", kwok.jobflow.dev/message: '{message}'" if message else ""
+    extra += "".join(f", kwok.jobflow.dev/message-{i}: '{text}'" for i, text in enumerate(messages))
     text = SHORT_TEMPLATE.format(name=name, run_for=run_for, extra=extra)
     if fail or fail_attempts:
         text += "  policies: [{event: PodFailed, action: TerminateJob}]\n"

@@ -229,3 +229,42 @@ def test_ten_shards_of_which_two_fail_merge_under_at_least_8_succeeded_and_skip_
     assert "lenient-merge" in jobs and "strict-merge" not in jobs
     assert [(s["name"], s["reason"]) for s in strict["status"]["skippedFlows"]] == [("merge", "ConditionFalse")]
     assert lenient["status"]["progress"] == "2/2"
+
+
+LOOP = """
+apiVersion: flow.volcano.sh/v1alpha1
+kind: JobFlow
+metadata: {name: NAME}
+spec:
+  flows:
+  - name: train
+    repeat: {until: "double(result) < 0.01", limit: LIMIT}
+  - name: deploy
+    dependsOn: {targets: [train]}
+    when: targets.train.iterations == 3
+"""
+
+
+def test_a_loop_whose_pods_report_0_5_then_0_1_then_0_005_stops_after_the_third_and_a_limit_of_2_fails_it(
+        cluster: LocalCluster, namespace: str, engine) -> None:
+    apply(cluster, namespace, template("train", messages=("0.5", "0.1", "0.005", "0.001")) + "---\n"
+          + template("deploy"))
+    apply(cluster, namespace, LOOP.replace("NAME", "converges").replace("LIMIT", "10"))
+    apply(cluster, namespace, LOOP.replace("NAME", "gives-up").replace("LIMIT", "2"))
+
+    converged = wait_for_phase(cluster, namespace, "converges", "Succeed", timeout=120)
+    results = {r["name"]: r.get("result") for r in converged["status"]["jobStatusList"]}
+    assert results == {"converges-train-0": "0.5", "converges-train-1": "0.1", "converges-train-2": "0.005",
+                       "converges-deploy": None}
+    jobs = vcjobs(cluster, namespace)
+    assert [jobs[f"converges-train-{i}"]["metadata"]["labels"]["flow.volcano.sh/iteration"] for i in range(3)] == \
+        ["0", "1", "2"]
+    assert jobs["converges-train-1"]["metadata"]["creationTimestamp"] >= \
+        jobs["converges-train-0"]["status"]["state"]["lastTransitionTime"]
+
+    gave_up = wait_for_phase(cluster, namespace, "gives-up", "Failed", timeout=120)
+    assert gave_up["status"]["state"]["message"].startswith(
+        "flow \"train\" (repeat) failed: 2 iterations ran and until (double(result) < 0.01) never held "
+        "(last result: '0.1')")
+    assert sorted(name for name in vcjobs(cluster, namespace) if name.startswith("gives-up-")) == \
+        ["gives-up-train-0", "gives-up-train-1"]

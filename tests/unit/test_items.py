@@ -176,7 +176,7 @@ def test_an_item_is_retried_under_its_own_name():
      "flow \"a\": forEach: parameter \"p\" is not a JSON list: 'x'"),
     ("{flows: [{name: b}, {name: a, forEach: {result: b}}]}",
      'flow "a": forEach.result "b" is not one of its dependsOn.targets'),
-    ("{flows: [{name: a, forEach: {items: [1]}}, {name: a-0}]}", 'flow "a-0" has the vcjob name of an item of flow "a"'),
+    ("{flows: [{name: a, forEach: {items: [1]}}, {name: a-0}]}", 'flow "a-0" has the vcjob name of an item or iteration of flow "a"'),
     (f"{{flows: [{{name: {'a' * 55}, forEach: {{range: {{count: 200}}}}}}]}}",
      f'vcjob name "test-{"a" * 55}-199" of the last item of flow "{"a" * 55}" is not a DNS-1123 label'),
 ])
