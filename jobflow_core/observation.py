@@ -5,16 +5,15 @@ and the vcjobs it listed), adds the answers of the HTTP/TCP probes the observati
 (:meth:`Observation.with_probe_results`), and hands it to :func:`jobflow_core.planner.plan_observation`. The
 spec is validated once, here; everything below is derived from this one value.
 
-One :class:`FlowView` per flow (the first flow of each name, in spec order):
+Each flow of the spec (the first of each name, in spec order) becomes a :class:`~jobflow_core.views.FlowNode`
+with its *units* (:mod:`jobflow_core.views`): one per plain flow, one per item of a ``forEach`` flow
+(:mod:`jobflow_core.items`), one per iteration so far of a ``repeat`` flow (:mod:`jobflow_core.loops`). Each unit
+pairs its attempts' live vcjobs (those this JobFlow controls, by owner reference UID) with what the previous status
+recorded about them; a live vcjob someone else owns under a unit's next name blocks it (a name conflict).
 
-* ``job``: the live vcjob named ``<jobflow>-<flow>`` that this JobFlow controls (owner reference UID);
-* ``foreign``: a live vcjob with that name that someone else owns, which blocks the flow (a name conflict);
-* ``record`` and ``condition``: what the previous status recorded about that vcjob. The status is the record of
-  vcjobs that are gone, for instance deleted by ``ttlSecondsAfterFinished``.
-
-From these follow each flow's *effective job phase* (:attr:`FlowView.phase`), and from those each flow's outcome
-and, for each flow that still needs a vcjob, its :class:`~jobflow_core.dependencies.Readiness`
-(:mod:`jobflow_core.outcomes`), and the JobFlow phase (:mod:`jobflow_core.phase`).
+From these follow each flow's effective phase, its outcome and, for each flow that still needs a vcjob, its
+:class:`~jobflow_core.dependencies.Readiness` (:mod:`jobflow_core.outcomes`), and the JobFlow phase
+(:mod:`jobflow_core.phase`).
 """
 
 from collections.abc import Iterable, Mapping
@@ -27,14 +26,11 @@ from jobflow_core.dependencies import Readiness
 from jobflow_core.models import (
     FailurePolicy,
     Flow,
-    FlowCondition,
-    FlowJobStatus,
     JobFlow,
     JobFlowPhase,
     JobFlowStatus,
     Rerun,
     VcJob,
-    VcJobPhase,
 )
 from jobflow_core.items import expand
 from jobflow_core.loops import iterate

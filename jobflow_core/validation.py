@@ -48,7 +48,8 @@ from collections.abc import Sequence
 from graphlib import CycleError, TopologicalSorter
 
 from jobflow_core.api import CREATED_BY_JOBFLOW, CREATED_BY_JOBTEMPLATE
-from jobflow_core import items, loops, parameters
+from jobflow_core import loops, parameters
+from jobflow_core.items import errors as for_each_errors
 from jobflow_core.conditions import compile_error
 from jobflow_core.models import Flow, JobFlow, Probe
 from jobflow_core.spec_errors import SpecError
@@ -74,7 +75,7 @@ def validate(jobflow: JobFlow) -> list[SpecError]:
         *_probes(flows),
         *_control_flow(flows),
         *parameters.errors(jobflow),
-        *items.errors(jobflow),
+        *for_each_errors(jobflow),
         *loops.errors(jobflow),
     ]
 
