@@ -194,11 +194,7 @@ def _items_invalid(facts: FlowFacts) -> str | None:
 
 
 def _no_free_slot(facts: FlowFacts) -> str | None:
-    if facts.view.next_job_name not in facts.observation.no_free_slot:
-        return None
-    node = facts.observation.node(facts.view.name)
-    limit = node.flow.for_each.parallelism if node.flow.for_each else None
-    return f"waiting for a free slot: {sum(unit.running for unit in node.units)} of its items run (parallelism {limit})"
+    return facts.observation.no_free_slot.get(facts.view.next_job_name)
 
 
 def _name_taken(facts: FlowFacts) -> str | None:

@@ -18,6 +18,7 @@ From these follow each flow's effective phase, its outcome and, for each flow th
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from datetime import datetime
 
 from jobflow_core.conditions import reads_results
@@ -80,8 +81,9 @@ class Observation:
     """Known vcjob results (termination messages), by vcjob name: recorded in the status, or read by the shell."""
     first: Mapping[str, int] = field(default_factory=dict)
     """The first attempt that counts, per flow (a rerun's), as :func:`observe` decided."""
-    no_free_slot: frozenset[str] = frozenset()
-    """Units (by :attr:`FlowView.next_job_name`) of ``forEach`` flows that would start now but for ``parallelism``."""
+    no_free_slot: Mapping[str, str] = field(default_factory=dict)
+    """Units (by :attr:`FlowView.next_job_name`) of ``forEach`` flows that would start now but for ``parallelism``,
+    and why (worked out once per flow: a fan-out of thousands must not count its running items per item)."""
 
     @property
     def readiness(self) -> Mapping[str, Readiness]:
@@ -89,7 +91,11 @@ class Observation:
         return self.outcomes.readiness
 
     def node(self, name: str) -> FlowNode:
-        return next(node for node in self.nodes if node.name == name)
+        return self._nodes_by_name[name]
+
+    @cached_property
+    def _nodes_by_name(self) -> Mapping[str, FlowNode]:
+        return {node.name: node for node in self.nodes}
 
     @property
     def starts_nothing(self) -> bool:
@@ -266,18 +272,20 @@ def _observe(jobflow: JobFlow, *, owned: Mapping[str, VcJob], foreign: Mapping[s
     )
 
 
-def _no_free_slot(nodes: Iterable[FlowNode], *, now: datetime | None) -> frozenset[str]:
+def _no_free_slot(nodes: Iterable[FlowNode], *, now: datetime | None) -> dict[str, str]:
     """For each ``forEach`` flow with ``parallelism``: the units, in index order, beyond the free slots (the
-    limit minus the items whose vcjob runs). A unit whose retry backoff has not passed takes no slot."""
-    held: set[str] = set()
+    limit minus the items whose vcjob runs), and the message they wait with. A unit whose retry backoff has not
+    passed takes no slot."""
+    held: dict[str, str] = {}
     for node in nodes:
         limit = node.flow.for_each.parallelism if node.flow.for_each else None
         if limit is None:
             continue
-        free = max(0, limit - sum(unit.running for unit in node.units))
+        running = sum(unit.running for unit in node.units)
         ready = [unit for unit in node.units if unit.needs_job and not unit.placeholder and not _backing_off(unit, now)]
-        held.update(unit.next_job_name for unit in ready[free:])
-    return frozenset(held)
+        message = f"waiting for a free slot: {running} of its items run (parallelism {limit})"
+        held.update(dict.fromkeys((unit.next_job_name for unit in ready[max(0, limit - running):]), message))
+    return held
 
 
 def _backing_off(unit: FlowView, now: datetime | None) -> bool:
