@@ -27,11 +27,13 @@ from jobflow_core.dependencies import Readiness
 from jobflow_core.models import (
     FailurePolicy,
     Flow,
+    FlowJobStatus,
     JobFlow,
     JobFlowPhase,
     JobFlowStatus,
     Rerun,
     VcJob,
+    VcJobPhase,
 )
 from jobflow_core.items import expand
 from jobflow_core.loops import iterate
@@ -213,6 +215,9 @@ def _observe(jobflow: JobFlow, *, owned: Mapping[str, VcJob], foreign: Mapping[s
              results: Mapping[str, str], errors: tuple[SpecError, ...], rerun: Rerun | None) -> Observation:
     previous = jobflow.status or JobFlowStatus()
     records = {record.name: record for record in previous.job_status_list or () if record.name}
+    # A forEach item that Completed is only named in completedJobs (jobflow_core.status): that is its record.
+    records.update({name: FlowJobStatus(name=name, state=VcJobPhase.COMPLETED)
+                    for name in previous.completed_jobs or () if name not in records})
     conditions = previous.conditions or {}
 
     def unit(flow: Flow, item: Item | None = None, *, placeholder: bool = False) -> FlowView:

@@ -16,6 +16,12 @@ For each vcjob the JobFlow knows (the flows' jobs in spec order, then jobs of fl
 * ``conditions[<vcjob>]`` has its phase, ``createTime``, ``runningDuration`` (the vcjob's own, or for a finished
   vcjob ``lastTransitionTime - creationTimestamp`` in Go's duration format) and ``taskStatusCount``.
 
+A ``forEach`` flow's items are summarised in ``fanOuts`` (counts, failed indexes as ranges, the first error), and
+an item whose first attempt Completed without a result anyone reads is only *named* (in ``completedJobs``), with
+no record and no condition: per-item detail is kept for items that run, failed, were retried or carry a result,
+so a fan-out of a thousand succeeded items costs about 30 bytes each. (The observation reads such an item back
+from ``completedJobs``.)
+
 Then the state (decided by the planner), ``progress`` (flows that ended: Completed, Skipped, or failed and
 handled, over all flows), ``waitingFlows``, ``skippedFlows`` and ``observedGeneration``. Empty lists are left out,
 as Go's ``omitempty`` does.
@@ -28,6 +34,7 @@ from typing import Final
 
 from jobflow_core.durations import go_duration
 from jobflow_core.models import (
+    FanOutStatus,
     FlowCondition,
     FlowJobStatus,
     FlowState,
@@ -40,7 +47,8 @@ from jobflow_core.models import (
     WaitingFlow,
 )
 from jobflow_core.observation import Observation
-from jobflow_core.phase import FlowOutcome, is_final
+from jobflow_core.phase import FlowOutcome, JobCategory, category_of, is_final
+from jobflow_core.views import FlowNode
 
 JOB_LIST_OF_PHASE: Final = MappingProxyType(
     {
@@ -98,6 +106,8 @@ def build_status(
             "progress": f"{ended}/{len(observation.nodes)}",
             "waitingFlows": list(waiting) or None,
             "skippedFlows": list(skipped) or None,
+            "fanOuts": [_fan_out(node, namespace=observation.jobflow.namespace) for node in observation.nodes
+                        if node.flow.for_each is not None and node.items is not None] or None,
             "recheckSeconds": recheck_seconds,
             "rerun": observation.rerun,
             "observedGeneration": observation.jobflow.metadata.generation,
@@ -114,9 +124,12 @@ def _known_jobs(observation: Observation, *, creating: set[str]) -> list[_Known]
         for attempt in view.attempts if not view.placeholder else ():
             if starting and attempt.number == view.next_attempt:
                 continue
-            if attempt.job is not None:
-                known.append(_from_live(attempt.job, attempt=attempt.number if numbered else None,
-                                        result=observation.results.get(attempt.job_name)))
+            result = observation.results.get(attempt.job_name)
+            if view.flow.for_each is not None and attempt.number == 1 and attempt.phase is VcJobPhase.COMPLETED \
+                    and result is None:
+                known.append(_Known(attempt.job_name, VcJobPhase.COMPLETED, None, None))  # named only: bounded
+            elif attempt.job is not None:
+                known.append(_from_live(attempt.job, attempt=attempt.number if numbered else None, result=result))
             else:
                 known.append(_Known(attempt.job_name, attempt.phase, attempt.record, attempt.condition))
         if starting:
@@ -135,6 +148,34 @@ def _known_jobs(observation: Observation, *, creating: set[str]) -> list[_Known]
             known.append(_Known(record.name, record.state, record, conditions.get(record.name)))
             reported.add(record.name)
     return known
+
+
+def _fan_out(node: FlowNode, *, namespace: str) -> FanOutStatus:
+    """A ``forEach`` flow's items counted by how they stand; the failed ones' indexes as ranges."""
+    units = [unit for unit in node.units if not unit.placeholder]
+    failed = [unit for unit in units if not unit.retrying and category_of(unit.phase) is JobCategory.FAILED]
+    return FanOutStatus(
+        name=node.name,
+        total=len(units),
+        succeeded=sum(unit.phase is VcJobPhase.COMPLETED for unit in units),
+        failed=len(failed),
+        running=sum(unit.running for unit in units),
+        waiting=sum(unit.needs_job for unit in units),
+        failed_indexes=index_ranges([unit.item.index for unit in failed if unit.item]) or None,
+        first_error=f'item {failed[0].item.index if failed[0].item else 0}: vcjob "{namespace}/{failed[0].job_name}"'
+                    f" is {failed[0].phase}" if failed else None,
+    )
+
+
+def index_ranges(indexes: Iterable[int]) -> str:
+    """``[3, 7, 10, 11, 12]`` as ``"3,7,10-12"`` (sorted), the way Kubernetes writes a Job's completed indexes."""
+    spans: list[list[int]] = []
+    for index in sorted(set(indexes)):
+        if spans and index == spans[-1][1] + 1:
+            spans[-1][1] = index
+        else:
+            spans.append([index, index])
+    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in spans)
 
 
 def _new_record(name: str, attempt: int | None) -> FlowJobStatus:

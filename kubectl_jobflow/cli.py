@@ -148,6 +148,8 @@ def build_parser() -> argparse.ArgumentParser:
     _names(sub)
     sub.add_argument("-w", "--watch", action="store_true", help="follow it live until the JobFlow ends "
                                                                  "(exit 0 when it Succeeds, 1 when it Fails)")
+    sub.add_argument("--items", action="store_true", help="also list each item of a forEach flow (each "
+                                                          "iteration of a repeat flow)")
     sub.add_argument("--interval", type=float, default=1.0, help="seconds between looks with --watch (1)")
     sub.add_argument("--timeout", type=float, default=0, help="give up watching after this many seconds "
                                                               "(0: never)")

@@ -62,6 +62,8 @@ class FlowRow:
     a ``repeat`` flow, of its iterations so far."""
     iterations: bool = False
     """``items`` counts a ``repeat`` flow's iterations."""
+    each: list[tuple[int, str, str]] = field(default_factory=list)
+    """For a ``forEach`` or ``repeat`` flow: each item's (iteration's) index, vcjob and shown phase."""
 
 
 @dataclass(frozen=True)
@@ -140,17 +142,22 @@ def _fan_out_row(node: FlowNode, *, level: int, after: list[str], records: dict[
     """One row for a ``forEach`` flow: its items counted by phase; the vcjobs are ``<jobflow>-<flow>-<index>``."""
     units = [unit for unit in node.units if not unit.placeholder]
     shown: list[str] = []
+    completed = set(observation.previous.completed_jobs or ())
     for unit in units:
         name = unit.next_job_name
-        if unit.retrying or (name not in live and name not in records):
+        if unit.retrying or (name not in live and name not in records and name not in completed):
             shown.append(WAITING)
-        else:
+        elif name in live or name in records:
             shown.append(_shown(live[name].phase if name in live else records[name].state))
+        else:
+            shown.append(VcJobPhase.COMPLETED.value)  # named only, in completedJobs (jobflow_core.status)
     counts = {phase: shown.count(phase) for phase in dict.fromkeys(sorted(shown, key=_item_rank))}
     created = [unit.job.metadata.creation_timestamp for unit in units if unit.job is not None]
     job = f"{observation.jobflow.name}-{node.name}-[0-{len(units) - 1}]" if units else "-"
     common = {"name": node.name, "level": level, "after": after, "job": job, "items": counts,
               "iterations": node.repeats,
+              "each": [(unit.item.index if unit.item else 0, unit.next_job_name, phase)
+                       for unit, phase in zip(units, shown, strict=True)],
               "live": any(unit.job is not None for unit in units), "created": min(created, default=None),
               "restarts": sum((unit.job.status.retry_count or 0) for unit in units
                               if unit.job is not None and unit.job.status) if created else None}

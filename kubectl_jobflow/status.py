@@ -11,7 +11,8 @@
           └─ e   c, d    test-e   Waiting     -     -          waiting for "c", "d" to be Completed
 
 A ``forEach`` flow is one line, its vcjobs ``<jobflow>-<flow>-[0-<n-1>]``, its items counted by phase
-(``items: 4/6 Completed, 2/6 Running``). A flow is indented by its level in the DAG (the longest chain of flows before it) and ``AFTER`` names what it
+(``items: 4/6 Completed, 2/6 Running``); ``--items`` adds a table per such flow, one line per item (iteration):
+index, vcjob, phase. A flow is indented by its level in the DAG (the longest chain of flows before it) and ``AFTER`` names what it
 depends on. ``DETAIL`` is the vcjob's pods per task and phase (``taskStatusCount``), how long a finished vcjob ran
 (Volcano drops its pod counts), or, for a flow without a vcjob, what it waits for, in the engine's words
 (``status.waitingFlows``). A line under the header gives the JobFlow's ``state.reason`` and ``message`` when there
@@ -42,14 +43,20 @@ REDRAW = "\x1b[H\x1b[2J"
 """Cursor home, clear screen."""
 
 
-def render(snap: Snapshot, *, now: datetime) -> str:
+def render(snap: Snapshot, *, now: datetime, items: bool = False) -> str:
     head = f"JobFlow {snap.namespace}/{snap.name}   {snap.phase or '(no status yet)'}   {snap.progress}   " \
            f"age {age(snap.created, now=now)}\n"
     if snap.reason or snap.message:
         head += f"{snap.reason or 'Message'}: {snap.message or ''}\n"
     if not snap.rows:
         return head + "(no flows)\n"
-    return head + columns(HEADERS, [_cells(row, now=now) for row in snap.rows])
+    view = head + columns(HEADERS, [_cells(row, now=now) for row in snap.rows])
+    for row in snap.rows if items else ():
+        if row.each:
+            title = "ITERATION" if row.iterations else "ITEM"
+            view += f"\n{row.name}:\n" + columns((title, "JOB", "PHASE"),
+                                                 [[str(index), job, phase] for index, job, phase in row.each])
+    return view
 
 
 def _cells(row: FlowRow, *, now: datetime) -> list[str]:
@@ -146,4 +153,4 @@ def _show(ctx: Context, snap: Snapshot, *, redraw: bool) -> None:
     if ctx.args.output:
         ctx.write(dump(as_data(snap, now=now), ctx.args.output))
     else:
-        ctx.write((REDRAW if redraw else "") + render(snap, now=now))
+        ctx.write((REDRAW if redraw else "") + render(snap, now=now, items=getattr(ctx.args, "items", False)))

@@ -271,12 +271,27 @@ class Rerun(WireModel):
     message: str | None = None
 
 
+class FanOutStatus(WireModel):
+    """Ours: one ``forEach`` flow's items, summarised (:mod:`jobflow_core.status`): a fan-out of hundreds stays
+    readable, and its per-item detail bounded."""
+
+    name: str
+    total: int
+    succeeded: int = 0
+    failed: int = 0
+    running: int = 0
+    waiting: int = 0
+    failed_indexes: str | None = Field(None, alias="failedIndexes")
+    """The failed items' indexes as ranges, like a Kubernetes Indexed Job's ``failedIndexes``: ``"3,7,10-12"``."""
+    first_error: str | None = Field(None, alias="firstError")
+
+
 class JobFlowStatus(WireModel):
     """``status``. Upstream's fields, with upstream's JSON names, then ours.
 
     Ours, additive: ``progress`` (``"<ended flows>/<flows>"``, e.g. ``"3/5"``, for a printer column: flows that
     Completed, were Skipped, or failed and were handled), ``waitingFlows`` (see :class:`WaitingFlow`),
-    ``skippedFlows`` (see :class:`SkippedFlow`), ``observedGeneration`` (the ``metadata.generation`` this status
+    ``skippedFlows`` (see :class:`SkippedFlow`), ``fanOuts`` (see :class:`FanOutStatus`), ``observedGeneration`` (the ``metadata.generation`` this status
     was computed from), and ``state.reason``/``state.message`` (see :class:`FlowState`).
     """
 
@@ -292,6 +307,7 @@ class JobFlowStatus(WireModel):
     progress: str | None = None
     waiting_flows: list[WaitingFlow] | None = Field(None, alias="waitingFlows")
     skipped_flows: list[SkippedFlow] | None = Field(None, alias="skippedFlows")
+    fan_outs: list[FanOutStatus] | None = Field(None, alias="fanOuts")
     recheck_seconds: int | None = Field(None, alias="recheckSeconds")
     """Ours: while a deadline or timeout is pending, how often to look again (like ``waitingFlows[]``'s)."""
     rerun: Rerun | None = None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import threading
 
 import pytest
@@ -268,3 +269,21 @@ def test_a_loop_whose_pods_report_0_5_then_0_1_then_0_005_stops_after_the_third_
         "(last result: '0.1')")
     assert sorted(name for name in vcjobs(cluster, namespace) if name.startswith("gives-up-")) == \
         ["gives-up-train-0", "gives-up-train-1"]
+
+
+def test_a_200_item_fan_out_at_parallelism_50_succeeds_and_its_jobflow_stays_small(
+        cluster: LocalCluster, namespace: str, engine) -> None:
+    # CI's size; benchmarks/fan_out.py runs 1,000 (docs/performance.md).
+    apply(cluster, namespace, template("item", run_for="0s"))
+    watcher = VcjobWatch(cluster, namespace, prefix="many-item-")
+    try:
+        apply(cluster, namespace, "apiVersion: flow.volcano.sh/v1alpha1\nkind: JobFlow\nmetadata: {name: many}\n"
+                                  "spec: {flows: [{name: item, forEach: {range: {count: 200}, parallelism: 50}}]}")
+        flow = wait_for_phase(cluster, namespace, "many", "Succeed", timeout=240)
+    finally:
+        watcher.stop()
+    assert watcher.most <= 50
+    assert flow["status"]["fanOuts"] == [{"name": "item", "total": 200, "succeeded": 200, "failed": 0,
+                                          "running": 0, "waiting": 0}]
+    assert len(flow["status"]["completedJobs"]) == 200 and "jobStatusList" not in flow["status"]
+    assert len(json.dumps(flow, separators=(",", ":"))) < 16 * 200 + 4000  # the documented bound, plus metadata

@@ -231,3 +231,51 @@ def test_kubectl_jobflow_status_shows_a_fan_out_as_one_line_with_its_items_count
     line = render(snapshot, now=cluster.now + timedelta(seconds=5)).splitlines()[2]
     assert "items: 1/6 Completed, 1/6 Running, 1/6 Created, 3/6 Waiting" in line
     assert report.phase == "Waiting"
+
+
+def test_a_fan_out_is_summarised_and_its_succeeded_items_are_only_named_even_after_their_vcjobs_are_gone():
+    from jobflow_core.status import index_ranges
+    cluster = Cluster(jobflow("spec: {flows: [{name: s, forEach: {range: {count: 13}}}]}"))
+    cluster.step()
+    for index in range(13):
+        cluster.move_job(f"test-s-{index}", P.FAILED if index in (3, 7, 10, 11, 12) else P.COMPLETED)
+    cluster.step()
+    status = cluster.flow.status
+    [summary] = status.fan_outs
+    assert (summary.total, summary.succeeded, summary.failed, summary.running, summary.waiting) == (13, 8, 5, 0, 0)
+    assert summary.failed_indexes == "3,7,10-12" == index_ranges([12, 3, 11, 7, 10])
+    assert summary.first_error == 'item 3: vcjob "default/test-s-3" is Failed'
+    assert {r.name for r in status.job_status_list} == {f"test-s-{i}" for i in (3, 7, 10, 11, 12)}
+    assert len(status.completed_jobs) == 8 and set(status.conditions) == {r.name for r in status.job_status_list}
+    cluster.jobs.clear()  # every vcjob deleted (a TTL): the status alone remembers them
+    assert cluster.step().creates == []
+    assert cluster.flow.status == status and cluster.phase is JobFlowPhase.FAILED
+
+
+def test_a_thousand_succeeded_items_keep_the_status_small():
+    import json
+    cluster = Cluster(jobflow("spec: {flows: [{name: s, forEach: {range: {count: 1000}, parallelism: 500}}]}"))
+    for _ in range(3):
+        cluster.step()
+        for name in running(cluster):
+            cluster.move_job(name, P.COMPLETED)
+    cluster.step()
+    assert cluster.phase is JobFlowPhase.SUCCEED
+    assert len(json.dumps(cluster.flow.status.to_wire(), default=str)) < 40_000
+
+
+def test_kubectl_jobflow_status_items_lists_each_item_also_those_only_named_in_the_status():
+    from datetime import timedelta
+
+    from kubectl_jobflow.snapshot import take
+    from kubectl_jobflow.status import render
+    cluster = Cluster(jobflow("spec: {flows: [{name: s, forEach: {items: [a, b, c], parallelism: 2}}]}"))
+    cluster.step()
+    cluster.move_job("test-s-0", P.COMPLETED)
+    cluster.step()
+    del cluster.jobs["test-s-0"]  # gone: the status names it in completedJobs only
+    view = render(take(cluster.flow.to_wire(), [job.to_wire() for job in cluster.jobs.values()]),
+                  now=cluster.now + timedelta(seconds=1), items=True)
+    assert view.splitlines()[-5:-3] == ["s:", "ITEM   JOB        PHASE"]
+    assert [line.split() for line in view.splitlines()[-3:]] == [
+        ["0", "test-s-0", "Completed"], ["1", "test-s-1", "Created"], ["2", "test-s-2", "Created"]]
