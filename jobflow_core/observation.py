@@ -45,7 +45,7 @@ from jobflow_core.probes import CheckResult, NetworkCheck, network_checks
 from jobflow_core.reruns import new_request, record, rerun_from
 from jobflow_core.retries import due
 from jobflow_core.validation import SpecError, validate
-from jobflow_core.views import Attempt, FlowNode, FlowView
+from jobflow_core.views import Attempt, FlowNode, FlowView, unit_key
 
 MAX_ATTEMPTS = 1000
 """Attempts of one flow looked for (retries and reruns together); far more than any JobFlow's status could hold."""
@@ -203,8 +203,10 @@ def observe(jobflow: JobFlow, *, jobs: Iterable[VcJob], now: datetime | None = N
             if not observation.deadline_exceeded else "nothing run again: its activeDeadlineSeconds passed"
         return replace(observation, rerun=record(request, accepted=None, previous=previous.rerun, why_not=why))
     accepted = rerun_from(jobflow, request, outcomes=observation.outcomes.of,
-                          attempts={node.name: node.only.current.number if node.phase is not None else 0
-                                    for node in observation.nodes if not node.fan_out})
+                          units={node.name: [(unit.key, unit.current.number if unit.phase is not None else 0,
+                                              category_of(unit.phase) is JobCategory.FAILED)
+                                             for unit in node.units if not unit.placeholder]
+                                 for node in observation.nodes})
     rerun = record(request, accepted=accepted, previous=previous.rerun)
     return _observe(jobflow, owned=owned, foreign=foreign, first=dict(rerun.from_attempt or {}), now=now,
                     probe_results=probe_results or {}, results=results, errors=errors, rerun=rerun)
@@ -232,7 +234,7 @@ def _observe(jobflow: JobFlow, *, owned: Mapping[str, VcJob], foreign: Mapping[s
                 break
             attempts.append(Attempt(number, name, owned.get(name), records.get(name), conditions.get(name)))
         view = FlowView(jobflow=jobflow.name, flow=flow, attempts=tuple(attempts), foreign=None,
-                        first=first.get(flow.name, 1), item=item, placeholder=placeholder)
+                        first=first.get(unit_key(flow.name, item), 1), item=item, placeholder=placeholder)
         wanted = view.next_job_name
         return view if placeholder else replace(view, foreign=None if wanted in owned else foreign.get(wanted))
 

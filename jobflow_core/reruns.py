@@ -8,6 +8,8 @@ accepts a request whose id differs from ``status.rerun.id``:
 * only a ``Failed`` JobFlow is rerun; any other records the id with a message saying why nothing happened;
 * the flows to run again are the named ones (else those that failed) and every flow downstream of them
   (``dependsOn``, transitively), ``finally`` flows included;
+* a failed ``forEach`` or ``repeat`` flow runs again only its failed items (iterations), keyed
+  ``<flow>-<index>``; what succeeded stays;
 * for each of them with a vcjob, the next attempt becomes the first that counts (``status.rerun.fromAttempt``):
   earlier attempts stay in ``jobStatusList`` as history, the flow has not ended, and its retries start afresh.
   Flows that never ran (held or skipped) just run once what they wait for allows.
@@ -17,7 +19,7 @@ events, handlers and retried writes; the next attempts' vcjob names (``<jobflow>
 create repeated after a lost write finds the vcjob it made.
 """
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from jobflow_core.api import RERUN, RERUN_FLOWS
@@ -45,20 +47,26 @@ def new_request(jobflow: JobFlow) -> RerunRequest | None:
 
 
 def rerun_from(jobflow: JobFlow, request: RerunRequest, *, outcomes: Mapping[str, FlowOutcome | None],
-               attempts: Mapping[str, int]) -> dict[str, int]:
-    """For each flow to run again that has had a vcjob: the attempt to start from (its last one's number + 1).
+               units: Mapping[str, Sequence[tuple[str, int, bool]]]) -> dict[str, int]:
+    """For each unit to run again that has had a vcjob: the attempt to start from (its last one's number + 1).
 
-    ``attempts`` gives each flow's last attempt number (0: it never had a vcjob)."""
+    ``units`` gives, per flow, each unit's key (the flow's name; ``<flow>-<index>`` for an item or an iteration),
+    its last attempt number (0: it never had a vcjob) and whether that attempt failed. A failed ``forEach`` or
+    ``repeat`` flow runs again only its failed items (iterations): what succeeded stays; a flow named by the user,
+    or downstream of one that runs again, runs again whole."""
     failed = [name for name, outcome in outcomes.items() if outcome is FlowOutcome.FAILED]
     graph = flow_graph(jobflow)
+    roots = [name for name in (request.flows or failed) if name in units]
     chosen: dict[str, None] = {}
-    pending = [name for name in (request.flows or failed) if name in attempts]
+    pending = list(roots)
     while pending:
         name = pending.pop()
         if name not in chosen:
             chosen[name] = None
             pending.extend(graph.dependents(name))
-    return {name: attempts[name] + 1 for name in chosen if attempts.get(name)}
+    only_failed = set() if request.flows else set(roots)
+    return {key: attempts + 1 for name in chosen for key, attempts, unit_failed in units[name]
+            if attempts and (unit_failed or name not in only_failed)}
 
 
 def record(request: RerunRequest, *, accepted: dict[str, int] | None, previous: Rerun | None,

@@ -22,6 +22,12 @@ from jobflow_core.phase import JobCategory, category_of, is_final
 from jobflow_core.retries import retries
 
 
+def unit_key(flow: str, item: Item | None) -> str:
+    """A unit's name among its JobFlow's units: the flow's, or ``<flow>-<index>`` for an item or an iteration
+    (unique: admission refuses a flow named like that)."""
+    return flow if item is None else f"{flow}-{item.index}"
+
+
 @dataclass(frozen=True)
 class Attempt:
     """One attempt of a unit: its vcjob (live, or only recorded in the previous status)."""
@@ -70,6 +76,10 @@ class FlowView:
     @property
     def name(self) -> str:
         return self.flow.name
+
+    @property
+    def key(self) -> str:
+        return unit_key(self.flow.name, self.item)
 
     @property
     def current(self) -> Attempt:

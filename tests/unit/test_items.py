@@ -279,3 +279,22 @@ def test_kubectl_jobflow_status_items_lists_each_item_also_those_only_named_in_t
     assert view.splitlines()[-5:-3] == ["s:", "ITEM   JOB        PHASE"]
     assert [line.split() for line in view.splitlines()[-3:]] == [
         ["0", "test-s-0", "Completed"], ["1", "test-s-1", "Created"], ["2", "test-s-2", "Created"]]
+
+
+def test_a_rerun_of_a_failed_fan_out_runs_only_its_failed_items_again_and_then_its_dependent():
+    from test_control_flow import ask_rerun
+    cluster = Cluster(jobflow("spec: {flows: [{name: s, forEach: {items: [a, b, c, d]}}, "
+                              "{name: after, dependsOn: {targets: [s]}}]}"))
+    cluster.step()
+    for index in range(4):
+        cluster.move_job(f"test-s-{index}", P.FAILED if index in (1, 3) else P.COMPLETED)
+    cluster.step()
+    assert cluster.phase is JobFlowPhase.FAILED
+    ask_rerun(cluster, "again")
+    result = cluster.step()
+    assert [c.job_name for c in result.creates] == ["test-s-1-r1", "test-s-3-r1"]
+    assert cluster.flow.status.rerun.from_attempt == {"s-1": 2, "s-3": 2}
+    assert cluster.phase is JobFlowPhase.RUNNING
+    for name in ("test-s-1-r1", "test-s-3-r1"):
+        cluster.move_job(name, P.COMPLETED)
+    assert [c.flow for c in cluster.step().creates] == ["after"]
