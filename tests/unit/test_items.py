@@ -298,3 +298,13 @@ def test_a_rerun_of_a_failed_fan_out_runs_only_its_failed_items_again_and_then_i
     for name in ("test-s-1-r1", "test-s-3-r1"):
         cluster.move_job(name, P.COMPLETED)
     assert [c.flow for c in cluster.step().creates] == ["after"]
+
+
+@given(st.integers(min_value=-50, max_value=50), st.integers(min_value=-50, max_value=120),
+       st.integers(min_value=1, max_value=7))
+def test_a_range_is_pythons_range_with_its_end_included(start, end, step):
+    flow = jobflow(f"spec: {{flows: [{{name: a, forEach: {{range: {{start: {start}, end: {end}, step: {step}}}}}}}]}}"
+                   ).spec.flows[0]
+    expansion = expand(flow, params={}, result_of=lambda target: None)
+    assert [item.value for item in expansion.items] == list(range(start, end + 1, step))
+    assert [item.index for item in expansion.items] == list(range(len(expansion.items)))
