@@ -26,7 +26,19 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from jobflow_core import Abort, Create, Delete, Event, Observation, Plan, RefreshTemplate, Release, WriteStatus
+from jobflow_core import (
+    Abort,
+    Create,
+    Delete,
+    Event,
+    Observation,
+    Plan,
+    RecordRuns,
+    RefreshTemplate,
+    Release,
+    WriteStatus,
+)
+from jobflow_core.run_stats import Run, record_runs
 from jobflow_core import observe, plan_observation, templates_needed
 from jobflow_core.api import RECORD_FINALIZER
 from jobflow_core.models import JobFlow, JobTemplate, VcJob
@@ -150,6 +162,8 @@ class Reconciler:
                 case Release(job=job):
                     self.kube.remove_finalizer(job.to_wire(), RECORD_FINALIZER)
                     outcome.released.append(job.name)
+                case RecordRuns(template=template, runs=runs):
+                    self._record_runs(namespace, template, runs)
                 case RefreshTemplate(name=name):
                     self.jobtemplate(namespace, name)
 
@@ -169,6 +183,23 @@ class Reconciler:
 
     def _record(self, raw: dict, event: Event, *, now: datetime) -> None:
         self.kube.record_event(raw, type_=event.type, reason=event.reason, message=event.message, now=now)
+
+    def _record_runs(self, namespace: str, name: str, runs: tuple[Run, ...]) -> None:
+        """Count ended vcjobs in their JobTemplate's statistics; a run already counted is not counted again."""
+        for _ in range(MAX_ATTEMPTS):
+            raw = self.kube.get_jobtemplate(namespace, name)
+            if raw is None:
+                return
+            template = JobTemplate.model_validate(raw)
+            status = record_runs(template.status, runs)
+            if status == template.status:
+                return
+            try:
+                self.kube.replace_jobtemplate_status({**raw, "status": status.to_wire()})
+                return
+            except Conflict:
+                continue
+        raise Conflict(f"JobTemplate {namespace}/{name} kept changing; retry later")
 
     def jobtemplate(self, namespace: str, name: str) -> bool:
         """Refresh ``status.jobDependsOnList`` of a JobTemplate; True when it was written."""

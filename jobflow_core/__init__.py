@@ -35,6 +35,7 @@ from jobflow_core.planner import (
     Create,
     Delete,
     Plan,
+    RecordRuns,
     RefreshTemplate,
     Release,
     WriteStatus,
@@ -44,5 +45,5 @@ from jobflow_core.planner import (
 from jobflow_core.probes import CheckKind, CheckResult, NetworkCheck
 
 __all__ = ["Abort", "CheckKind", "CheckResult", "Create", "Delete", "Event", "EventType", "NetworkCheck", "Observation",
-           "Plan", "Reason", "RefreshTemplate", "Release", "WriteStatus", "observe", "plan", "plan_observation",
+           "Plan", "RecordRuns", "Reason", "RefreshTemplate", "Release", "WriteStatus", "observe", "plan", "plan_observation",
            "templates_needed"]

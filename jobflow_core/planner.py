@@ -22,7 +22,8 @@ events in :mod:`jobflow_core.events`. This module only puts them together:
 * the actions, in the order the shell carries them out: :class:`Create` (each with upstream's ``Created`` event,
   recorded once the create succeeded), :class:`Abort` (a vcjob past the deadline or its flow's timeout),
   :class:`Delete` (``jobRetainPolicy: delete`` once the JobFlow is
-  Succeed; records stay in the status), :class:`WriteStatus` (only when the status changed, with the events of
+  Succeed; records stay in the status), :class:`RecordRuns` (vcjobs that ended, counted in their JobTemplates'
+  statistics before the status records the end), :class:`WriteStatus` (only when the status changed, with the events of
   what is new), :class:`Release` (vcjobs being deleted whose record is now in the status, and orphans), and
   :class:`RefreshTemplate` (JobTemplates whose ``jobDependsOnList`` changed because a vcjob came or went).
 """
@@ -54,6 +55,7 @@ from jobflow_core.naming import has_record_finalizer, template_of
 from jobflow_core.observation import Observation, observe
 from jobflow_core.phase import FlowOutcome, JobCategory, category_of, is_final
 from jobflow_core.probes import DEFAULT_RECHECK_SECONDS, CheckResult, NetworkCheck
+from jobflow_core.run_stats import Run, newly_ended
 from jobflow_core.status import build_status
 from jobflow_core.views import FlowNode
 
@@ -88,6 +90,15 @@ class Delete:
 
 
 @dataclass(frozen=True)
+class RecordRuns:
+    """Count ``runs`` (vcjobs that ended) in JobTemplate ``template``'s statistics (:mod:`jobflow_core.run_stats`),
+    before the status write that records their end."""
+
+    template: str
+    runs: tuple[Run, ...]
+
+
+@dataclass(frozen=True)
 class WriteStatus:
     """PUT ``status`` (with the resourceVersion read), then record ``events``."""
 
@@ -109,8 +120,8 @@ class RefreshTemplate:
     name: str
 
 
-Action = Create | Abort | Delete | WriteStatus | Release | RefreshTemplate
-A = TypeVar("A", Create, Abort, Delete, WriteStatus, Release, RefreshTemplate)
+Action = Create | Abort | Delete | RecordRuns | WriteStatus | Release | RefreshTemplate
+A = TypeVar("A", Create, Abort, Delete, RecordRuns, WriteStatus, Release, RefreshTemplate)
 
 
 @dataclass(frozen=True)
@@ -207,6 +218,7 @@ def plan_observation(
               for decision in starting if decision.manifest is not None),
             *_aborts(observation),
             *(Delete(name) for name in deletes),
+            *(RecordRuns(template, tuple(runs)) for template, runs in sorted(newly_ended(observation).items())),
             *([WriteStatus(status, tuple(_events(observation.jobflow, phase=phase, state=state, skipped=skipped,
                                                  rerun=observation.rerun,
                                                  blocker=blockers[0] if blockers else None)))]

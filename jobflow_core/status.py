@@ -22,6 +22,8 @@ no record and no condition: per-item detail is kept for items that run, failed, 
 so a fan-out of a thousand succeeded items costs about 30 bytes each. (The observation reads such an item back
 from ``completedJobs``.)
 
+``failureRate`` is failed vcjobs over those that ended, every attempt, item and iteration counted.
+
 Then the state (decided by the planner), ``progress`` (flows that ended: Completed, Skipped, or failed and
 handled, over all flows), ``waitingFlows``, ``skippedFlows`` and ``observedGeneration``. Empty lists are left out,
 as Go's ``omitempty`` does.
@@ -106,6 +108,7 @@ def build_status(
             "progress": f"{ended}/{len(observation.nodes)}",
             "waitingFlows": list(waiting) or None,
             "skippedFlows": list(skipped) or None,
+            "failureRate": _failure_rate(known),
             "fanOuts": [_fan_out(node, namespace=observation.jobflow.namespace) for node in observation.nodes
                         if node.flow.for_each is not None and node.items is not None] or None,
             "recheckSeconds": recheck_seconds,
@@ -148,6 +151,14 @@ def _known_jobs(observation: Observation, *, creating: set[str]) -> list[_Known]
             known.append(_Known(record.name, record.state, record, conditions.get(record.name)))
             reported.add(record.name)
     return known
+
+
+def _failure_rate(known: Sequence[_Known]) -> float | None:
+    """Failed vcjobs over vcjobs that ended (attempts, items and iterations alike); None before any ended."""
+    ended = [job for job in known if is_final(job.phase)]
+    if not ended:
+        return None
+    return round(sum(category_of(job.phase) is JobCategory.FAILED for job in ended) / len(ended), 4)
 
 
 def _fan_out(node: FlowNode, *, namespace: str) -> FanOutStatus:

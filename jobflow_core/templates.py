@@ -2,6 +2,7 @@
 
 Upstream's list only ever grew (it had no delete handler) and was never written when it became empty. Here it
 is recomputed from the vcjobs that exist now, so it shrinks when they go; a vcjob being deleted no longer counts.
+The rest of the status (our run statistics, :mod:`jobflow_core.run_stats`) is kept as it is.
 """
 
 from collections.abc import Iterable
@@ -19,7 +20,7 @@ def template_status(template: JobTemplate, /, *, jobs: Iterable[VcJob]) -> JobTe
         and template_of(job) == template.name
         and job.metadata.deletion_timestamp is None
     )
-    return JobTemplateStatus(job_depends_on_list=names)
+    return (template.status or JobTemplateStatus()).model_copy(update={"job_depends_on_list": names})
 
 
 def template_status_changed(template: JobTemplate, new: JobTemplateStatus) -> bool:

@@ -44,7 +44,7 @@ from jobflow_core.models.jobflow import (
     TcpSocket,
     WaitingFlow,
 )
-from jobflow_core.models.jobtemplate import JobTemplate, JobTemplateStatus
+from jobflow_core.models.jobtemplate import JobTemplate, JobTemplateStatus, LastFailure, RecentRun
 from jobflow_core.models.vcjob import (
     JobCondition,
     JobSpec,
@@ -91,6 +91,8 @@ __all__ = [
     "JobStatus",
     "JobTemplate",
     "JobTemplateStatus",
+    "LastFailure",
+    "RecentRun",
     "LifecyclePolicy",
     "NetworkTopologySpec",
     "ObjectMeta",

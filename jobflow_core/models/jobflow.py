@@ -308,6 +308,8 @@ class JobFlowStatus(WireModel):
     waiting_flows: list[WaitingFlow] | None = Field(None, alias="waitingFlows")
     skipped_flows: list[SkippedFlow] | None = Field(None, alias="skippedFlows")
     fan_outs: list[FanOutStatus] | None = Field(None, alias="fanOuts")
+    failure_rate: float | None = Field(None, alias="failureRate")
+    """Ours: failed vcjobs over vcjobs that ended, every attempt and item counted."""
     recheck_seconds: int | None = Field(None, alias="recheckSeconds")
     """Ours: while a deadline or timeout is pending, how often to look again (like ``waitingFlows[]``'s)."""
     rerun: Rerun | None = None

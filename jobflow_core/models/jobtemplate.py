@@ -8,12 +8,42 @@ JobFlow that uses it.
 
 from pydantic import Field
 
-from jobflow_core.models.base import ApiObject, WireModel
+from jobflow_core.models.base import ApiObject, Timestamp, WireModel
 from jobflow_core.models.vcjob import JobSpec
 
 
+class RecentRun(WireModel):
+    """Ours: one finished vcjob made from the template, kept in a bounded window (:mod:`jobflow_core.run_stats`)."""
+
+    name: str
+    uid: str
+    outcome: str
+    """``Succeeded`` or ``Failed``."""
+    seconds: int
+    """From the vcjob's creation to its end."""
+    end_time: Timestamp | None = Field(None, alias="endTime")
+    reason: str | None = None
+
+
+class LastFailure(WireModel):
+    job: str
+    reason: str | None = None
+    time: Timestamp | None = None
+
+
 class JobTemplateStatus(WireModel):
+    """Upstream's ``jobDependsOnList``, then ours: statistics over every vcjob made from the template, by any
+    JobFlow (:mod:`jobflow_core.run_stats`)."""
+
     job_depends_on_list: list[str] | None = Field(None, alias="jobDependsOnList")
+    runs: int | None = None
+    succeeded: int | None = None
+    failed: int | None = None
+    failure_rate: float | None = Field(None, alias="failureRate")
+    duration_p50_seconds: int | None = Field(None, alias="durationP50Seconds")
+    duration_p90_seconds: int | None = Field(None, alias="durationP90Seconds")
+    last_failure: LastFailure | None = Field(None, alias="lastFailure")
+    recent_runs: list[RecentRun] | None = Field(None, alias="recentRuns")
 
 
 class JobTemplate(ApiObject):

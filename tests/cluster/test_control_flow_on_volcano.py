@@ -239,3 +239,50 @@ spec:
     [train] = [r for r in status["jobStatusList"] if r["name"] == "switch-train"]
     assert train["result"] == "accuracy=0.93"  # kept in the status: the pods may go
     assert sorted(vcjobs(cluster, namespace)) == ["switch-deploy", "switch-train"]
+
+
+def diamond_run(name: str, *, fail_c: bool = False) -> str:
+    failing = ("    patch: {jobSpec: {tasks: [{name: main, template: {metadata: {annotations: "
+               "{kwok.jobflow.dev/fail: 'true'}}}, policies: [{event: PodFailed, action: TerminateJob}]}]}}\n"
+               if fail_c else "")
+    return (f"apiVersion: flow.volcano.sh/v1alpha1\nkind: JobFlow\nmetadata: {{name: {name}}}\nspec:\n  flows:\n"
+            "  - {name: a}\n  - {name: b, dependsOn: {targets: [a]}}\n"
+            f"  - name: c\n    dependsOn: {{targets: [b]}}\n{failing}"
+            "  - {name: d, dependsOn: {targets: [b]}}\n  - {name: e, dependsOn: {targets: [c, d]}}\n")
+
+
+def test_job_templates_count_runs_failures_and_durations_across_jobflows_and_replayed_events_change_nothing(
+        cluster: LocalCluster, namespace: str, engine) -> None:
+    from engine import send
+    from jobflow_core.api import JOBFLOW, VCJOB
+    from objects import jobflow as read_jobflow
+
+    apply(cluster, namespace, "---\n".join(template(name) for name in "abcde"))
+    for run in range(1, 4):
+        apply(cluster, namespace, diamond_run(f"run{run}"))
+        wait_for_phase(cluster, namespace, f"run{run}", "Succeed", timeout=90)
+    apply(cluster, namespace, diamond_run("broken", fail_c=True))
+    wait_for_phase(cluster, namespace, "broken", "Failed", timeout=90)
+
+    def stats(name: str) -> dict:
+        found = cluster.custom.get_namespaced_custom_object("flow.volcano.sh", "v1alpha1", namespace,
+                                                           "jobtemplates", name)["status"]
+        return {key: value for key, value in found.items() if key != "jobDependsOnList"}
+
+    cluster.wait_until("c's failed run to be counted", lambda: stats("c").get("runs") == 4, timeout=30)
+    a, c = stats("a"), stats("c")
+    assert (a["runs"], a["succeeded"], a["failed"], a["failureRate"]) == (4, 4, 0, 0.0)
+    assert (c["runs"], c["succeeded"], c["failed"], c["failureRate"]) == (4, 3, 1, 0.25)
+    assert c["lastFailure"]["job"] == "broken-c" and 0 < a["durationP50Seconds"] <= a["durationP90Seconds"] < 30
+    assert stats("e").get("runs") == 3  # e never ran in the broken flow
+    # c failed, of a, b, c and d (d still ends after the failure: FailFast starts nothing new, stops nothing)
+    cluster.wait_until("the JobFlow's failure rate", lambda: read_jobflow(cluster, namespace, "broken")["status"]
+                       .get("failureRate") == 0.25, timeout=30)
+
+    before = {name: stats(name) for name in "abcde"}
+    for _ in range(2):  # every event of every run, delivered again, twice
+        for name in vcjobs(cluster, namespace):
+            assert send(engine.handler.url, VCJOB, namespace, name)[0] < 300
+        for run in ("run1", "run2", "run3", "broken"):
+            assert send(engine.handler.url, JOBFLOW, namespace, run)[0] < 300
+    assert {name: stats(name) for name in "abcde"} == before

@@ -162,7 +162,10 @@ def test_the_diamond_runs_to_succeed_on_vcjob_events_and_deletes_its_jobs(kube):
     for name in kube.names(VCJOB, NS):
         handler.jobflows_of_vcjob(NS, name, controller=None, membership_changed=True)
     assert kube.names(VCJOB, NS) == []
-    assert kube.stored(JOBTEMPLATE, NS, "a")["status"] == {"jobDependsOnList": []}
+    template_status = kube.stored(JOBTEMPLATE, NS, "a")["status"]
+    assert template_status["jobDependsOnList"] == []  # the vcjob is gone; its run stays counted
+    assert (template_status["runs"], template_status["succeeded"], template_status["failureRate"]) == (1, 1, 0.0)
+    assert [run["name"] for run in template_status["recentRuns"]] == ["test-a"]
 
 
 def _done_and(step: list[str]) -> list[str]:
