@@ -308,7 +308,9 @@ def decide_all(observation: Observation, *, templates: Mapping[str, JobTemplate]
 
 
 def templates_needed(observation: Observation) -> list[str]:
-    """The JobTemplates the decisions will read: those of the flows no readiness rule holds back."""
-    return list(dict.fromkeys(view.name for view in observation.candidates
-                              if decide(FlowFacts(view, observation=observation, templates={}, rejections={}),
-                                        READINESS_RULES) is None))
+    """The JobTemplates the plan will read: those of the flows no readiness rule holds back, and, on a JobFlow's
+    first reconcile, every flow's, for its run-time estimate (:mod:`jobflow_core.eta`)."""
+    starting = (view.name for view in observation.candidates
+                if decide(FlowFacts(view, observation=observation, templates={}, rejections={}),
+                          READINESS_RULES) is None)
+    return list(dict.fromkeys([*starting, *observation.estimates_needed()]))

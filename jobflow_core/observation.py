@@ -157,6 +157,14 @@ class Observation:
             needed.update(dict.fromkeys(node.unread for node in self.nodes if node.unread))
         return list(needed)
 
+    def estimates_needed(self) -> list[str]:
+        """The flows whose run time the status does not estimate yet (:mod:`jobflow_core.eta`): their JobTemplates
+        are read once, on the first reconcile of a JobFlow that is not over."""
+        if self.starts_nothing or self.phase in (JobFlowPhase.SUCCEED, JobFlowPhase.FAILED):
+            return []
+        known = {entry.flow for entry in self.previous.estimates or ()}
+        return [node.name for node in self.nodes if node.name not in known]
+
     def with_probe_results(self, results: Mapping[NetworkCheck, CheckResult]) -> "Observation":
         """The same observation, with the answers of :meth:`network_checks` (the spec is not validated again)."""
         return _observe(self.jobflow, owned={job.name: job for job in self.owned}, foreign=self.foreign,

@@ -39,6 +39,7 @@ from jobflow_core.decisions import START_RULES, FlowDecision, Verdict, decide_al
 from jobflow_core.events import Event, EventType, Reason, job_created, phase_changed
 from jobflow_core.jobs import abort_command
 from jobflow_core.models import (
+    Estimate,
     FlowState,
     JobFlow,
     JobFlowPhase,
@@ -55,7 +56,8 @@ from jobflow_core.naming import has_record_finalizer, template_of
 from jobflow_core.observation import Observation, observe
 from jobflow_core.phase import FlowOutcome, JobCategory, category_of, is_final
 from jobflow_core.probes import DEFAULT_RECHECK_SECONDS, CheckResult, NetworkCheck
-from jobflow_core.run_stats import Run, newly_ended
+from jobflow_core.eta import Forecast, estimates_of, forecast
+from jobflow_core.run_stats import Run, expected_seconds, newly_ended
 from jobflow_core.status import build_status
 from jobflow_core.views import FlowNode
 
@@ -201,9 +203,13 @@ def plan_observation(
     skipped = list({decision.view.name: SkippedFlow(name=decision.view.name, job_name=decision.view.job_name,
                                                     reason=decision.reason, message=decision.message)
                     for decision in reversed(decisions) if decision.verdict is Verdict.SKIPPED}.values())[::-1]
+    estimates = _estimates(observation, templates)
+    expected = forecast(observation.jobflow, {node.name: node for node in observation.nodes},
+                        observation.outcomes.of, estimates_of(estimates))
     status = build_status(observation, creating=creating, state=state,
-                          waiting=_waiting_flows(decisions, recheck_seconds=recheck_seconds), skipped=skipped,
-                          recheck_seconds=pending_recheck(observation))
+                          waiting=_waiting_flows(decisions, recheck_seconds=recheck_seconds, expected=expected),
+                          skipped=skipped, recheck_seconds=pending_recheck(observation), estimates=estimates,
+                          forecast=expected)
     previous = observation.jobflow.status
     changed = status.to_wire() != (previous.to_wire() if previous else {})
     deletes = _deletes(observation, phase=phase)
@@ -321,7 +327,18 @@ def pending_recheck(observation: Observation) -> int | None:
     return min((deadline_recheck(seconds) for seconds in clocks), default=None)
 
 
-def _waiting_flows(decisions: Sequence[FlowDecision], *, recheck_seconds: int) -> list[WaitingFlow]:
+def _estimates(observation: Observation, templates: Mapping[str, JobTemplate]) -> list[Estimate]:
+    """``status.estimates``: those recorded, plus, for flows without one whose JobTemplate was read, its median
+    run time (a template that never ran: unknown, recorded without seconds)."""
+    entries = list(observation.previous.estimates or ())
+    for name in observation.estimates_needed():
+        if name in templates:
+            entries.append(Estimate(flow=name, seconds=expected_seconds(templates[name].status)))
+    return entries
+
+
+def _waiting_flows(decisions: Sequence[FlowDecision], *, recheck_seconds: int,
+                   expected: Forecast) -> list[WaitingFlow]:
     """Flows that never had a vcjob and do not start now (nor are skipped): what they wait for, and why."""
     waiting: dict[str, WaitingFlow] = {}
     counts: dict[str, int] = {}
@@ -340,6 +357,7 @@ def _waiting_flows(decisions: Sequence[FlowDecision], *, recheck_seconds: int) -
             waiting_for=list(decision.readiness.waiting_for) or None,
             message=message,
             recheck_seconds=decision.recheck_seconds or (recheck_seconds if probing else None),
+            expected_start=expected.starts.get(view.name) if decision.verdict is Verdict.WAIT else None,
         )
     return [entry.model_copy(update={"message": f"{counts[name]} items wait; the first: {entry.message}"})
             if counts[name] > 1 else entry for name, entry in waiting.items()]

@@ -22,7 +22,9 @@ no record and no condition: per-item detail is kept for items that run, failed, 
 so a fan-out of a thousand succeeded items costs about 30 bytes each. (The observation reads such an item back
 from ``completedJobs``.)
 
-``failureRate`` is failed vcjobs over those that ended, every attempt, item and iteration counted.
+``failureRate`` is failed vcjobs over those that ended, every attempt, item and iteration counted. ``estimates``,
+``expectedCompletion``, ``criticalPath`` and ``waitingFlows[].expectedStart`` are the forecast of
+:mod:`jobflow_core.eta` (the completion and the path only while the JobFlow has not ended).
 
 Then the state (decided by the planner), ``progress`` (flows that ended: Completed, Skipped, or failed and
 handled, over all flows), ``waitingFlows``, ``skippedFlows`` and ``observedGeneration``. Empty lists are left out,
@@ -35,11 +37,14 @@ from types import MappingProxyType
 from typing import Final
 
 from jobflow_core.durations import go_duration
+from jobflow_core.eta import Forecast
 from jobflow_core.models import (
+    Estimate,
     FanOutStatus,
     FlowCondition,
     FlowJobStatus,
     FlowState,
+    JobFlowPhase,
     JobFlowStatus,
     JobRunningHistory,
     JobStatus,
@@ -88,6 +93,8 @@ def build_status(
     waiting: Sequence[WaitingFlow],
     skipped: Sequence[SkippedFlow],
     recheck_seconds: int | None = None,
+    estimates: Sequence[Estimate] = (),
+    forecast: Forecast | None = None,
 ) -> JobFlowStatus:
     """The new status; ``creating`` names the vcjobs this plan creates."""
     known = _known_jobs(observation, creating=set(creating))
@@ -109,6 +116,10 @@ def build_status(
             "waitingFlows": list(waiting) or None,
             "skippedFlows": list(skipped) or None,
             "failureRate": _failure_rate(known),
+            "estimates": list(estimates) or None,
+            "expectedCompletion": forecast.completion if forecast and _open(state) else None,
+            "criticalPath": list(forecast.critical_path) if forecast and forecast.critical_path and _open(state)
+            else None,
             "fanOuts": [_fan_out(node, namespace=observation.jobflow.namespace) for node in observation.nodes
                         if node.flow.for_each is not None and node.items is not None] or None,
             "recheckSeconds": recheck_seconds,
@@ -151,6 +162,11 @@ def _known_jobs(observation: Observation, *, creating: set[str]) -> list[_Known]
             known.append(_Known(record.name, record.state, record, conditions.get(record.name)))
             reported.add(record.name)
     return known
+
+
+def _open(state: FlowState) -> bool:
+    """A JobFlow still expected to end (not Succeed nor Failed): only then is a completion time a forecast."""
+    return state.phase not in (JobFlowPhase.SUCCEED, JobFlowPhase.FAILED)
 
 
 def _failure_rate(known: Sequence[_Known]) -> float | None:

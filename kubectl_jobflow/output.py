@@ -80,6 +80,14 @@ def age(timestamp: str | datetime | None, *, now: datetime) -> str:
     return human_duration((now - when).total_seconds())
 
 
+def expected(when: datetime | None, *, now: datetime) -> str:
+    """A forecast time as a person reads it: ``in 3m``, ``any moment now`` (due or overdue), ``unknown``."""
+    if when is None:
+        return "unknown"
+    seconds = (when - now).total_seconds()
+    return f"in {human_duration(seconds)}" if seconds >= 1 else "any moment now"
+
+
 def utc_now() -> datetime:
     return datetime.now(UTC)
 

@@ -17,6 +17,7 @@ adds the vcjob manifests that would be created.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
@@ -27,7 +28,7 @@ from jobflow_core.models import JobFlow, JobTemplate, VcJob
 from jobflow_core.naming import job_name
 from kubectl_jobflow import documents
 from kubectl_jobflow.errors import CommandError
-from kubectl_jobflow.output import dump, utc_now
+from kubectl_jobflow.output import dump, expected, parse_time, utc_now
 
 if TYPE_CHECKING:
     from kubectl_jobflow.cli import Context
@@ -57,6 +58,10 @@ def _parse(model, body: dict[str, Any], source: str):
 
 def _plan_one(ctx: Context, doc: documents.Document, template_docs: list[documents.Document]) -> dict[str, Any]:
     jobflow: JobFlow = _parse(JobFlow, doc.with_namespace(ctx.namespace), doc.source)
+    now = utc_now()
+    if jobflow.metadata.creation_timestamp is None:  # not created yet: as if created now, for the forecast
+        jobflow = jobflow.model_copy(update={"metadata": jobflow.metadata.model_copy(
+            update={"creation_timestamp": now.replace(microsecond=0)})})
     namespace = jobflow.namespace
     templates: dict[str, JobTemplate] = {}
     origin: dict[str, str] = {}
@@ -72,7 +77,7 @@ def _plan_one(ctx: Context, doc: documents.Document, template_docs: list[documen
         jobs = [VcJob.model_validate(job) for job in ctx.cluster.list(VCJOB, namespace)["items"]
                 if job["metadata"]["name"] in names]
         exists = ctx.cluster.find(JOBFLOW, namespace, jobflow.name) is not None
-    observation = observe(jobflow, jobs=jobs, now=utc_now())
+    observation = observe(jobflow, jobs=jobs, now=now)
     if not ctx.args.local:
         for name in templates_needed(observation):
             if name not in templates:
@@ -94,11 +99,19 @@ def _plan_one(ctx: Context, doc: documents.Document, template_docs: list[documen
         "message": state.message if state else None,
         "start": starts,
         "wait": [{"flow": entry.name, "job": entry.job_name, "waitingFor": entry.waiting_for or [],
-                  "message": entry.message} for entry in result.status.waiting_flows or ()],
+                  "message": entry.message, "expectedStart": _time(entry.expected_start)}
+                 for entry in result.status.waiting_flows or ()],
+        "expectedCompletion": _time(result.status.expected_completion),
+        "criticalPath": result.status.critical_path or [],
+        "now": _time(now),
         "skip": [{"flow": entry.name, "job": entry.job_name, "message": entry.message}
                  for entry in result.status.skipped_flows or ()],
         "jobs": [create.manifest for create in result.creates],
     }
+
+
+def _time(value: datetime | None) -> str | None:
+    return value.strftime("%Y-%m-%dT%H:%M:%SZ") if value else None
 
 
 def _text(item: dict[str, Any]) -> str:
@@ -112,9 +125,15 @@ def _text(item: dict[str, Any]) -> str:
     for start in item["start"]:
         lines.append(f"    {start['flow']}   vcjob {start['job']} from JobTemplate {start['template']}"
                      + (f" ({start['templateFrom']})" if start["templateFrom"] else ""))
+    now = parse_time(item["now"])
     if item["wait"]:
         lines.append("  wait:")
-        lines += [f"    {entry['flow']}   {entry['message']}" for entry in item["wait"]]
+        lines += [f"    {entry['flow']}   {entry['message']}"
+                  + (f" (expected to start {expected(parse_time(entry['expectedStart']), now=now)})"
+                     if entry["expectedStart"] else "") for entry in item["wait"]]
+    if item["expectedCompletion"]:
+        lines.append(f"  expected to end {expected(parse_time(item['expectedCompletion']), now=now)}, critical "
+                     f"path {' -> '.join(item['criticalPath'])} (from earlier runs of its JobTemplates)")
     if item["skip"]:
         lines.append("  skipped (will never run):")
         lines += [f"    {entry['flow']}   {entry['message']}" for entry in item["skip"]]

@@ -55,6 +55,8 @@ class FlowRow:
     replicas: dict[str, int] = field(default_factory=dict)
     waiting_for: list[str] = field(default_factory=list)
     message: str | None = None
+    expected_start: datetime | None = None
+    """For a waiting flow: when it is expected to start (``waitingFlows[].expectedStart``)."""
     ran: str | None = None
     """How long a finished vcjob ran (its ``runningDuration``, e.g. ``4s``); Volcano keeps no pod counts then."""
     items: dict[str, int] = field(default_factory=dict)
@@ -76,6 +78,8 @@ class Snapshot:
     message: str | None
     created: datetime | None
     rows: list[FlowRow]
+    expected_completion: datetime | None = None
+    critical_path: list[str] = field(default_factory=list)
 
     @property
     def ended(self) -> bool:
@@ -133,6 +137,8 @@ def take(jobflow: dict[str, Any], jobs: Iterable[dict[str, Any]], *, now: dateti
         message=state.message if state else None,
         created=flow.metadata.creation_timestamp,
         rows=rows,
+        expected_completion=status.expected_completion,
+        critical_path=list(status.critical_path or ()),
     )
 
 
@@ -180,7 +186,7 @@ def _not_started(name: str, *, waiting: dict[str, WaitingFlow], skipped: dict[st
         return {"phase": SKIPPED, "message": skipped[name].message}
     if name in waiting:
         return {"phase": WAITING, "waiting_for": list(waiting[name].waiting_for or []),
-                "message": waiting[name].message}
+                "message": waiting[name].message, "expected_start": waiting[name].expected_start}
     readiness = observation.readiness.get(name)
     if readiness is None:
         return {"phase": WAITING}

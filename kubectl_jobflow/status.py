@@ -15,7 +15,9 @@ A ``forEach`` flow is one line, its vcjobs ``<jobflow>-<flow>-[0-<n-1>]``, its i
 index, vcjob, phase. A flow is indented by its level in the DAG (the longest chain of flows before it) and ``AFTER`` names what it
 depends on. ``DETAIL`` is the vcjob's pods per task and phase (``taskStatusCount``), how long a finished vcjob ran
 (Volcano drops its pod counts), or, for a flow without a vcjob, what it waits for, in the engine's words
-(``status.waitingFlows``). A line under the header gives the JobFlow's ``state.reason`` and ``message`` when there
+(``status.waitingFlows``), with when it is expected to start; a line under the header says when the JobFlow is
+expected to end and its critical path, when earlier runs of its JobTemplates tell (``status.expectedCompletion``). A
+line under the header gives the JobFlow's ``state.reason`` and ``message`` when there
 is one; a vcjob that no longer exists (``jobRetainPolicy: delete``) is marked ``(deleted)``.
 
 ``--watch`` reads the JobFlow and its vcjobs every ``--interval`` seconds until it is Succeed (exit 0) or Failed
@@ -32,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 from jobflow_core.api import JOBFLOW
 from kubectl_jobflow.errors import CommandError
 from kubectl_jobflow.kube import KubeError
-from kubectl_jobflow.output import age, columns, dump, utc_now
+from kubectl_jobflow.output import age, columns, dump, expected, utc_now
 from kubectl_jobflow.snapshot import FlowRow, Snapshot, take
 
 if TYPE_CHECKING:
@@ -48,6 +50,9 @@ def render(snap: Snapshot, *, now: datetime, items: bool = False) -> str:
            f"age {age(snap.created, now=now)}\n"
     if snap.reason or snap.message:
         head += f"{snap.reason or 'Message'}: {snap.message or ''}\n"
+    if snap.expected_completion:
+        head += f"Expected to end {expected(snap.expected_completion, now=now)}, critical path " \
+                f"{' -> '.join(snap.critical_path)} (from earlier runs of its JobTemplates)\n"
     if not snap.rows:
         return head + "(no flows)\n"
     view = head + columns(HEADERS, [_cells(row, now=now) for row in snap.rows])
@@ -68,7 +73,8 @@ def _cells(row: FlowRow, *, now: datetime) -> list[str]:
             f"{count}/{total} {phase}" for phase, count in row.items.items())
         detail += f"; {row.message}" if row.message else ""
     elif row.phase == "Waiting":
-        detail = row.message or ""
+        detail = (row.message or "") + (f"; expected to start {expected(row.expected_start, now=now)}"
+                                        if row.expected_start else "")
     else:
         detail = tasks_text(row) or (f"ran {row.ran}" if row.ran else "")
     return [tree + row.name, ", ".join(row.after), job, row.phase,
@@ -95,12 +101,14 @@ def as_data(snap: Snapshot, *, now: datetime) -> dict[str, Any]:
     return {
         "namespace": snap.namespace, "name": snap.name, "phase": snap.phase, "progress": snap.progress,
         "reason": snap.reason, "message": snap.message, "creationTimestamp": when(snap.created),
+        "expectedCompletion": when(snap.expected_completion), "criticalPath": snap.critical_path,
         "flows": [
             {"name": row.name, "level": row.level, "after": row.after, "job": row.job, "phase": row.phase,
              "jobExists": row.live, "startTimestamp": when(row.created),
              "ageSeconds": int((now - row.created).total_seconds()) if row.created else None,
              "restarts": row.restarts, "tasks": row.tasks, "replicas": row.replicas,
              "waitingFor": row.waiting_for, "message": row.message, "runningDuration": row.ran,
+             "expectedStart": when(row.expected_start),
              **({"items": row.items} if row.items else {})}
             for row in snap.rows
         ],

@@ -251,6 +251,16 @@ class WaitingFlow(WireModel):
     waiting_for: list[str] | None = Field(None, alias="waitingFor")
     message: str | None = None
     recheck_seconds: int | None = Field(None, alias="recheckSeconds")
+    expected_start: Timestamp | None = Field(None, alias="expectedStart")
+    """Ours: when it is expected to start, from earlier runs of the JobTemplates before it (:mod:`jobflow_core.eta`)."""
+
+
+class Estimate(WireModel):
+    """Ours: how long one vcjob of a flow is expected to run (its JobTemplate's median when the JobFlow first saw
+    it); no ``seconds``: unknown (the template never ran)."""
+
+    flow: str
+    seconds: int | None = None
 
 
 class SkippedFlow(WireModel):
@@ -310,6 +320,9 @@ class JobFlowStatus(WireModel):
     fan_outs: list[FanOutStatus] | None = Field(None, alias="fanOuts")
     failure_rate: float | None = Field(None, alias="failureRate")
     """Ours: failed vcjobs over vcjobs that ended, every attempt and item counted."""
+    estimates: list[Estimate] | None = None
+    expected_completion: Timestamp | None = Field(None, alias="expectedCompletion")
+    critical_path: list[str] | None = Field(None, alias="criticalPath")
     recheck_seconds: int | None = Field(None, alias="recheckSeconds")
     """Ours: while a deadline or timeout is pending, how often to look again (like ``waitingFlows[]``'s)."""
     rerun: Rerun | None = None

@@ -286,3 +286,31 @@ def test_job_templates_count_runs_failures_and_durations_across_jobflows_and_rep
         for run in ("run1", "run2", "run3", "broken"):
             assert send(engine.handler.url, JOBFLOW, namespace, run)[0] < 300
     assert {name: stats(name) for name in "abcde"} == before
+
+
+def test_on_the_third_run_of_a_diamond_the_forecast_is_within_30_percent_of_what_happens(
+        cluster: LocalCluster, namespace: str, engine) -> None:
+    from objects import jobflow as read_jobflow
+
+    apply(cluster, namespace, "---\n".join(template(name, run_for="2s") for name in "abcde"))
+    for run in (1, 2):
+        apply(cluster, namespace, diamond_run(f"warm{run}"))
+        wait_for_phase(cluster, namespace, f"warm{run}", "Succeed", timeout=120)
+    [created] = apply(cluster, namespace, diamond_run("third"))
+    forecast = cluster.wait_until("the third run's forecast", lambda: (read_jobflow(
+        cluster, namespace, "third").get("status") or {}).get("expectedCompletion") and read_jobflow(
+        cluster, namespace, "third")["status"], timeout=30)
+    flow = wait_for_phase(cluster, namespace, "third", "Succeed", timeout=120)
+
+    t0 = stamp(created["metadata"]["creationTimestamp"])
+    jobs = vcjobs(cluster, namespace)
+    actual_end = max(stamp(jobs[f"third-{n}"]["status"]["state"]["lastTransitionTime"]) for n in "abcde")
+    expected_end = stamp(forecast["expectedCompletion"])
+    assert abs((expected_end - t0) / (actual_end - t0) - 1) <= 0.3, (expected_end, actual_end)
+    assert forecast["criticalPath"][:2] == ["a", "b"] and forecast["criticalPath"][-1] == "e"
+    starts = {w["name"]: w["expectedStart"] for w in forecast["waitingFlows"] if "expectedStart" in w}
+    assert set(starts) >= {"c", "d", "e"}
+    for name, when in starts.items():
+        actual = stamp(jobs[f"third-{name}"]["metadata"]["creationTimestamp"]) - t0
+        assert abs((stamp(when) - t0) / actual - 1) <= 0.3, (name, when, actual)
+    assert "expectedCompletion" not in flow["status"]  # over: no forecast left

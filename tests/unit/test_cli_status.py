@@ -107,4 +107,5 @@ def test_the_data_view_has_the_same_facts_for_scripts():
     assert b == {"name": "b", "level": 1, "after": ["a"], "job": "test-b", "phase": "Running", "jobExists": True,
                  "startTimestamp": "2026-01-02T03:06:00Z", "ageSeconds": 240, "restarts": 1,
                  "tasks": {"ps": {"Running": 1}, "worker": {"Pending": 1, "Running": 2, "Succeeded": 1}},
-                 "replicas": {"ps": 1, "worker": 4}, "waitingFor": [], "message": None, "runningDuration": None}
+                 "replicas": {"ps": 1, "worker": 4}, "waitingFor": [], "message": None, "runningDuration": None,
+                 "expectedStart": None}

@@ -218,8 +218,9 @@ def test_the_status_does_not_depend_on_the_time_of_planning():
     assert early == late
 
 
-def test_templates_needed_names_only_the_flows_about_to_start():
-    flow = jobflow(A_AND_B_THEN_C)
+def test_templates_needed_are_every_flows_once_for_the_estimates_then_only_the_flows_about_to_start():
+    assert templates_needed(observe(jobflow(A_AND_B_THEN_C), jobs=[])) == ["a", "b", "c"]
+    flow = jobflow(A_AND_B_THEN_C, status={"estimates": [{"flow": name} for name in "abc"]})
     assert templates_needed(observe(flow, jobs=[])) == ["a", "b"]
     assert templates_needed(observe(flow, jobs=[vcjob(flow, "a", P.COMPLETED), vcjob(flow, "b", P.RUNNING)])) == ["c"]
 
@@ -230,7 +231,7 @@ def test_templates_needed_is_empty_for_a_failed_jobflow():
 
 
 def test_templates_needed_skips_a_flow_whose_job_name_is_taken():
-    flow = jobflow(A_THEN_B)
+    flow = jobflow(A_THEN_B, status={"estimates": [{"flow": "a"}, {"flow": "b"}]})
     assert templates_needed(observe(flow, jobs=[vcjob(flow, "a", owner_uid="someone-else")])) == []
 
 
