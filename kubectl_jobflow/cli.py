@@ -19,7 +19,7 @@ from typing import TextIO
 
 from jobflow_core.api import JOBFLOW, JOBTEMPLATE
 from jobflow_core.conversion import ConversionError
-from kubectl_jobflow import control, convert, graph, plan, resources, status, validate
+from kubectl_jobflow import control, convert, graph, plan, resources, status, timeline, validate
 from kubectl_jobflow.documents import DocumentError
 from kubectl_jobflow.errors import CommandError
 from kubectl_jobflow.kube import Cluster, KubeError, Target, default_namespace
@@ -173,6 +173,11 @@ def build_parser() -> argparse.ArgumentParser:
     _names(sub)
     _file(sub, required=False)
     sub.add_argument("--format", choices=graph.FORMATS, default="text", help="text (default), dot, mermaid, svg")
+
+    sub = command(commands, "timeline", timeline.run, "Failed to draw the timeline",
+                  "each vcjob's pending and running time on one axis, the critical path marked; text or SVG")
+    _names(sub)
+    sub.add_argument("--format", choices=timeline.FORMATS, default="text", help="text (default) or svg")
 
     sub = command(commands, "validate", validate.run, "Failed to validate",
                   "check JobFlows and JobTemplates as the admission webhook does, offline")

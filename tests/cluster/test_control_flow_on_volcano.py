@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import time
+import xml.etree.ElementTree as ET
 from datetime import datetime
 
 import pytest
@@ -314,3 +315,14 @@ def test_on_the_third_run_of_a_diamond_the_forecast_is_within_30_percent_of_what
         actual = stamp(jobs[f"third-{name}"]["metadata"]["creationTimestamp"]) - t0
         assert abs((stamp(when) - t0) / actual - 1) <= 0.3, (name, when, actual)
     assert "expectedCompletion" not in flow["status"]  # over: no forecast left
+    # Where the time went, as kubectl jobflow timeline draws it, in text and SVG.
+    code, output = jobflow_cli(cluster, "timeline", "third", "-n", namespace)
+    assert code == 0, output
+    rows = output.splitlines()[1:-1]
+    assert sorted(row.split("|")[0].strip(" *") for row in rows) == [f"third-{n}" for n in "abcde"]
+    assert all("#" in row.split("|")[1] and "Completed" in row.split("|")[2] for row in rows)  # each ran
+    path = output.splitlines()[-1]
+    assert path.startswith("critical path: a -> b -> ") and path.endswith(" -> e")
+    code, drawing = jobflow_cli(cluster, "timeline", "third", "-n", namespace, "--format", "svg")
+    bars = ET.fromstring(drawing).findall("{http://www.w3.org/2000/svg}g")
+    assert code == 0 and sorted(bar.get("data-job") for bar in bars) == [f"third-{n}" for n in "abcde"]
