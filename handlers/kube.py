@@ -21,6 +21,7 @@ from kubernetes.client.rest import ApiException
 from urllib3.exceptions import HTTPError
 
 from apiclient import connect
+from handlers import metrics
 from jobflow_core.api import COMMAND, JOBFLOW, JOBTEMPLATE, VCJOB, ApiType
 
 COMPONENT = "volcano-jobflow-handler"
@@ -76,20 +77,27 @@ class KubeApi:
                                                           "Content-Type": "application/json"})
         response = self.api.call_api(*request)
         response.read()
+        metrics.API_REQUESTS.labels(method.lower(), "2xx" if 200 <= response.status <= 299
+                                    else str(response.status)).inc()
         if not 200 <= response.status <= 299:
             self.api.response_deserialize(response, {})  # raises the ApiException of that status
         return json.loads(response.data)
 
     def _call(self, fn, *args, missing_ok: bool = False, **kwargs) -> Any:
         self.requests += 1
+        verb = fn.__name__.split("_", 1)[0]  # get, list, create, replace, patch, delete
         try:
-            return fn(*args, **kwargs)
+            result = fn(*args, **kwargs)
         except ApiException as error:
+            metrics.API_REQUESTS.labels(verb, str(error.status)).inc()
             if missing_ok and error.status == 404:
                 return None
             raise _translate(error) from error
         except (HTTPError, OSError) as error:
+            metrics.API_REQUESTS.labels(verb, "unreachable").inc()
             raise _translate(error) from error
+        metrics.API_REQUESTS.labels(verb, "2xx").inc()
+        return result
 
     def _custom(self, verb: str, api_type: ApiType, namespace: str | None, *args: Any, missing_ok: bool = False,
                 **kwargs: Any) -> Any:

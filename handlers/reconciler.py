@@ -38,6 +38,7 @@ from jobflow_core import (
     Release,
     WriteStatus,
 )
+from handlers import metrics
 from jobflow_core.run_stats import Run, record_runs
 from jobflow_core import observe, plan_observation, templates_needed
 from jobflow_core.api import RECORD_FINALIZER
@@ -111,6 +112,8 @@ class Reconciler:
                 self._act(raw, self._plan(observation, learned), outcome, learned, now=now)
                 return outcome
             except (_Again, Conflict) as reason:
+                if isinstance(reason, Conflict):
+                    metrics.CONFLICTS.labels("JobFlow").inc()
                 log.info("%s: %s (attempt %d); re-reading", outcome.jobflow, reason, attempt)
                 raw = None
         raise Conflict(f"JobFlow {namespace}/{name} kept changing during {MAX_ATTEMPTS} attempts; retry later")
@@ -156,6 +159,7 @@ class Reconciler:
                     outcome.deleted.append(job_name)
                 case WriteStatus(status=status, events=events):
                     self.kube.replace_jobflow_status({**raw, "status": status.to_wire()})
+                    metrics.STATUS_WRITES.inc()
                     outcome.status_written = True
                     for event in events:
                         self._record(raw, event, now=now)
@@ -175,10 +179,14 @@ class Reconciler:
             learned.rejections[action.flow] = str(rejected)
             raise _Again(f"vcjob {action.job_name} refused: {rejected}") from rejected
         if not created:
+            metrics.CONFLICTS.labels("vcjob").inc()
             holder = self.kube.get_vcjob(namespace, action.job_name)
             if holder is not None:
                 learned.holders[action.job_name] = VcJob.model_validate(holder)
             raise _Again(f"vcjob {action.job_name} already exists")
+        metrics.VCJOBS_CREATED.inc()
+        if action.ready_since is not None:
+            metrics.DEPENDENCY_LATENCY.observe(max(0.0, (now - action.ready_since).total_seconds()))
         self._record(raw, action.event, now=now)
 
     def _record(self, raw: dict, event: Event, *, now: datetime) -> None:

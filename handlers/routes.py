@@ -10,6 +10,7 @@ from pydantic import ValidationError
 
 from jobflow_core.api import JOBFLOW, JOBTEMPLATE
 
+from handlers import metrics
 from handlers.events import BadEvent, Hint, hint_from_request
 from handlers.kube import Conflict, KubeApi, Unavailable, shared_client
 from handlers.reconciler import Outcome, Reconciler
@@ -47,7 +48,8 @@ def dispatch(reconciler: Reconciler, hint: Hint) -> list[Outcome]:
 def _run(handle):
     """Run a reconcile and turn transient faults into statuses the event bus retries."""
     try:
-        outcomes = handle()
+        with metrics.RECONCILE.time():
+            outcomes = handle()
     except Conflict as error:
         log.warning("conflict: %s", error)
         return _error(409, str(error), retry=True)
@@ -72,15 +74,24 @@ def receive_event():
         hint = hint_from_request(dict(request.headers), request.get_data())
     except BadEvent as error:
         log.warning("rejected event: %s", error)
+        metrics.EVENTS.labels("invalid", "400").inc()
         return _error(400, str(error))
     log.info("event %s %s %s/%s", hint.event_type, hint.about.kind if hint.about else "(all)", hint.namespace,
              hint.name)
-    return _run(lambda: dispatch(_reconciler(), hint))
+    reply = _run(lambda: dispatch(_reconciler(), hint))
+    metrics.EVENTS.labels(hint.event_type or "unknown", str(reply[1])).inc()
+    return reply
 
 
 @bp.post("/resync")
 def resync():
     return _run(lambda: _reconciler().resync())
+
+
+@bp.get("/metrics")
+def prometheus_metrics():
+    body, content_type = metrics.exposition()
+    return body, 200, {"Content-Type": content_type}
 
 
 @bp.get("/healthz")

@@ -40,6 +40,7 @@ from jobflow_core.events import Event, EventType, Reason, job_created, phase_cha
 from jobflow_core.jobs import abort_command
 from jobflow_core.models import (
     Estimate,
+    Flow,
     FlowState,
     JobFlow,
     JobFlowPhase,
@@ -69,6 +70,9 @@ class Create:
     flow: str
     manifest: dict[str, Any]
     event: Event
+    ready_since: datetime | None = None
+    """When the last of the flow's targets ended (for the dependency-latency metric); None: no targets, or not
+    known."""
 
     @property
     def job_name(self) -> str:
@@ -220,7 +224,8 @@ def plan_observation(
                      | {name for job in observation.owned if job.name in deletes if (name := template_of(job))})
     return Plan(
         actions=(
-            *(Create(decision.view.name, decision.manifest, job_created(decision.view.next_job_name))
+            *(Create(decision.view.name, decision.manifest, job_created(decision.view.next_job_name),
+                     _ready_since(observation, decision.view.flow))
               for decision in starting if decision.manifest is not None),
             *_aborts(observation),
             *(Delete(name) for name in deletes),
@@ -235,6 +240,13 @@ def plan_observation(
         status=status,
         decisions=tuple(decisions),
     )
+
+
+def _ready_since(observation: Observation, flow: Flow) -> datetime | None:
+    """When the last target of ``flow`` ended, if it has targets and every end is known."""
+    targets = flow.depends_on.targets if flow.depends_on and flow.depends_on.targets else []
+    ends = [observation.node(target).ended_at for target in targets]
+    return max(ends) if ends and None not in ends else None  # type: ignore[type-var]
 
 
 def _blockers(observation: Observation, decisions: Sequence[FlowDecision]) -> list[Blocker]:
