@@ -14,6 +14,8 @@ Configuration (environment, as Knative's SinkBinding/ContainerSource injects it)
 - ``KUBECONFIG``: the API server is found by kubectl's rules (:func:`apiclient.connect`): ``KUBECONFIG``, else
   ``~/.kube/config``, else the in-cluster service account.
 - ``LOG_LEVEL``: the logging level (default ``INFO``).
+- ``METRICS_PORT``: serve Prometheus metrics at ``/metrics`` on that port (``METRICS_ADDRESS``, default all
+  interfaces); unset, none are served (:mod:`eventsource.metrics`).
 
 Bad configuration stops it at once with exit status 2 and a message saying what to fix; SIGTERM or SIGINT stop it
 with exit status 0. What runs in between is :func:`eventsource.start`.
@@ -31,6 +33,7 @@ import urllib.parse
 import apiclient
 import eventsource
 from eventsource import cloudevent
+from eventsource import metrics as eventsource_metrics
 
 
 def main() -> int:
@@ -53,6 +56,7 @@ def main() -> int:
         senders = int(os.environ.get("SINK_CONCURRENCY", "4"))
         if senders < 1:
             raise ValueError(f"SINK_CONCURRENCY must be at least 1, got {senders}")
+        metrics_port = int(os.environ["METRICS_PORT"]) if os.environ.get("METRICS_PORT") else None
     except ValueError as error:
         print(f"eventsource: bad configuration: {error}", file=sys.stderr)
         return 2
@@ -68,6 +72,9 @@ def main() -> int:
     signal.signal(signal.SIGINT, lambda *_: terminated.set())
     source = eventsource.start(api, sink=sink, namespaces=namespaces, mode=mode, resync_seconds=resync,
                                senders=senders, overrides=overrides, ca_certs=os.environ.get("K_CA_CERTS") or None)
+    if metrics_port is not None:
+        eventsource_metrics.serve(metrics_port, pending=source.outbox.pending,
+                                  address=os.environ.get("METRICS_ADDRESS", "0.0.0.0"))
     terminated.wait()
     # No waiting for the threads: a pending event is only a hint, and the next start announces every object again;
     # a watcher would hold the exit until its current watch request ends (minutes).

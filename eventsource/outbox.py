@@ -20,6 +20,7 @@ import urllib.request
 from collections import OrderedDict
 from collections.abc import Callable
 
+from eventsource import metrics
 from eventsource.cloudevent import Envelope
 
 log = logging.getLogger("eventsource.outbox")
@@ -121,14 +122,18 @@ class Outbox:
             with self._lock:
                 if self._encoded.get(envelope.key, (None,))[0] is envelope:
                     del self._encoded[envelope.key]
+        kind = envelope.api_type.kind
         if status is not None and 200 <= status < 300:
             self.delivered += 1
+            metrics.EVENTS_SENT.labels(kind, "delivered").inc()
             return self.initial_backoff
         if status is not None and status not in RETRIED_STATUSES:
+            metrics.EVENTS_SENT.labels(kind, "dropped").inc()
             log.error("sink rejected %s %s with HTTP %s; dropping it (it will not get better)",
                       envelope.change, envelope.key, status)
             return backoff
         self.failures += 1
+        metrics.EVENTS_SENT.labels(kind, "retried").inc()
         log.warning("sink answered %s for %s %s; retrying in %.1f s", status, envelope.change, envelope.key, backoff)
         self._requeue_unless_newer(envelope)
         with self._lock:  # the object stays ours while we wait, so no other sender retries it early

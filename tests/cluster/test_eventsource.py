@@ -12,6 +12,7 @@ import json
 import os
 import signal
 import subprocess
+import urllib.request
 import sys
 import threading
 import time
@@ -101,10 +102,11 @@ def start_source(cluster: LocalCluster, namespace: str, sink: Sink, tmp_path: Pa
     processes: list[subprocess.Popen] = []
     log = tmp_path / "eventsource.log"
 
-    def start(*, mode: str = "Reference", resync_seconds: float = 600, overrides: str = "") -> None:
+    def start(*, mode: str = "Reference", resync_seconds: float = 600, overrides: str = "",
+              **extra: str) -> None:
         env = {**os.environ, "K_SINK": sink.url, "KUBECONFIG": str(cluster.state.kubeconfig),
                "NAMESPACES": namespace, "EVENT_MODE": mode, "RESYNC_SECONDS": str(resync_seconds),
-               "K_CE_OVERRIDES": overrides}
+               "K_CE_OVERRIDES": overrides, **extra}
         with log.open("w") as output:
             processes.append(subprocess.Popen([sys.executable, "-m", "eventsource"], env=env, stdout=output,
                                               stderr=subprocess.STDOUT))
@@ -313,3 +315,31 @@ def test_after_410_gone_the_watcher_relists_and_announces_the_gap_including_a_de
     finally:
         stop.set()
         thread.join(timeout=15)
+
+
+def test_its_metrics_count_retries_during_an_outage_then_deliveries(cluster, namespace, sink, start_source):
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from devcluster.processes import free_port
+
+    port = free_port()
+
+    def sent() -> dict[tuple[str, str], float]:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as reply:
+                text = reply.read().decode()
+        except OSError:
+            return {}
+        return {(sample.labels["kind"], sample.labels["outcome"]): sample.value
+                for family in text_string_to_metric_families(text) for sample in family.samples
+                if sample.name == "jobflow_eventsource_events_sent_total"} | \
+            {("", "pending"): sample.value for family in text_string_to_metric_families(text)
+             for sample in family.samples if sample.name == "jobflow_eventsource_pending_events"}
+
+    sink.down.set()
+    start_source(METRICS_PORT=str(port), METRICS_ADDRESS="127.0.0.1")
+    create(cluster, namespace, JOBFLOW, "flow")
+    cluster.wait_until("a retry counted", lambda: sent().get(("JobFlow", "retried"), 0) >= 1, timeout=30)
+    sink.down.clear()
+    cluster.wait_until("the delivery counted", lambda: sent().get(("JobFlow", "delivered"), 0) >= 1, timeout=60)
+    assert sent()[("", "pending")] == 0

@@ -1,0 +1,30 @@
+"""The event source's Prometheus metrics, served at ``/metrics`` on ``METRICS_PORT`` when it is set.
+
+==================================================  =======  =============================================
+metric                                              type     what
+==================================================  =======  =============================================
+``jobflow_eventsource_events_sent_total``           counter  events POSTed to the sink, by object ``kind``
+                                                             and ``outcome`` (``delivered``, ``retried``:
+                                                             a transient failure, sent again later;
+                                                             ``dropped``: refused for good, e.g. a 400)
+``jobflow_eventsource_pending_events``              gauge    changes waiting to be sent (one per object)
+==================================================  =======  =============================================
+
+The event source is one long-running process (not scaled to zero), so a gauge of its own queue is honest here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from prometheus_client import Counter, Gauge, start_http_server
+
+EVENTS_SENT = Counter("jobflow_eventsource_events_sent_total", "Events POSTed to the sink, by object kind and outcome",
+                      ["kind", "outcome"])
+PENDING = Gauge("jobflow_eventsource_pending_events", "Changes waiting to be sent to the sink")
+
+
+def serve(port: int, *, pending: Callable[[], int], address: str = "0.0.0.0") -> None:
+    """Serve ``/metrics`` on ``address:port`` from a daemon thread; ``pending`` reports the queue's length."""
+    PENDING.set_function(pending)
+    start_http_server(port, addr=address)
