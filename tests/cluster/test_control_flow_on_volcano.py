@@ -259,9 +259,9 @@ def test_job_templates_count_runs_failures_and_durations_across_jobflows_and_rep
     from objects import jobflow as read_jobflow
 
     apply(cluster, namespace, "---\n".join(template(name) for name in "abcde"))
-    for run in range(1, 4):
-        apply(cluster, namespace, diamond_run(f"run{run}"))
-        wait_for_phase(cluster, namespace, f"run{run}", "Succeed", timeout=90)
+    for number in range(1, 4):
+        apply(cluster, namespace, diamond_run(f"run{number}"))
+        wait_for_phase(cluster, namespace, f"run{number}", "Succeed", timeout=90)
     apply(cluster, namespace, diamond_run("broken", fail_c=True))
     wait_for_phase(cluster, namespace, "broken", "Failed", timeout=90)
 
@@ -284,8 +284,8 @@ def test_job_templates_count_runs_failures_and_durations_across_jobflows_and_rep
     for _ in range(2):  # every event of every run, delivered again, twice
         for name in vcjobs(cluster, namespace):
             assert send(engine.handler.url, VCJOB, namespace, name)[0] < 300
-        for run in ("run1", "run2", "run3", "broken"):
-            assert send(engine.handler.url, JOBFLOW, namespace, run)[0] < 300
+        for name in ("run1", "run2", "run3", "broken"):
+            assert send(engine.handler.url, JOBFLOW, namespace, name)[0] < 300
     assert {name: stats(name) for name in "abcde"} == before
 
 
@@ -295,9 +295,9 @@ def test_on_the_third_run_of_a_diamond_the_forecast_is_within_30_percent_of_what
 
     # Runs of about 6 s: the API server keeps whole seconds, so shorter runs would measure mostly rounding.
     apply(cluster, namespace, "---\n".join(template(name, run_for="5s") for name in "abcde"))
-    for run in (1, 2):
-        apply(cluster, namespace, diamond_run(f"warm{run}"))
-        wait_for_phase(cluster, namespace, f"warm{run}", "Succeed", timeout=180)
+    for number in (1, 2):
+        apply(cluster, namespace, diamond_run(f"warm{number}"))
+        wait_for_phase(cluster, namespace, f"warm{number}", "Succeed", timeout=180)
     [created] = apply(cluster, namespace, diamond_run("third"))
     forecast = cluster.wait_until("the third run's forecast", lambda: (read_jobflow(
         cluster, namespace, "third").get("status") or {}).get("expectedCompletion") and read_jobflow(

@@ -10,7 +10,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from handlers import metrics
 from jobflow_core.api import JOBFLOW, VCJOB
 from test_shell_reconciler import NS, template
-from test_shell_routes import client, kube, send  # noqa: F401 (fixtures)
+from test_shell_routes import client, kube, send  # noqa: F401 (fixtures, used by name)
 
 
 def scrape(client) -> dict[tuple[str, tuple], float]:  # noqa: F811
