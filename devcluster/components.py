@@ -14,6 +14,8 @@ Version notes (measured on the module proxy this project can reach, 2026-11):
 - Knative is not built, only downloaded (``KNATIVE``): its Go modules carry its CRD YAMLs, which the Knative
   manifest tests install (``devcluster/knative.py``). Serving v0.50.0 is knative-v1.23.0; eventing v0.49.2 is
   knative-v1.22.2, the newest eventing release the proxy serves.
+- kube-state-metrics is pinned to v2.16.0, the newest release the proxy serves (v2.13.0, v2.15.0 and v2.16.0 are
+  served; v2.14.0 and v2.17.0 answer 403). Its main package is the module root.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ KUBERNETES_VERSION = "v1.35.3"
 VOLCANO_VERSION = "v1.14.1"
 ETCD_VERSION = "v3.6.5"
 KWOK_VERSION = "v0.8.0"
+KUBE_STATE_METRICS_VERSION = "v2.16.0"
 
 
 @dataclass(frozen=True)
@@ -90,6 +93,16 @@ MODULES: tuple[GoModule, ...] = (
 # Not in MODULES: nothing is built from it and ``make cluster`` never needs it. Its go.mod pins the releases.
 KNATIVE = GoModule(name="knative", upstream="knative.dev/serving and knative.dev/eventing (gomod/knative/go.mod)",
                    binaries={})
+
+
+# Not in MODULES either: only the metrics tests run it (``devcluster/kube_state_metrics.py``), so ``make demo`` does
+# not wait for it. Built the same way, into the same cache, the first time a test asks for it.
+KUBE_STATE_METRICS = GoModule(
+    name="kube-state-metrics",
+    upstream=f"k8s.io/kube-state-metrics/v2 {KUBE_STATE_METRICS_VERSION}",
+    binaries={"kube-state-metrics": "k8s.io/kube-state-metrics/v2"},
+    ldflags=f"-s -w -X github.com/prometheus/common/version.Version={KUBE_STATE_METRICS_VERSION.lstrip('v')}",
+)
 
 
 def module_named(name: str) -> GoModule:

@@ -27,7 +27,8 @@ from ``completedJobs``.)
 :mod:`jobflow_core.eta` (the completion and the path only while the JobFlow has not ended).
 
 Then the state (decided by the planner), ``progress`` (flows that ended: Completed, Skipped, or failed and
-handled, over all flows), ``waitingFlows``, ``skippedFlows`` and ``observedGeneration``. Empty lists are left out,
+handled, over all flows; the same two numbers in ``flowsEnded`` and ``flowsTotal``, for kube-state-metrics, which
+reads numbers only), ``waitingFlows``, ``skippedFlows`` and ``observedGeneration``. Empty lists are left out,
 as Go's ``omitempty`` does.
 """
 
@@ -113,6 +114,8 @@ def build_status(
             "conditions": {job.name: job.condition for job in known if job.condition is not None} or None,
             "state": state,
             "progress": f"{ended}/{len(observation.nodes)}",
+            "flowsEnded": ended,
+            "flowsTotal": len(observation.nodes),
             "waitingFlows": list(waiting) or None,
             "skippedFlows": list(skipped) or None,
             "failureRate": _failure_rate(known),

@@ -315,6 +315,10 @@ class JobFlowStatus(WireModel):
     conditions: dict[str, FlowCondition] | None = None
     state: FlowState | None = None
     progress: str | None = None
+    flows_ended: int | None = Field(None, alias="flowsEnded")
+    """Ours: ``progress``'s numerator as a number (kube-state-metrics exports numbers only)."""
+    flows_total: int | None = Field(None, alias="flowsTotal")
+    """Ours: ``progress``'s denominator as a number."""
     waiting_flows: list[WaitingFlow] | None = Field(None, alias="waitingFlows")
     skipped_flows: list[SkippedFlow] | None = Field(None, alias="skippedFlows")
     fan_outs: list[FanOutStatus] | None = Field(None, alias="fanOuts")

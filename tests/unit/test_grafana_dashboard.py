@@ -1,4 +1,6 @@
-"""The Grafana dashboard (``manifests/grafana/jobflow-dashboard.json``) asks only for metrics we export."""
+"""The Grafana dashboard (``manifests/grafana/jobflow-dashboard.json``) asks only for metrics we export: those of
+our processes (``jobflow_*``) and those kube-state-metrics exports with our custom-resource-state configuration
+(``kube_jobflow_*``, ``kube_jobtemplate_*``), and shows each of them."""
 
 from __future__ import annotations
 
@@ -10,8 +12,10 @@ from prometheus_client import REGISTRY
 
 import eventsource.metrics  # noqa: F401  (registers the event source's metrics)
 import handlers.metrics  # noqa: F401  (registers the handler's metrics)
+from devcluster.kube_state_metrics import metric_names
 
 DASHBOARD = Path(__file__).resolve().parents[2] / "manifests" / "grafana" / "jobflow-dashboard.json"
+METRIC = re.compile(r"\b(?:jobflow|kube_jobflow|kube_jobtemplate)_[a-z0-9_]+")
 SERIES_SUFFIXES = ("_bucket", "_count", "_sum", "_total", "_created")
 
 
@@ -30,15 +34,16 @@ def queries() -> list[tuple[str, str]]:
 
 
 def test_every_query_names_an_exported_metric_and_every_metric_is_on_the_dashboard():
-    names = exported()
+    names = exported() | metric_names()
     shown = set()
     for title, expr in queries():
-        used = re.findall(r"\bjobflow_[a-z_]+", expr)
+        used = METRIC.findall(expr)
         assert used, f"panel {title!r} queries no metric of ours: {expr}"
         for name in used:
             assert name in names, f"panel {title!r} asks for {name}, which nothing exports"
             shown.add(next((name.removesuffix(s) for s in SERIES_SUFFIXES if name.endswith(s)), name))
     families = {family.name for family in REGISTRY.collect() if family.name.startswith("jobflow_")}
+    families |= metric_names()
     assert families <= shown, f"metrics not on the dashboard: {sorted(families - shown)}"
 
 
