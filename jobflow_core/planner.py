@@ -37,6 +37,7 @@ from jobflow_core.deadlines import attempt_deadline, passed
 from jobflow_core.deadlines import recheck_seconds as deadline_recheck
 from jobflow_core.decisions import START_RULES, FlowDecision, Verdict, decide_all
 from jobflow_core.events import Event, EventType, Reason, job_created, phase_changed
+from jobflow_core import notifications
 from jobflow_core.jobs import abort_command
 from jobflow_core.models import (
     Estimate,
@@ -173,16 +174,17 @@ def plan(
     jobflow: JobFlow, /, *, templates: Mapping[str, JobTemplate], jobs: Sequence[VcJob], now: datetime,
     probe_results: Mapping[NetworkCheck, CheckResult] | None = None,
     recheck_seconds: int = DEFAULT_RECHECK_SECONDS,
-    rejections: Mapping[str, str] | None = None,
+    rejections: Mapping[str, str] | None = None, notify: bool = False,
 ) -> Plan:
     """Observe (as of ``now``) and plan in one call (see :func:`plan_observation` for the arguments)."""
     return plan_observation(observe(jobflow, jobs=jobs, now=now, probe_results=probe_results), templates=templates,
-                            recheck_seconds=recheck_seconds, rejections=rejections)
+                            recheck_seconds=recheck_seconds, rejections=rejections, notify=notify)
 
 
 def plan_observation(
     observation: Observation, /, *, templates: Mapping[str, JobTemplate],
     recheck_seconds: int = DEFAULT_RECHECK_SECONDS, rejections: Mapping[str, str] | None = None,
+    notify: bool = False,
 ) -> Plan:
     """Plan one step of the observed JobFlow.
 
@@ -192,7 +194,8 @@ def plan_observation(
     twice gives the same plan. A flow still waiting for a probe tells, in
     ``waitingFlows[].recheckSeconds``, how soon to look again. ``rejections`` maps flows whose vcjob the API
     server refused (Volcano's webhook) to its message: those wait, and say why, until the template or the cluster
-    is fixed.
+    is fixed. With ``notify`` (the shell has a CloudEvents sink), the status also records a notification for each
+    transition it records (:mod:`jobflow_core.notifications`).
     """
     decisions = decide_all(observation, templates=templates, rejections=rejections)
     starting = [decision for decision in decisions if decision.verdict is Verdict.START]
@@ -214,6 +217,7 @@ def plan_observation(
                           waiting=_waiting_flows(decisions, recheck_seconds=recheck_seconds, expected=expected),
                           skipped=skipped, recheck_seconds=pending_recheck(observation), estimates=estimates,
                           forecast=expected)
+    status = notifications.record(observation.jobflow, status, now=observation.now, enabled=notify)
     previous = observation.jobflow.status
     changed = status.to_wire() != (previous.to_wire() if previous else {})
     deletes = _deletes(observation, phase=phase)

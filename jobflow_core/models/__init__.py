@@ -32,6 +32,8 @@ from jobflow_core.models.jobflow import (
     Patch,
     Probe,
     RetainPolicy,
+    Notification,
+    Notifications,
     Rerun,
     Retry,
     ForEach,
@@ -64,6 +66,8 @@ from jobflow_core.models.vcjob import (
 __all__ = [
     "AwaitedOutcome",
     "Backoff",
+    "Notification",
+    "Notifications",
     "Rerun",
     "Retry",
     "ForEach",

@@ -296,6 +296,26 @@ class FanOutStatus(WireModel):
     first_error: str | None = Field(None, alias="firstError")
 
 
+class Notification(WireModel):
+    """Ours: a CloudEvent recorded with the transition it announces, waiting to be delivered
+    (:mod:`jobflow_core.notifications`). ``source`` is the JobFlow's, so it is not stored."""
+
+    id: str
+    type: str
+    subject: str
+    time: Timestamp | None = None
+    data: dict[str, Any] | None = None
+
+
+class Notifications(WireModel):
+    """Ours: ``status.notifications``, the CloudEvents out that are not delivered yet, and how many were recorded
+    (ids are ``<uid>.<sequence>``) or dropped (more than 100 pending)."""
+
+    sequence: int = 0
+    pending: list[Notification] | None = None
+    dropped: int | None = None
+
+
 class JobFlowStatus(WireModel):
     """``status``. Upstream's fields, with upstream's JSON names, then ours.
 
@@ -330,6 +350,7 @@ class JobFlowStatus(WireModel):
     recheck_seconds: int | None = Field(None, alias="recheckSeconds")
     """Ours: while a deadline or timeout is pending, how often to look again (like ``waitingFlows[]``'s)."""
     rerun: Rerun | None = None
+    notifications: Notifications | None = None
     observed_generation: int | None = Field(None, alias="observedGeneration")
 
 

@@ -105,8 +105,10 @@ def vcjob(
 class Cluster:
     """A fake API server plus the shell: it holds one JobFlow and its vcjobs, and carries out plans."""
 
-    def __init__(self, flow: JobFlow, *, templates: dict[str, JobTemplate] | None = None) -> None:
+    def __init__(self, flow: JobFlow, *, templates: dict[str, JobTemplate] | None = None,
+                 notify: bool = False) -> None:
         self.flow = flow
+        self.notify = notify
         self.templates = templates_for(flow) if templates is None else templates
         self.jobs: dict[str, VcJob] = {}
         self.now = T0
@@ -117,7 +119,8 @@ class Cluster:
 
     def step(self) -> Plan:
         """Plan, then create, delete and write the status as the shell would."""
-        result = plan(self.flow, templates=self.templates, jobs=list(self.jobs.values()), now=self.now)
+        result = plan(self.flow, templates=self.templates, jobs=list(self.jobs.values()), now=self.now,
+                      notify=self.notify)
         for create in result.creates:
             self.add_job(create)
         for name in result.deletes:
