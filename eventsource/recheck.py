@@ -3,7 +3,9 @@
 A probe (an HTTP server coming up, a TCP port opening) can start passing without any Kubernetes object changing,
 so no watch event would ever tell the handler to look again; nor does a retry backoff, a deadline or a timeout
 running out. The handler writes, for each flow waiting on a probe or a backoff,
-``status.waitingFlows[].recheckSeconds``, and ``status.recheckSeconds`` while a deadline or timeout is pending; while a JobFlow's last seen status has such entries, this re-announces
+``status.waitingFlows[].recheckSeconds``, and ``status.recheckSeconds`` while a deadline or timeout is pending;
+nor does a CloudEvents sink coming back (``status.notifications.pending``: every
+``DELIVERY_RECHECK_SECONDS``). While a JobFlow's last seen status has such entries, this re-announces
 it (an ``update`` event) every that many seconds (the smallest, if several). A JobFlow that stops waiting, or is
 deleted, is dropped. Nothing is kept but one timer per waiting JobFlow, so this is no busy loop.
 """
@@ -16,6 +18,8 @@ import time
 from eventsource.cloudevent import Change, Envelope
 from eventsource.outbox import Outbox
 from jobflow_core.api import JOBFLOW
+from jobflow_core.notifications import DELIVERY_RECHECK_SECONDS
+from jobflow_core.routing import has_pending_notifications
 
 
 def recheck_seconds(obj: dict) -> float | None:
@@ -24,6 +28,8 @@ def recheck_seconds(obj: dict) -> float | None:
     intervals = [w["recheckSeconds"] for w in waits if isinstance(w, dict) and w.get("recheckSeconds")]
     if isinstance(status.get("recheckSeconds"), (int, float)) and status["recheckSeconds"] > 0:
         intervals.append(status["recheckSeconds"])  # a deadline or timeout that has not run out yet
+    if has_pending_notifications(obj):
+        intervals.append(DELIVERY_RECHECK_SECONDS)  # CloudEvents out the sink has not taken yet
     return float(min(intervals)) if intervals else None
 
 

@@ -23,13 +23,18 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     """The application factory. ``config`` may set ``KUBE`` (a ``KubeApi``) and ``CLOCK`` (tests do).
 
     From the environment: ``PROBE_RECHECK_SECONDS`` (default 10: how often a probe that has not passed yet is
-    looked at again; the status carries it to the event source) and ``PROBE_TIMEOUT_SECONDS`` (default 1).
+    looked at again; the status carries it to the event source), ``PROBE_TIMEOUT_SECONDS`` (default 1), and
+    ``K_SINK``/``K_CE_OVERRIDES``: where to send CloudEvents of each JobFlow's transitions (``handlers.notify``;
+    ``config`` may set ``NOTIFIER`` instead).
     """
     if not logging.getLogger().handlers:
         logging.basicConfig(level=os.environ.get("LOG_LEVEL", "INFO"), format="%(asctime)s %(name)s %(message)s")
     app = Flask(__name__)
     app.config.update(RECHECK_SECONDS=int(os.environ.get("PROBE_RECHECK_SECONDS", "10")),
                       PROBE_TIMEOUT_SECONDS=float(os.environ.get("PROBE_TIMEOUT_SECONDS", "1")))
+    from handlers.notify import Notifier
+
+    app.config.update(NOTIFIER=Notifier.from_environment(os.environ))
     app.config.update(config or {})
     from handlers.admission import bp as admission
     from handlers.routes import bp

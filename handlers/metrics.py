@@ -40,6 +40,8 @@ API_REQUESTS = Counter("jobflow_handler_api_requests_total", "Requests to the AP
 STATUS_WRITES = Counter("jobflow_handler_status_writes_total", "JobFlow status writes that succeeded")
 CONFLICTS = Counter("jobflow_handler_conflicts_total", "Writes that lost a race, by kind", ["kind"])
 VCJOBS_CREATED = Counter("jobflow_handler_vcjobs_created_total", "vcjobs created")
+NOTIFICATIONS = Counter("jobflow_handler_notifications_total",
+                        "CloudEvents out sent to K_SINK, by outcome (delivered, failed: sent again later)", ["outcome"])
 DEPENDENCY_LATENCY = Histogram("jobflow_dependency_latency_seconds",
                                "From a flow's last target ending to its vcjob being created",
                                buckets=LATENCY_BUCKETS)

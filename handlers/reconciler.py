@@ -39,6 +39,8 @@ from jobflow_core import (
     WriteStatus,
 )
 from handlers import metrics
+from handlers.notify import Notifier
+from jobflow_core import notifications
 from jobflow_core.run_stats import Run, record_runs
 from jobflow_core import observe, plan_observation, templates_needed
 from jobflow_core.api import RECORD_FINALIZER
@@ -91,9 +93,10 @@ class _Again(Exception):
 
 class Reconciler:
     def __init__(self, kube: KubeApi, *, clock: Callable[[], datetime], recheck_seconds: int = 10,
-                 probe_timeout: float = 1.0) -> None:
+                 probe_timeout: float = 1.0, notifier: Notifier | None = None) -> None:
         self.kube, self.clock, self.recheck_seconds = kube, clock, recheck_seconds
         self.prober = Prober(kube, timeout=probe_timeout)
+        self.notifier = notifier
 
     def jobflow(self, namespace: str, name: str, *, known: dict | None = None) -> Outcome:
         """Reconcile one JobFlow; ``known`` is a copy of it just read from the API server, if there is one."""
@@ -140,8 +143,8 @@ class Reconciler:
             found = self.kube.get_jobtemplate(namespace, name)
             if found is not None:
                 templates[name] = JobTemplate.model_validate(found)
-        return plan_observation(observation, templates=templates,
-                                recheck_seconds=self.recheck_seconds, rejections=learned.rejections)
+        return plan_observation(observation, templates=templates, recheck_seconds=self.recheck_seconds,
+                                rejections=learned.rejections, notify=self.notifier is not None)
 
     def _act(self, raw: dict, plan: Plan, outcome: Outcome, learned: _Learned, *, now: datetime) -> None:
         namespace = raw["metadata"]["namespace"]
@@ -158,7 +161,7 @@ class Reconciler:
                     self.kube.delete_vcjob(namespace, job_name)
                     outcome.deleted.append(job_name)
                 case WriteStatus(status=status, events=events):
-                    self.kube.replace_jobflow_status({**raw, "status": status.to_wire()})
+                    raw = self.kube.replace_jobflow_status({**raw, "status": status.to_wire()})
                     metrics.STATUS_WRITES.inc()
                     outcome.status_written = True
                     for event in events:
@@ -170,6 +173,26 @@ class Reconciler:
                     self._record_runs(namespace, template, runs)
                 case RefreshTemplate(name=name):
                     self.jobtemplate(namespace, name)
+        self._notify(raw)
+
+    def _notify(self, raw: dict) -> None:
+        """Send what the status as it now stands holds for the sink (only written transitions are there), then
+        remove what the sink took. A drain write that loses a race is let go: the next reconcile sends those again,
+        with the same ids."""
+        status = JobFlow.model_validate(raw).status
+        queued = notifications.pending(status)
+        if self.notifier is None or not queued:
+            return
+        sent = self.notifier.send(raw["metadata"]["namespace"], raw["metadata"]["name"], queued)
+        if not sent:
+            return
+        try:
+            self.kube.replace_jobflow_status({**raw, "status": notifications.delivered(status, sent).to_wire()})
+            metrics.STATUS_WRITES.inc()
+        except Conflict:
+            metrics.CONFLICTS.labels("JobFlow").inc()
+            log.info("%s/%s: notifications sent, but their removal lost a race; they go out again later",
+                     raw["metadata"]["namespace"], raw["metadata"]["name"])
 
     def _create(self, raw: dict, action: Create, learned: _Learned, *, now: datetime) -> None:
         namespace = raw["metadata"]["namespace"]

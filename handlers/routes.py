@@ -25,7 +25,8 @@ def _reconciler() -> Reconciler:
     kube = current_app.config.get("KUBE") or KubeApi(shared_client())
     clock = current_app.config.get("CLOCK") or (lambda: datetime.now(UTC))
     return Reconciler(kube, clock=clock, recheck_seconds=current_app.config["RECHECK_SECONDS"],
-                      probe_timeout=current_app.config["PROBE_TIMEOUT_SECONDS"])
+                      probe_timeout=current_app.config["PROBE_TIMEOUT_SECONDS"],
+                      notifier=current_app.config.get("NOTIFIER"))
 
 
 def _error(status: int, message: str, **extra: object):

@@ -48,6 +48,10 @@ from jobflow_core.models import JobFlow, JobFlowPhase, JobFlowStatus, Notificati
 from jobflow_core.naming import is_job_of_flow
 
 TYPE_PREFIX: Final = "sh.volcano.flow."
+TYPES: Final = tuple(TYPE_PREFIX + kind for kind in (
+    "jobflow.started", "jobflow.resumed", "jobflow.suspended", "jobflow.succeeded", "jobflow.failed",
+    "job.created", "job.retried", "job.completed", "job.failed", "job.skipped"))
+"""Every type a notification can have (the table above)."""
 MAX_PENDING: Final = 100
 DELIVERY_RECHECK_SECONDS: Final = 5
 """How often the event source re-announces a JobFlow whose status holds notifications not delivered yet."""

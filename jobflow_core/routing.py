@@ -82,10 +82,16 @@ def waits_for_template(jobflow: Json, template: str) -> bool:
 
 
 def can_change(jobflow: Json) -> bool:
-    """Everything is worth a look but a Succeed JobFlow that keeps its jobs: that one cannot change any more."""
+    """Everything is worth a look but a Succeed JobFlow that keeps its jobs and has no notification left to send:
+    that one cannot change any more."""
     phase = _get(_get(_get(jobflow, "status"), "state"), "phase")
     policy = _get(_get(jobflow, "spec"), "jobRetainPolicy")
-    return not (phase == JobFlowPhase.SUCCEED and policy != RetainPolicy.DELETE)
+    return not (phase == JobFlowPhase.SUCCEED and policy != RetainPolicy.DELETE) or has_pending_notifications(jobflow)
+
+
+def has_pending_notifications(jobflow: Json) -> bool:
+    """Whether the JobFlow's status holds CloudEvents out not delivered yet (:mod:`jobflow_core.notifications`)."""
+    return bool(_list(_get(_get(_get(jobflow, "status"), "notifications"), "pending")))
 
 
 def orphan_to_release(job: VcJob, *, jobflow_uids: Collection[str]) -> bool:

@@ -241,6 +241,24 @@ class PingSourceSpec(SourceSpec):
         return value
 
 
+class TrackerReference(Strict):  # knative.dev/pkg tracker.Reference: name or selector, not both
+    apiVersion: str
+    kind: str
+    namespace: str | None = None
+    name: str | None = None
+    selector: LabelSelector | None = None
+
+    @model_validator(mode="after")
+    def _name_or_selector(self) -> TrackerReference:
+        if (self.name is None) == (self.selector is None):
+            raise ValueError("subject: expected exactly one of name and selector")
+        return self
+
+
+class SinkBindingSpec(SourceSpec):  # SourceSpec plus duckv1.BindingSpec
+    subject: TrackerReference
+
+
 class ContainerSourceSpec(SourceSpec):
     # A core PodTemplateSpec, open in the CRD: the cluster tests dry-run it as a Pod with strict field validation.
     template: dict[str, Any]
@@ -396,6 +414,10 @@ class ContainerSource(Object):
     spec: ContainerSourceSpec
 
 
+class SinkBinding(Object):
+    spec: SinkBindingSpec
+
+
 MODELS: dict[tuple[str, str], type[Object]] = {
     ("serving.knative.dev/v1", "Service"): Service,
     ("eventing.knative.dev/v1", "Broker"): Broker,
@@ -403,6 +425,7 @@ MODELS: dict[tuple[str, str], type[Object]] = {
     ("sources.knative.dev/v1", "ApiServerSource"): ApiServerSource,
     ("sources.knative.dev/v1", "PingSource"): PingSource,
     ("sources.knative.dev/v1", "ContainerSource"): ContainerSource,
+    ("sources.knative.dev/v1", "SinkBinding"): SinkBinding,
 }
 KNATIVE_GROUPS = ("serving.knative.dev/", "eventing.knative.dev/", "sources.knative.dev/", "messaging.knative.dev/",
                   "flows.knative.dev/", "sinks.knative.dev/")

@@ -36,7 +36,7 @@ def test_every_knative_object_has_only_fields_knative_knows(key: str) -> None:
 
 def test_both_wirings_have_the_kinds_the_models_cover() -> None:
     assert {key.split("/")[0] for key in knative_objects()} == {
-        "Service", "Broker", "Trigger", "ApiServerSource", "PingSource", "ContainerSource"}
+        "Service", "Broker", "Trigger", "ApiServerSource", "PingSource", "ContainerSource", "SinkBinding"}
 
 
 def _parent(doc: dict, path: tuple) -> dict | list:

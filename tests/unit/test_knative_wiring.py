@@ -8,6 +8,7 @@ Service's command, run here as Knative would run it, answers its readiness probe
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 import subprocess
@@ -293,3 +294,50 @@ def test_the_knative_guides_example_for_other_buses_is_an_event_the_handler_read
 
     assert (hint.about, hint.namespace, hint.name) == (JOBFLOW, "default", "test")
     assert words[words.index("-X") + 2] == f"http://{HANDLER}.{handler()['metadata']['namespace']}.svc.cluster.local/"
+
+
+# --- CloudEvents out ---------------------------------------------------------------------------------------------
+
+def matches(filters: list[dict], attributes: dict[str, str]) -> bool:
+    """Whether an event with ``attributes`` passes a Trigger's ``filters`` (the dialects our Triggers use)."""
+    def one(item: dict) -> bool:
+        if "any" in item:
+            return any(one(sub) for sub in item["any"])
+        if "all" in item:
+            return all(one(sub) for sub in item["all"])
+        exact = all(attributes.get(k) == v for k, v in (item.get("exact") or {}).items())
+        prefix = all((attributes.get(k) or "").startswith(v) for k, v in (item.get("prefix") or {}).items())
+        assert set(item) <= {"exact", "prefix"}, f"a dialect this test does not evaluate: {item}"
+        return exact and prefix
+    return all(one(item) for item in filters)
+
+
+@pytest.mark.parametrize("directory", RENDERS)
+def test_the_sinkbinding_gives_the_handler_a_k_sink_into_the_broker_with_valid_overrides(directory: str) -> None:
+    from eventsource.cloudevent import parse_overrides
+
+    [binding] = of_kind(directory, "SinkBinding")
+    assert binding["spec"]["subject"] == {"apiVersion": "serving.knative.dev/v1", "kind": "Service",
+                                          "name": HANDLER}
+    [broker] = of_kind(directory, "Broker")
+    assert binding["spec"]["sink"]["ref"] == {"apiVersion": "eventing.knative.dev/v1", "kind": "Broker",
+                                              "name": broker["metadata"]["name"]}
+    assert parse_overrides(json.dumps(binding["spec"]["ceOverrides"]))  # what the handler reads from K_CE_OVERRIDES
+
+
+@pytest.mark.parametrize("directory", RENDERS)
+def test_notifications_never_reach_the_handler_and_the_example_trigger_takes_exactly_the_failures(
+        directory: str) -> None:
+    from jobflow_core.notifications import TYPES
+
+    triggers = of_kind(directory, "Trigger")
+    services = {doc["metadata"]["name"] for doc in of_kind(directory, "Service")}
+    for trigger in triggers:
+        taken = {type_ for type_ in TYPES if matches(trigger["spec"]["filters"], {"type": type_, "source": "/apis/"
+                                                                                 "flow.volcano.sh/v1alpha1/x"})}
+        subscriber = trigger["spec"]["subscriber"]["ref"]["name"]
+        assert subscriber in services
+        if subscriber == HANDLER:
+            assert not taken, f"{trigger['metadata']['name']} would send our own notifications to the handler"
+        elif trigger["metadata"]["name"] == "jobflow-failures":
+            assert taken == {"sh.volcano.flow.jobflow.failed", "sh.volcano.flow.job.failed"}

@@ -1,0 +1,78 @@
+"""Send the JobFlow's pending notifications (``status.notifications``) to the CloudEvents sink, the Knative way.
+
+The sink is ``K_SINK`` (which a Knative SinkBinding injects into the handler's pods, e.g. a Broker's address); the
+optional ``K_CE_OVERRIDES`` (``{"extensions": {"name": "value"}}``) adds extensions to every event, as it does for
+Knative's own sources. Without ``K_SINK`` nothing is recorded or sent.
+
+Events go out in binary HTTP mode, one POST each, in the order they were recorded, and sending stops at the first
+one the sink does not accept (a non-2xx reply, a timeout, no connection), so a consumer sees them in order. Only
+the ids the sink accepted are returned: the reconciler then removes exactly those from the status; the rest are
+sent again by a later reconcile (:mod:`jobflow_core.notifications` says when that comes).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import urllib.error
+import urllib.request
+from collections.abc import Mapping, Sequence
+
+from cloudevents.core.bindings.http import to_binary_event
+from cloudevents.core.v1.event import CloudEvent
+
+from eventsource.cloudevent import parse_overrides
+from handlers import metrics
+from jobflow_core.models import Notification
+from jobflow_core.notifications import source
+
+log = logging.getLogger("handlers.notify")
+
+
+class Notifier:
+    def __init__(self, sink: str, *, overrides: Mapping[str, str] | None = None, timeout: float = 2.0) -> None:
+        self.sink, self.overrides, self.timeout = sink, dict(overrides or {}), timeout
+
+    @classmethod
+    def from_environment(cls, env: Mapping[str, str]) -> Notifier | None:
+        """The notifier ``K_SINK`` asks for, or None; a malformed ``K_CE_OVERRIDES`` stops the start with why."""
+        sink = (env.get("K_SINK") or "").strip()
+        if not sink:
+            return None
+        return cls(sink, overrides=parse_overrides(env.get("K_CE_OVERRIDES")),
+                   timeout=float(env.get("K_SINK_TIMEOUT_SECONDS", "2")))
+
+    def send(self, namespace: str, jobflow: str, pending: Sequence[Notification]) -> set[str]:
+        """POST ``pending`` in order; the ids the sink accepted (stopping at the first it did not)."""
+        accepted: set[str] = set()
+        for notification in pending:
+            headers, body = self.encode(namespace, jobflow, notification)
+            request = urllib.request.Request(self.sink, data=body, headers=headers, method="POST")
+            try:
+                with urllib.request.urlopen(request, timeout=self.timeout):
+                    pass  # any 2xx; urllib raises for the rest
+            except (urllib.error.URLError, OSError) as error:
+                metrics.NOTIFICATIONS.labels("failed").inc()
+                log.info("%s/%s: sink %s did not take %s (%s); sent again on a later reconcile", namespace,
+                         jobflow, self.sink, notification.id, error)
+                break
+            metrics.NOTIFICATIONS.labels("delivered").inc()
+            accepted.add(notification.id)
+        return accepted
+
+    def encode(self, namespace: str, jobflow: str, notification: Notification) -> tuple[dict[str, str], bytes]:
+        attributes = {
+            "specversion": "1.0",
+            "id": notification.id,
+            "source": source(namespace, jobflow),
+            "type": notification.type,
+            "subject": notification.subject,
+            "datacontenttype": "application/json",
+            "namespace": namespace,
+            "jobflow": jobflow,
+            **({"time": notification.time} if notification.time else {}),
+            **self.overrides,
+        }
+        data = json.loads(json.dumps(notification.data or {}, default=str))
+        message = to_binary_event(CloudEvent(attributes, data))
+        return dict(message.headers), message.body
