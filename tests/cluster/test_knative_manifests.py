@@ -137,7 +137,7 @@ def test_the_pods_knative_makes_are_admitted_under_the_restricted_pod_security_s
     pods = pods_knative_makes(rendered(cluster, "knative", namespace) +
                               rendered(cluster, "knative/eventsource", namespace))
     assert sorted(pods) == ["containersource-jobflow-eventsource", "service-jobflow-dead-letters",
-                            "service-jobflow-handler"]
+                            "service-jobflow-failures", "service-jobflow-handler"]
     for pod in pods.values():
         result = kubectl(cluster, "create", "--dry-run=server", "--validate=strict", "-n", namespace, "-f", "-",
                          stdin=yaml.safe_dump({"apiVersion": "v1", "kind": "Pod", **pod}))
