@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Collection
+from itertools import takewhile
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -148,6 +149,7 @@ class Reconciler:
 
     def _act(self, raw: dict, plan: Plan, outcome: Outcome, learned: _Learned, *, now: datetime) -> None:
         namespace = raw["metadata"]["namespace"]
+        held = {notification.id for notification in notifications.pending(JobFlow.model_validate(raw).status)}
         outcome.phase = plan.status.state.phase if plan.status.state else None
         for action in plan.actions:
             match action:
@@ -173,26 +175,42 @@ class Reconciler:
                     self._record_runs(namespace, template, runs)
                 case RefreshTemplate(name=name):
                     self.jobtemplate(namespace, name)
-        self._notify(raw)
+        self._notify(raw, held=held, now=now)
 
-    def _notify(self, raw: dict) -> None:
+    def _notify(self, raw: dict, *, held: set[str], now: datetime) -> None:
         """Send what the status as it now stands holds for the sink (only written transitions are there), then
-        remove what the sink took. A drain write that loses a race is let go: the next reconcile sends those again,
-        with the same ids."""
+        remove what the sink took (re-reading after a lost race; should that keep failing, a later reconcile sends
+        them again, with the same ids).
+
+        Notifications that another reconcile wrote (``held``: in the status read) less than
+        :data:`~jobflow_core.notifications.SENDER_GRACE_SECONDS` ago are left to it for now, in order: the one that
+        wrote them is sending them at this moment, and a second sender would only duplicate them."""
+        if self.notifier is None:
+            return
         status = JobFlow.model_validate(raw).status
-        queued = notifications.pending(status)
-        if self.notifier is None or not queued:
+        queued = list(takewhile(lambda n: notifications.due(n, now=now, ours=n.id not in held),
+                                notifications.pending(status)))
+        if not queued:
             return
-        sent = self.notifier.send(raw["metadata"]["namespace"], raw["metadata"]["name"], queued)
-        if not sent:
-            return
-        try:
-            self.kube.replace_jobflow_status({**raw, "status": notifications.delivered(status, sent).to_wire()})
-            metrics.STATUS_WRITES.inc()
-        except Conflict:
-            metrics.CONFLICTS.labels("JobFlow").inc()
-            log.info("%s/%s: notifications sent, but their removal lost a race; they go out again later",
-                     raw["metadata"]["namespace"], raw["metadata"]["name"])
+        namespace, name = raw["metadata"]["namespace"], raw["metadata"]["name"]
+        sent = self.notifier.send(namespace, name, queued)
+        for _ in range(MAX_ATTEMPTS if sent else 0):  # remove what was sent, re-reading after a lost race
+            status = JobFlow.model_validate(raw).status
+            drained = notifications.delivered(status, sent)
+            if drained == status:
+                return
+            try:
+                self.kube.replace_jobflow_status({**raw, "status": drained.to_wire()})
+                metrics.STATUS_WRITES.inc()
+                return
+            except Conflict:
+                metrics.CONFLICTS.labels("JobFlow").inc()
+                raw = self.kube.get_jobflow(namespace, name)
+                if raw is None:
+                    return
+        if sent:
+            log.info("%s/%s: notifications sent, but their removal kept losing races; they go out again later",
+                     namespace, name)
 
     def _create(self, raw: dict, action: Create, learned: _Learned, *, now: datetime) -> None:
         namespace = raw["metadata"]["namespace"]

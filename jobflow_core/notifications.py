@@ -8,7 +8,9 @@ write* that records it (``status.notifications``, a transactional outbox):
 * it is sent only after that write succeeded (the shell sends what the written status holds);
 * it is delivered at least once: the shell removes it from ``pending`` only after the sink accepted it (a 2xx);
   one the sink refused stays, and every later reconcile sends it again (the event source re-announces a JobFlow
-  with pending notifications every :data:`DELIVERY_RECHECK_SECONDS`, the periodic resync looks at them too);
+  with pending notifications every :data:`DELIVERY_RECHECK_SECONDS`, the periodic resync looks at them too),
+  once :data:`SENDER_GRACE_SECONDS` passed since it was recorded (:func:`due`: before that, its writer is sending
+  it, and a second sender would only make a duplicate);
 * its ``id`` is ``<JobFlow uid>.<sequence>``, fixed when it is recorded, so a duplicate delivery carries the same
   id and a consumer can de-duplicate.
 
@@ -34,10 +36,10 @@ type (after the prefix)       when                                              
 ============================  ======================================================  ===================
 
 In one write they come in this order: ``jobflow.started``/``resumed``, the vcjobs that ended (each preceded by its
-``job.created`` when it was never recorded before), those created, the skipped flows, then ``jobflow.succeeded``/``failed``/``suspended``. ``pending`` holds at most
-:data:`MAX_PENDING`: beyond that (a sink down for a long time) the oldest are dropped and counted in
-``notifications.dropped``. Nothing is recorded unless the handler has a sink (``K_SINK``): then the status keeps
-whatever it held.
+``job.created`` when it was never recorded before), those created, the skipped flows, then
+``jobflow.succeeded``/``failed``/``suspended``. ``pending`` holds at most :data:`MAX_PENDING`: beyond that (a sink
+down for a long time) the oldest are dropped and counted in ``notifications.dropped``. Nothing is recorded unless
+the handler has a sink (``K_SINK``): then the status keeps whatever it held.
 """
 
 from collections.abc import Iterator
@@ -55,6 +57,10 @@ TYPES: Final = tuple(TYPE_PREFIX + kind for kind in (
 MAX_PENDING: Final = 100
 DELIVERY_RECHECK_SECONDS: Final = 5
 """How often the event source re-announces a JobFlow whose status holds notifications not delivered yet."""
+SENDER_GRACE_SECONDS: Final = 3
+"""For this long after a notification was recorded, only the reconcile that recorded it sends it: the watch event
+of that very write wakes other reconciles at once, which would only send a duplicate. (Shorter than
+:data:`DELIVERY_RECHECK_SECONDS`, so a notification its writer could not deliver goes out at the next wake-up.)"""
 
 _ENDED_PHASES = frozenset({JobFlowPhase.SUCCEED, JobFlowPhase.FAILED, JobFlowPhase.TERMINATING})
 _IDLE = frozenset({None, JobFlowPhase.PENDING})
@@ -87,6 +93,12 @@ def delivered(status: JobFlowStatus, ids: set[str]) -> JobFlowStatus:
         return status
     rest = [notification for notification in held.pending or () if notification.id not in ids]
     return status.model_copy(update={"notifications": held.model_copy(update={"pending": rest or None})})
+
+
+def due(notification: Notification, *, now: datetime, ours: bool) -> bool:
+    """Whether a reconcile at ``now`` sends ``notification``: always the ones it recorded itself (``ours``); those
+    of another reconcile once :data:`SENDER_GRACE_SECONDS` have passed."""
+    return ours or notification.time is None or (now - notification.time).total_seconds() >= SENDER_GRACE_SECONDS
 
 
 def pending(status: JobFlowStatus | None) -> list[Notification]:

@@ -78,3 +78,15 @@ def test_a_jobflow_with_undelivered_notifications_is_woken_and_resynced_even_whe
     holding = {**succeeded, "status": {**succeeded["status"], "notifications": {"sequence": 3,
                                                                                 "pending": [{"id": "u.3"}]}}}
     assert recheck_seconds(holding) == DELIVERY_RECHECK_SECONDS and can_change(holding)
+
+
+def test_another_reconciles_fresh_notifications_are_left_to_it_and_sent_once_the_grace_passed():
+    from datetime import timedelta
+
+    from jobflow_core.notifications import SENDER_GRACE_SECONDS, due
+
+    recorded = NOTICES[0].time
+    assert due(NOTICES[0], now=recorded, ours=True)
+    assert not due(NOTICES[0], now=recorded + timedelta(seconds=SENDER_GRACE_SECONDS - 1), ours=False)
+    assert due(NOTICES[0], now=recorded + timedelta(seconds=SENDER_GRACE_SECONDS), ours=False)
+    assert SENDER_GRACE_SECONDS < DELIVERY_RECHECK_SECONDS  # the next wake-up after a failure sends it
