@@ -9,13 +9,16 @@ Understood events (anything else is answered 400, because retrying it cannot hel
 - Any other CloudEvent whose extensions or data name a JobFlow, JobTemplate or vcjob in that way (other buses).
 - ``dev.knative.sources.ping`` (PingSource) and ``dev.volcano.jobflow.resync``: reconcile every unfinished JobFlow.
 
-Only the identity is taken from the event. Its payload is never trusted as the object's state: events can be
+The identity is checked before any URL is built from it: a namespace must be a DNS-1123 label and a name a DNS-1123
+subdomain (what the API server allows), so an event naming namespace ``..`` cannot turn a namespaced request into a
+cluster-wide one. Only the identity is taken from the event. Its payload is never trusted as the object's state: events can be
 duplicated, reordered or forged, so the reconciler always re-reads the truth from the API server.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +29,8 @@ from jobflow_core.api import API_TYPES, ApiType, api_type_of
 from jobflow_core.routing import controller_name
 
 RESYNC_TYPES = frozenset({"dev.knative.sources.ping", "dev.volcano.jobflow.resync"})
+DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
+DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 
 
 class BadEvent(ValueError):
@@ -52,6 +57,8 @@ class Hint:
 def parse_cloudevent(headers: dict[str, str], body: bytes) -> Any:
     try:
         return from_http_event(HTTPMessage(headers, body))
+    except RecursionError:
+        raise BadEvent("the JSON is nested too deeply to be a CloudEvent about a Kubernetes object") from None
     except (BaseCloudEventException, ValueError, TypeError, AttributeError, KeyError) as error:
         raise BadEvent(f"not a valid CloudEvent (binary or structured HTTP mode): {error}") from None
 
@@ -61,7 +68,7 @@ def _data_dict(event: Any) -> dict[str, Any]:
     if isinstance(data, (bytes, str)) and data:
         try:
             data = json.loads(data)
-        except ValueError:
+        except (ValueError, RecursionError):
             return {}
     return data if isinstance(data, dict) else {}
 
@@ -86,6 +93,12 @@ def hint_from(event: Any) -> Hint:
     if not (isinstance(name, str) and name and isinstance(namespace, str) and namespace):
         raise BadEvent(f"event {event.get_id()!r} names a {kind} but not its namespace and name: set the "
                        "`namespace` and `name` extensions (or data fields)")
+    if not DNS_LABEL.fullmatch(namespace):
+        raise BadEvent(f"namespace {namespace[:80]!r} is not a Kubernetes namespace: a DNS-1123 label (lower-case "
+                       "letters, digits and '-', starting and ending with a letter or digit, at most 63 characters)")
+    if len(name) > 253 or not DNS_SUBDOMAIN.fullmatch(name):
+        raise BadEvent(f"name {name[:80]!r} is not a Kubernetes object name: a DNS-1123 subdomain (lower-case "
+                       "letters, digits, '-' and '.', at most 253 characters)")
     return Hint(about, namespace=namespace, name=name, event_type=event_type,
                 controller=controller_name(data) if metadata else None)
 
