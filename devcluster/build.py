@@ -63,7 +63,8 @@ def go_version() -> str:
 
 def cache_key(module: GoModule, toolchain: str) -> str:
     digest = hashlib.sha256()
-    for part in (module.directory / "go.mod", module.directory / "go.sum"):
+    for part in (module.directory / "go.mod", module.directory / "go.sum", *module.sources):
+        digest.update(str(part.relative_to(module.directory)).encode())
         digest.update(part.read_bytes())
     digest.update(module.ldflags.encode())
     digest.update(toolchain.encode())
@@ -104,8 +105,10 @@ def build_module(module: GoModule, toolchain: str, *, log=print) -> BuiltModule:
 
     work = cache_root() / "work" / f"{module.name}-{key}"
     work.mkdir(parents=True, exist_ok=True)
-    for name in ("go.mod", "go.sum"):
-        shutil.copyfile(module.directory / name, work / name)
+    for path in (module.directory / "go.mod", module.directory / "go.sum", *module.sources):
+        target = work / path.relative_to(module.directory)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, target)
     staging = bin_dir.with_name(bin_dir.name + ".partial")
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)

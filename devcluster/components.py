@@ -30,6 +30,7 @@ VOLCANO_VERSION = "v1.14.1"
 ETCD_VERSION = "v3.6.5"
 KWOK_VERSION = "v0.8.0"
 KUBE_STATE_METRICS_VERSION = "v2.16.0"
+KNATIVE_EVENTING_VERSION = "v0.49.2"  # knative-v1.22.2, as gomod/knative pins
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,11 @@ class GoModule:
     @property
     def directory(self) -> Path:
         return GOMOD_DIR / self.name
+
+    @property
+    def sources(self) -> list[Path]:
+        """Go files of our own in the module (a main around upstream packages), built with it."""
+        return sorted(self.directory.rglob("*.go"))
 
 
 def _k8s_ldflags(version: str) -> str:
@@ -94,6 +100,15 @@ MODULES: tuple[GoModule, ...] = (
 KNATIVE = GoModule(name="knative", upstream="knative.dev/serving and knative.dev/eventing (gomod/knative/go.mod)",
                    binaries={})
 
+
+# Not in MODULES either: only the Knative delivery tests run them (``devcluster/knative_eventing.py``). The adapter is
+# the released ApiServerSource adapter package behind a main of ours that leaves out its health-probe server, which
+# upstream binds to :8080 on all interfaces with no way to move it (gomod/knative-eventing/apiserver-adapter/).
+KNATIVE_EVENTING = GoModule(
+    name="knative-eventing",
+    upstream=f"knative.dev/eventing {KNATIVE_EVENTING_VERSION}",
+    binaries={"apiserver-receive-adapter": "local.test/knative-eventing/apiserver-adapter"},
+)
 
 # Not in MODULES either: only the metrics tests run it (``devcluster/kube_state_metrics.py``), so ``make demo`` does
 # not wait for it. Built the same way, into the same cache, the first time a test asks for it.

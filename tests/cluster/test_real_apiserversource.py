@@ -1,0 +1,99 @@
+"""Knative's real ApiServerSource receive adapter (built from knative.dev/eventing, devcluster/knative_eventing.py)
+drives JobFlows straight into the handler, configured from ``knative/apiserversource.yaml`` as Knative's controller
+would; no event source of ours runs.
+
+Two behaviours of the real adapter are shown as they are: it announces nothing for objects that exist when it
+starts (only the resync, a PingSource's event, brings those forward), and it sends one event per watch event."""
+
+from __future__ import annotations
+
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from prometheus_client import REGISTRY
+
+from devcluster import knative_eventing
+from devcluster.processes import Component
+from devcluster.testing import LocalCluster
+from engine import Handler
+from objects import apply, jobflow, template, vcjobs, wait_for_phase
+
+pytestmark = pytest.mark.cluster
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "diamond"
+TYPES = [f"dev.knative.apiserver.ref.{change}" for change in ("add", "update", "delete")]
+
+
+def answered(code: str) -> float:
+    return sum(REGISTRY.get_sample_value("jobflow_handler_events_total", {"type": type_, "code": code}) or 0
+               for type_ in TYPES)
+
+
+def listening_ports(pid: int) -> set[int]:
+    """The TCP ports process ``pid`` listens on (its socket inodes, looked up in /proc/net/tcp and tcp6)."""
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        target = fd.readlink().name if fd.is_symlink() else ""
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    ports = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[3] == "0A" and fields[9] in inodes:  # 0A: LISTEN
+                ports.add(int(fields[1].rsplit(":", 1)[1], 16))
+    return ports
+
+
+def start_adapter(cluster: LocalCluster, namespace: str, handler: Handler) -> Component:
+    """The adapter, once its watches are up: a JobTemplate changed until an event about it arrives."""
+    adapter = knative_eventing.start_apiserver_adapter(cluster.state, sink=handler.url, namespaces=[namespace])
+    apply(cluster, namespace, template("ping"))
+    before = answered("202")
+
+    def heard() -> bool:
+        assert adapter.alive(), adapter.log_tail()
+        cluster.custom.patch_namespaced_custom_object("flow.volcano.sh", "v1alpha1", namespace, "jobtemplates",
+                                                      "ping", {"metadata": {"labels": {"t": str(time.time_ns())}}})
+        return answered("202") > before
+
+    cluster.wait_until("the adapter's first event", heard, timeout=60, interval=0.5)
+    assert 8080 not in listening_ports(adapter.pid)  # our main leaves the hard-coded probe server out
+    return adapter
+
+
+def test_the_seed_diamond_runs_to_succeed_on_the_real_adapters_events_alone(cluster: LocalCluster, namespace: str,
+                                                                            handler: Handler) -> None:
+    adapter = start_adapter(cluster, namespace, handler)
+    try:
+        refused = {code: answered(code) for code in ("400", "409", "422", "500", "503")}
+        accepted = answered("202")
+        apply(cluster, namespace, (EXAMPLES / "jobtemplates.yaml").read_text())
+        apply(cluster, namespace, (EXAMPLES / "jobflow.yaml").read_text())
+        flow = wait_for_phase(cluster, namespace, "test", "Succeed", timeout=120)
+    finally:
+        adapter.stop()
+    assert sorted(flow["status"]["completedJobs"]) == [f"test-{name}" for name in "abcde"]
+    assert vcjobs(cluster, namespace) == {}  # jobRetainPolicy: delete
+    assert answered("202") - accepted >= 20  # JobTemplates, the JobFlow's updates, every vcjob change
+    assert {code: answered(code) for code in refused} == refused  # every one of them answered 202
+
+
+def test_objects_that_exist_before_it_starts_wait_for_the_resync_then_run_on_its_events(
+        cluster: LocalCluster, namespace: str, handler: Handler) -> None:
+    apply(cluster, namespace, template("a") + "---\n" + template("b"))
+    apply(cluster, namespace, "apiVersion: flow.volcano.sh/v1alpha1\nkind: JobFlow\nmetadata: {name: early}\n"
+                              "spec: {flows: [{name: a}, {name: b, dependsOn: {targets: [a]}}]}\n")
+    adapter = start_adapter(cluster, namespace, handler)
+    try:
+        time.sleep(3)
+        assert "status" not in jobflow(cluster, namespace, "early"), "the adapter announced an existing object"
+        ping = urllib.request.Request(handler.url + "resync", data=b"{}", method="POST", headers={
+            "ce-specversion": "1.0", "ce-id": "1", "ce-source": "/apis/v1/namespaces/volcano-jobflow/pingsources/"
+            "jobflow-resync", "ce-type": "dev.knative.sources.ping", "content-type": "application/json"})
+        with urllib.request.urlopen(ping, timeout=30) as reply:
+            assert reply.status == 202
+        wait_for_phase(cluster, namespace, "early", "Succeed", timeout=90)
+    finally:
+        adapter.stop()
