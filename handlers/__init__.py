@@ -7,7 +7,8 @@ re-reads them and what they own from the API server, plans (``jobflow_core``), a
 
 Replies follow the Knative delivery contract: 2xx with an empty body when done (a body carrying an event would be
 re-injected by a Broker), 400 with a JSON error for an event that retrying cannot fix, 409 or 503 for a
-transient fault (a lost write race, the API server unreachable) so the event bus delivers it again.
+transient fault (a lost write race, the API server unreachable) so the event bus delivers it again: 503 for both,
+the one code every delivery path retries (Knative's ApiServerSource adapter drops a 409).
 """
 
 from __future__ import annotations

@@ -52,8 +52,11 @@ def _run(handle):
         with metrics.RECONCILE.time():
             outcomes = handle()
     except Conflict as error:
+        # 503, not 409: both delivery paths retry a 503, while Knative's ApiServerSource adapter, sending straight
+        # to the handler, drops a 409 (it retries only 404, 413, 425, 429, 502, 503 and 504).
         log.warning("conflict: %s", error)
-        return _error(409, str(error), retry=True)
+        reply, status = _error(503, str(error), retry=True, reason="Conflict")
+        return reply, status, {"Retry-After": "1"}
     except Unavailable as error:
         log.warning("API server unavailable: %s", error)
         return _error(503, str(error), retry=True)

@@ -67,11 +67,11 @@ def test_the_api_server_unreachable_gives_503_so_the_bus_retries(namespace: str)
     assert json.loads(reply)["retry"] is True
 
 
-def test_a_persistent_conflict_gives_409_so_the_bus_retries(cluster: LocalCluster, namespace: str) -> None:
+def test_a_persistent_conflict_gives_503_so_the_bus_retries(cluster: LocalCluster, namespace: str) -> None:
     apply(cluster, namespace, template("a") + "---\n" + FLOW)
     with serve(RacedKube(cluster.api)) as url:
         status, reply = send(url, JOBFLOW, namespace, "f")
-    assert status == 409
+    assert status == 503
     assert "kept changing" in json.loads(reply)["error"]
 
 
@@ -82,7 +82,7 @@ def test_the_same_event_delivered_many_times_at_once_creates_each_vcjob_once(
     with ThreadPoolExecutor(max_workers=8) as pool:
         results = list(pool.map(lambda _: send(handler.url, JOBFLOW, namespace, "f"), range(24)))
 
-    assert {status for status, _ in results} <= {202, 409}
+    assert {status for status, _ in results} <= {202, 503}
     assert list(vcjobs(cluster, namespace)) == ["f-a"]
     created = [m for _, reason, m in events_of(cluster, namespace, "f") if reason == "Created"]
     assert created == ["create a job named f-a!"]

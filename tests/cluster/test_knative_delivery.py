@@ -136,14 +136,14 @@ def test_an_object_our_models_cannot_read_gets_422_not_retried(cluster: LocalClu
     assert "does not match the JobFlow API" in json.loads(reply)["error"]
 
 
-# --- 409, 5xx: transient, retried ------------------------------------------------------------------------------
+# --- 503: transient, retried ------------------------------------------------------------------------------
 
-def test_a_lost_write_race_gets_409_which_the_broker_retries(cluster: LocalCluster, namespace: str) -> None:
+def test_a_lost_write_race_gets_503_which_the_broker_retries(cluster: LocalCluster, namespace: str) -> None:
     apply(cluster, namespace, template("a") + "---\n" + FLOW)
     with serve(RacedKube(cluster.api)) as url:
         status, _, reply = answer(url, event(JOBFLOW, namespace, "f"))
 
-    assert status == 409 and broker_retries(status)
+    assert status == 503 and broker_retries(status)
     assert json.loads(reply)["retry"] is True
 
 

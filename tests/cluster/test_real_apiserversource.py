@@ -17,7 +17,9 @@ from prometheus_client import REGISTRY
 from devcluster import knative_eventing
 from devcluster.processes import Component
 from devcluster.testing import LocalCluster
-from engine import Handler
+from engine import Handler, serve
+from handlers.kube import Conflict, KubeApi
+from handlers.reconciler import MAX_ATTEMPTS
 from objects import apply, jobflow, template, vcjobs, wait_for_phase
 
 pytestmark = pytest.mark.cluster
@@ -46,9 +48,10 @@ def listening_ports(pid: int) -> set[int]:
     return ports
 
 
-def start_adapter(cluster: LocalCluster, namespace: str, handler: Handler) -> Component:
+def start_adapter(cluster: LocalCluster, namespace: str, handler: Handler | str) -> Component:
     """The adapter, once its watches are up: a JobTemplate changed until an event about it arrives."""
-    adapter = knative_eventing.start_apiserver_adapter(cluster.state, sink=handler.url, namespaces=[namespace])
+    sink = handler if isinstance(handler, str) else handler.url
+    adapter = knative_eventing.start_apiserver_adapter(cluster.state, sink=sink, namespaces=[namespace])
     apply(cluster, namespace, template("ping"))
     before = answered("202")
 
@@ -97,3 +100,36 @@ def test_objects_that_exist_before_it_starts_wait_for_the_resync_then_run_on_its
         wait_for_phase(cluster, namespace, "early", "Succeed", timeout=90)
     finally:
         adapter.stop()
+
+
+class LosesRaces(KubeApi):
+    """The handler's first ``losses`` JobFlow status writes lose a write race (the API server's 409)."""
+
+    def __init__(self, api, *, losses: int) -> None:
+        super().__init__(api)
+        self.losses = losses
+
+    def replace_jobflow_status(self, flow: dict) -> dict:
+        if self.losses > 0:
+            self.losses -= 1
+            raise Conflict("another writer was faster (simulated)")
+        return super().replace_jobflow_status(flow)
+
+
+def test_a_lost_write_race_is_answered_503_which_the_real_adapter_retries(cluster: LocalCluster,
+                                                                           namespace: str) -> None:
+    """The JobFlow's creation is the only event about it: had the answer been a 409, the adapter would have dropped
+    it and the JobFlow would have no status to this day."""
+    kube = LosesRaces(cluster.api, losses=MAX_ATTEMPTS)  # one whole reconcile loses
+    with serve(kube) as url:
+        adapter = start_adapter(cluster, namespace, url)
+        try:
+            retried = answered("503")
+            apply(cluster, namespace, "apiVersion: flow.volcano.sh/v1alpha1\nkind: JobFlow\nmetadata: {name: lone}\n"
+                                      "spec: {flows: [{name: ghost}]}\n")
+            cluster.wait_until("the status, written on the adapter's retry", lambda: (
+                (jobflow(cluster, namespace, "lone").get("status") or {}).get("state", {}).get("reason")
+                == "TemplateNotFound"), timeout=30)
+        finally:
+            adapter.stop()
+    assert kube.losses == 0 and answered("503") == retried + 1

@@ -70,11 +70,12 @@ def test_an_event_for_an_object_that_no_longer_exists_is_accepted_with_an_empty_
         assert (reply.status_code, reply.data) == (202, b"")
 
 
-def test_a_persistent_conflict_gives_409_with_retry_so_the_bus_delivers_again(client, kube):
+def test_a_persistent_conflict_gives_503_with_retry_so_every_delivery_path_delivers_again(client, kube):
     kube.before_status_write = lambda flow: kube.put(kube.stored(JOBFLOW, NS, "f"))
     reply = send(client, JOBFLOW, "f")
-    assert reply.status_code == 409
-    assert reply.json["retry"] is True and "kept changing" in reply.json["error"]
+    assert reply.status_code == 503 and reply.headers["Retry-After"] == "1"
+    assert reply.json["retry"] is True and reply.json["reason"] == "Conflict"
+    assert "kept changing" in reply.json["error"]
 
 
 def test_the_api_server_unavailable_gives_503_with_retry(client, kube):
