@@ -7,17 +7,25 @@ starts (only the resync, a PingSource's event, brings those forward), and it sen
 
 from __future__ import annotations
 
+import json
+import threading
 import time
 import urllib.request
+import uuid
+from datetime import datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 from prometheus_client import REGISTRY
 
+import eventsource
 from devcluster import knative_eventing
+from devcluster.processes import free_port
 from devcluster.processes import Component
 from devcluster.testing import LocalCluster
 from engine import Handler, serve
+from eventsource import cloudevent
 from handlers.kube import Conflict, KubeApi
 from handlers.reconciler import MAX_ATTEMPTS
 from objects import apply, jobflow, template, vcjobs, wait_for_phase
@@ -133,3 +141,76 @@ def test_a_lost_write_race_is_answered_503_which_the_real_adapter_retries(cluste
         finally:
             adapter.stop()
     assert kube.losses == 0 and answered("503") == retried + 1
+
+
+class Capture:
+    """A sink that records every request: (lower-cased headers, JSON body)."""
+
+    def __init__(self) -> None:
+        self.requests: list[tuple[dict[str, str], object]] = []
+        capture = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                capture.requests.append(({k.lower(): v for k, v in self.headers.items()}, json.loads(body)))
+                self.send_response(202)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_port}/"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def about(self, name: str) -> list[tuple[dict[str, str], object]]:
+        return [(headers, body) for headers, body in self.requests if headers.get("ce-name") == name]
+
+
+ATTRIBUTES = ("ce-specversion", "ce-type", "ce-source", "ce-subject", "ce-kind", "ce-apiversion", "ce-name",
+              "ce-namespace", "content-type")
+
+
+def test_our_event_source_and_the_real_adapter_send_the_same_events_for_the_same_changes(
+        cluster: LocalCluster, namespace: str) -> None:
+    ours, theirs = Capture(), Capture()
+    source = eventsource.start(cluster.api, sink=ours.url, namespaces=[namespace], mode=cloudevent.Mode.REFERENCE,
+                               resync_seconds=3600, senders=1, watch_seconds=2)
+    adapter = knative_eventing.start_apiserver_adapter(cluster.state, sink=theirs.url, namespaces=[namespace])
+    try:
+        def both_heard(name: str, count: int) -> bool:
+            return len(ours.about(name)) >= count and len(theirs.about(name)) >= count
+
+        apply(cluster, namespace, template("warm"))
+
+        def both_watch() -> bool:  # changed until both tell: the adapter announces nothing it found at start
+            cluster.custom.patch_namespaced_custom_object("flow.volcano.sh", "v1alpha1", namespace, "jobtemplates",
+                                                          "warm", {"metadata": {"labels": {"t": str(time.time_ns())}}})
+            return both_heard("warm", 1)
+
+        cluster.wait_until("both to watch", both_watch, timeout=60, interval=0.5)
+        apply(cluster, namespace, template("t"))
+        cluster.wait_until("the add", lambda: both_heard("t", 1), timeout=30)
+        cluster.custom.patch_namespaced_custom_object("flow.volcano.sh", "v1alpha1", namespace, "jobtemplates", "t",
+                                                      {"metadata": {"labels": {"changed": "yes"}}})
+        cluster.wait_until("the update", lambda: both_heard("t", 2), timeout=30)
+        cluster.custom.delete_namespaced_custom_object("flow.volcano.sh", "v1alpha1", namespace, "jobtemplates", "t")
+        cluster.wait_until("the delete", lambda: both_heard("t", 3), timeout=30)
+    finally:
+        adapter.stop()
+        source.stop()
+        ours.server.shutdown()
+        theirs.server.shutdown()
+    for (our_headers, our_body), (their_headers, their_body) in zip(ours.about("t"), theirs.about("t"), strict=True):
+        assert {a: our_headers.get(a) for a in ATTRIBUTES} == {a: their_headers.get(a) for a in ATTRIBUTES}
+        assert our_body == their_body  # the same JSON (theirs is compact: the bytes differ, the reading does not)
+        for headers in (our_headers, their_headers):
+            uuid.UUID(headers["ce-id"])
+            datetime.fromisoformat(headers["ce-time"][:26].rstrip("Z") + "+00:00")
+    assert [h["ce-type"] for h, _ in theirs.about("t")] == [f"dev.knative.apiserver.ref.{c}" for c in
+                                                            ("add", "update", "delete")]
+    # The deliberate differences, as they are today: Knative adds Kn-Namespace (its source's namespace), we do not.
+    assert all("kn-namespace" in h for h, _ in theirs.about("t")) and not any("kn-namespace" in h for h, _ in
+                                                                              ours.about("t"))
