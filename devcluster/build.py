@@ -13,6 +13,7 @@ A half-finished build never counts as done: the marker is written only after eve
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -67,6 +68,7 @@ def cache_key(module: GoModule, toolchain: str) -> str:
         digest.update(str(part.relative_to(module.directory)).encode())
         digest.update(part.read_bytes())
     digest.update(module.ldflags.encode())
+    digest.update(repr(module.patches).encode())
     digest.update(toolchain.encode())
     return digest.hexdigest()[:16]
 
@@ -113,11 +115,13 @@ def build_module(module: GoModule, toolchain: str, *, log=print) -> BuiltModule:
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
 
+    _apply_patches(module, work)
     names = ", ".join(module.binaries)
     log(f"devcluster: building {names} from {module.upstream} (cold builds take minutes on 2 cores)...")
     started = time.monotonic()
     for binary, package in module.binaries.items():
-        command = ["go", "build", "-trimpath", "-ldflags", module.ldflags, "-o", str(staging / binary), package]
+        command = ["go", "build", "-trimpath", "-ldflags", module.ldflags, "-o", str(staging / binary),
+                   package]
         proc = subprocess.run(command, cwd=work, env=go_environment(), capture_output=True, text=True)
         if proc.returncode != 0:
             raise BuildError(_explain_go_failure(module, proc.stdout + proc.stderr))
@@ -127,6 +131,50 @@ def build_module(module: GoModule, toolchain: str, *, log=print) -> BuiltModule:
     seconds = time.monotonic() - started
     log(f"devcluster: built {names} in {seconds:.0f} s -> {bin_dir}")
     return BuiltModule(module, bin_dir, seconds)
+
+
+def _apply_patches(module: GoModule, work: Path) -> None:
+    """Build against patched copies of the upstream modules that ``module.patches`` edit: each is copied out of the
+    module cache into ``work/patched/`` (the cache is read-only, and ``go build -overlay`` refuses files in it),
+    edited there, and put in place with a ``replace`` line in the work module's go.mod."""
+    replaced: dict[str, Path] = {}
+    for patch in module.patches:
+        if patch.module not in replaced:
+            copy = work / "patched" / patch.module
+            _copy_writable(_module_dir(work, patch.module), copy)
+            replaced[patch.module] = copy
+        target = replaced[patch.module] / patch.file
+        text = target.read_text()
+        for old, new in patch.replace:
+            if text.count(old) != 1:
+                raise BuildError(f"the source patch for {patch.module}/{patch.file} expects {old!r} exactly once "
+                                 f"and found it {text.count(old)} times: the pinned release changed that file. "
+                                 "Update the patch in devcluster/components.py to the new text.")
+            text = text.replace(old, new)
+        target.write_text(text)
+        if patch.add:
+            shutil.copyfile(work / patch.add, target.parent / f"zz_jobflow_{Path(patch.add).name}")
+    with open(work / "go.mod", "a") as go_mod:
+        for import_path, copy in replaced.items():
+            go_mod.write(f"\nreplace {import_path} => ./{copy.relative_to(work)}\n")
+
+
+def _copy_writable(source: Path, target: Path) -> None:
+    shutil.rmtree(target, ignore_errors=True)
+    for directory, _, files in os.walk(source):
+        into = target / Path(directory).relative_to(source)
+        into.mkdir(parents=True, exist_ok=True)
+        for name in files:
+            shutil.copyfile(Path(directory) / name, into / name)
+
+
+def _module_dir(work: Path, import_path: str) -> Path:
+    proc = subprocess.run(["go", "mod", "download", "-json", import_path], cwd=work, env=go_environment(),
+                          capture_output=True, text=True)
+    directory = json.loads(proc.stdout or "{}").get("Dir") if proc.returncode == 0 else None
+    if not directory:
+        raise BuildError(f"could not download {import_path} to patch it: {proc.stderr.strip() or proc.stdout}")
+    return Path(directory)
 
 
 def ensure_binaries(*, log=print) -> dict[str, Path]:

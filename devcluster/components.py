@@ -34,6 +34,19 @@ KNATIVE_EVENTING_VERSION = "v0.49.2"  # knative-v1.22.2, as gomod/knative pins
 
 
 @dataclass(frozen=True)
+class SourcePatch:
+    """A build-time edit of one upstream file, through ``go build -overlay``: the module cache stays untouched and
+    nothing upstream is copied into this repository. Each ``(old, new)`` must match exactly once, so a new pin that
+    moved the text fails the build loudly instead of building something unpatched. ``add`` names a Go file of ours
+    (relative to the module directory) that is compiled into the same upstream package."""
+
+    module: str
+    file: str
+    replace: tuple[tuple[str, str], ...]
+    add: str | None = None
+
+
+@dataclass(frozen=True)
 class GoModule:
     """One pinned module and the binaries (output name -> Go package) it yields."""
 
@@ -41,6 +54,7 @@ class GoModule:
     upstream: str
     binaries: dict[str, str]
     ldflags: str = "-s -w"
+    patches: tuple[SourcePatch, ...] = ()
 
     @property
     def directory(self) -> Path:
@@ -101,13 +115,33 @@ KNATIVE = GoModule(name="knative", upstream="knative.dev/serving and knative.dev
                    binaries={})
 
 
-# Not in MODULES either: only the Knative delivery tests run them (``devcluster/knative_eventing.py``). The adapter is
-# the released ApiServerSource adapter package behind a main of ours that leaves out its health-probe server, which
-# upstream binds to :8080 on all interfaces with no way to move it (gomod/knative-eventing/apiserver-adapter/).
+# Not in MODULES either: only the Knative delivery tests run them (``devcluster/knative_eventing.py``). Upstream's
+# programs bind :8080 (and the dispatcher :8443) on all interfaces, hard-coded, for probes or for data. So the
+# adapters and the controllers are the released packages behind mains of ours that leave the probe server out
+# (gomod/knative-eventing/*/main.go), and the dispatcher, whose data port is a constant, is built with a two-line
+# overlay that reads its ports from the environment. The broker ingress and filter take their ports from the
+# environment already and are upstream's mains.
+_IMC_DISPATCHER = "pkg/reconciler/inmemorychannel/dispatcher"
 KNATIVE_EVENTING = GoModule(
     name="knative-eventing",
     upstream=f"knative.dev/eventing {KNATIVE_EVENTING_VERSION}",
-    binaries={"apiserver-receive-adapter": "local.test/knative-eventing/apiserver-adapter"},
+    binaries={
+        "apiserver-receive-adapter": "local.test/knative-eventing/apiserver-adapter",
+        "ping-adapter": "local.test/knative-eventing/ping-adapter",
+        "eventing-controller": "local.test/knative-eventing/eventing-controller",
+        "mt-broker-controller": "local.test/knative-eventing/mt-broker-controller",
+        "imc-controller": "local.test/knative-eventing/imc-controller",
+        "broker-ingress": "knative.dev/eventing/cmd/broker/ingress",
+        "broker-filter": "knative.dev/eventing/cmd/broker/filter",
+        "imc-dispatcher": "knative.dev/eventing/cmd/in_memory/channel_dispatcher",
+    },
+    patches=(SourcePatch(
+        module="knative.dev/eventing",
+        file=f"{_IMC_DISPATCHER}/controller.go",
+        replace=(("Port:         httpPort,", 'Port:         portFromEnv("IMC_DISPATCHER_PORT", httpPort),'),
+                 ("Port:         httpsPort,", 'Port:         portFromEnv("IMC_DISPATCHER_PORT_HTTPS", httpsPort),')),
+        add="patches/imc-dispatcher/ports.go",
+    ),),
 )
 
 # Not in MODULES either: only the metrics tests run it (``devcluster/kube_state_metrics.py``), so ``make demo`` does
