@@ -9,11 +9,13 @@ POSTs an event exactly as ApiServerSource would (the event source's own encoder)
 from __future__ import annotations
 
 import threading
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import datetime
 
 from werkzeug.serving import make_server
 
@@ -83,6 +85,56 @@ def serve(kube: KubeApi) -> Iterator[str]:
     finally:
         server.shutdown()
         thread.join(timeout=10)
+
+
+@dataclass(frozen=True)
+class Arrival:
+    """One request as the handler got it: its path, its CloudEvent headers, the answer, and when it arrived."""
+
+    path: str
+    event: dict[str, str]  # lower-cased ce-* headers (and content-type)
+    code: int
+    headers: dict[str, str]  # the answer's, lower-cased
+    arrived: float  # time.time()
+
+    @property
+    def latency(self) -> float:
+        """From the event's ``ce-time`` (set by the adapter that made it) to its arrival here, same clock."""
+        return self.arrived - datetime.fromisoformat(self.event["ce-time"].replace("Z", "+00:00")).timestamp()
+
+
+class Arrivals:
+    """WSGI middleware around the handler app that notes every request (a list of :class:`Arrival`)."""
+
+    def __init__(self) -> None:
+        self.seen: list[Arrival] = []
+        self.app = None
+
+    def wrap(self, app):
+        self.app = app.wsgi_app
+        app.wsgi_app = self
+        return app
+
+    def __call__(self, environ, start_response):
+        arrived = time.time()
+        event = {key[5:].lower().replace("_", "-"): value for key, value in environ.items()
+                 if key.startswith("HTTP_CE_")}
+        event["content-type"] = environ.get("CONTENT_TYPE", "")
+
+        def noting(status, headers, exc_info=None):
+            self.seen.append(Arrival(environ.get("PATH_INFO", ""), event, int(status[:3]),
+                                     {k.lower(): v for k, v in headers}, arrived))
+            return start_response(status, headers, exc_info)
+
+        return self.app(environ, noting)
+
+
+def serve_app(kube: KubeApi, arrivals: Arrivals) -> tuple[object, int]:
+    """A handler using ``kube`` whose requests ``arrivals`` notes; (its server, its port)."""
+    port = free_port()
+    server = make_server("127.0.0.1", port, arrivals.wrap(create_app({"KUBE": kube})), threaded=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, port
 
 
 def post(url: str, body: bytes, headers: dict[str, str]) -> tuple[int, bytes]:

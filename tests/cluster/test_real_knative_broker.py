@@ -1,0 +1,233 @@
+"""The Broker path as a user gets it: ``knative/`` (Broker, Triggers, ApiServerSource, PingSource, dead-letter sink)
+applied unchanged, wired by Knative's real controllers and carried by its real data plane, all built from
+knative.dev/eventing and run as local processes (``devcluster/knative_eventing.py``).
+
+What cannot run here has its smallest stand-in (``devcluster/knative_standins.py``): a local kubelet plays the
+Deployments (the handler is this test's process, at the address Knative Serving would give ksvc jobflow-handler),
+an HTTP proxy plays cluster DNS, and Knative's defaulting webhook is replaced by writing its defaults on apply.
+No event source of ours runs: every event the handler gets comes from the real ApiServerSource adapter or the real
+PingSource adapter, through the real broker ingress, in-memory channel and broker filter."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import threading
+import time
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+import yaml
+from kubernetes import client
+from kubernetes.client.rest import ApiException
+
+from devcluster import knative_eventing
+from devcluster.knative_eventing import Eventing
+from devcluster.processes import free_port
+from devcluster.testing import LocalCluster
+from engine import Arrivals, serve_app
+from handlers.kube import KubeApi
+from handlers.reconciler import MAX_ATTEMPTS
+from objects import apply, jobflow, template, vcjobs, wait_for_phase
+from test_real_apiserversource import LosesRaces
+
+pytestmark = pytest.mark.cluster
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLES = REPO / "examples" / "diamond"
+MANIFESTS = ("base/broker.yaml", "base/dead-letters.yaml", "base/handler.yaml", "apiserversource.yaml",
+             "pingsource.yaml")
+SYSTEM = "volcano-jobflow"
+INGRESS = f"http://broker-ingress.knative-eventing.svc.cluster.local/{SYSTEM}/jobflow"
+PING_SOURCE = f"/apis/v1/namespaces/{SYSTEM}/pingsources/jobflow-resync"
+READY = (("Broker", "jobflow"), ("Trigger", "jobflow-jobflows"), ("Trigger", "jobflow-jobtemplates"),
+         ("Trigger", "jobflow-vcjobs"), ("Trigger", "jobflow-resync"), ("ApiServerSource", "jobflow-objects"),
+         ("PingSource", "jobflow-resync"))
+
+
+class DeadLetters:
+    """ksvc jobflow-dead-letters: records what the Broker gives up on (lower-cased headers, body)."""
+
+    def __init__(self) -> None:
+        self.received: list[tuple[dict[str, str], bytes]] = []
+        letters = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                letters.received.append(({k.lower(): v for k, v in self.headers.items()}, body))
+                self.send_response(202)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
+        self.port = self.server.server_port
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@dataclass
+class Knative:
+    eventing: Eventing
+    arrivals: Arrivals
+    handler_port: int
+    dead_letters: DeadLetters
+    early: str  # a namespace whose JobFlow existed before any Knative program started
+
+    def point_handler_at(self, port: int) -> None:
+        """ksvc jobflow-handler is now the process on ``port`` (once the DNS stand-in's cache has expired)."""
+        self.eventing.serve(SYSTEM, "jobflow-handler", port)
+        time.sleep(self.eventing.dns.cache_seconds + 0.5)
+
+
+def knative_documents() -> list[dict]:
+    docs = []
+    for name in MANIFESTS:
+        docs += [doc for doc in yaml.safe_load_all((REPO / "knative" / name).read_text()) if doc]
+    return docs
+
+
+@pytest.fixture(scope="module")
+def knative(cluster: LocalCluster) -> Iterator[Knative]:
+    early = cluster.create_namespace()
+    apply(cluster, early, template("a") + "---\n" + template("b"))
+    apply(cluster, early, "apiVersion: flow.volcano.sh/v1alpha1\nkind: JobFlow\nmetadata: {name: early}\n"
+                          "spec: {flows: [{name: a}, {name: b, dependsOn: {targets: [a]}}]}\n")
+    try:
+        cluster.core.create_namespace({"metadata": {"name": SYSTEM}})
+    except ApiException as error:
+        if error.status != 409:
+            raise
+    started = time.monotonic()
+    eventing = knative_eventing.start_eventing(cluster.state, cluster.api)
+    arrivals, dead_letters = Arrivals(), DeadLetters()
+    server, port = serve_app(KubeApi(cluster.api), arrivals)
+    try:
+        eventing.apply(knative_documents())
+        eventing.serve(SYSTEM, "jobflow-handler", port)
+        eventing.serve(SYSTEM, "jobflow-dead-letters", dead_letters.port)
+        for kind, name in READY:
+            eventing.ready(kind, SYSTEM, name, timeout=120)
+        print(f"knative eventing: installed, started and wired in {time.monotonic() - started:.1f} s")
+        yield Knative(eventing, arrivals, port, dead_letters, early)
+    finally:
+        eventing.stop()
+        server.shutdown()
+        dead_letters.stop()
+        cluster.delete_namespace(early)
+
+
+def through_the_broker(knative: Knative, cluster: LocalCluster, namespace: str) -> None:
+    """Wait until the adapter's events reach the handler through the Broker: a JobTemplate changed until one does."""
+    apply(cluster, namespace, template("ping"))
+
+    def heard() -> bool:
+        cluster.custom.patch_namespaced_custom_object("flow.volcano.sh", "v1alpha1", namespace, "jobtemplates",
+                                                      "ping", {"metadata": {"labels": {"t": str(time.time_ns())}}})
+        return any(a.event.get("ce-name") == "ping" and a.event.get("ce-namespace") == namespace
+                   for a in knative.arrivals.seen)
+
+    cluster.wait_until("an event of the real adapter through the Broker", heard, timeout=90, interval=1)
+
+
+def test_the_seed_diamond_runs_to_succeed_through_the_real_broker_wired_by_knatives_controllers(
+        cluster: LocalCluster, namespace: str, knative: Knative) -> None:
+    through_the_broker(knative, cluster, namespace)
+    mark = len(knative.arrivals.seen)
+    apply(cluster, namespace, (EXAMPLES / "jobtemplates.yaml").read_text())
+    apply(cluster, namespace, (EXAMPLES / "jobflow.yaml").read_text())
+    flow = wait_for_phase(cluster, namespace, "test", "Succeed", timeout=150)
+    assert sorted(flow["status"]["completedJobs"]) == [f"test-{name}" for name in "abcde"]
+    cluster.wait_until("the vcjobs deleted (jobRetainPolicy: delete)", lambda: vcjobs(cluster, namespace) == {},
+                       timeout=30)
+
+    about_it = [a for a in knative.arrivals.seen[mark:] if a.event.get("ce-namespace") == namespace]
+    assert len(about_it) >= 20 and {a.code for a in about_it} == {202}
+    # Each came through the Broker (its ingress stamps the arrival time) from the real adapter.
+    assert all("ce-knativearrivaltime" in a.event and a.event["ce-type"].startswith("dev.knative.apiserver.ref.")
+               for a in about_it)
+    latencies = sorted(a.latency for a in about_it)
+    print(f"adapter -> broker -> handler latency over {len(latencies)} events: median "
+          f"{statistics.median(latencies) * 1000:.1f} ms, p95 {latencies[int(len(latencies) * 0.95)] * 1000:.1f} ms")
+
+    # The wiring is the controllers': the ApiServerSource's adapter Deployment, sending into the Broker's address,
+    # and one Subscription per Trigger to the Broker's channel.
+    apps = client.AppsV1Api(cluster.api)
+    [adapter] = [d for d in apps.list_namespaced_deployment(SYSTEM).items
+                 if any(o.kind == "ApiServerSource" for o in d.metadata.owner_references or ())]
+    env = {e.name: e.value for e in adapter.spec.template.spec.containers[0].env}
+    assert env["K_SINK"] == INGRESS
+    subscriptions = cluster.custom.list_namespaced_custom_object("messaging.knative.dev", "v1", SYSTEM,
+                                                                 "subscriptions")["items"]
+    owners = {o["name"] for s in subscriptions for o in s["metadata"]["ownerReferences"] if o["kind"] == "Trigger"}
+    assert owners >= {"jobflow-jobflows", "jobflow-jobtemplates", "jobflow-vcjobs", "jobflow-resync"}
+
+
+def test_a_lost_write_race_is_answered_503_and_the_broker_retries_it(cluster: LocalCluster, namespace: str,
+                                                                       knative: Knative) -> None:
+    through_the_broker(knative, cluster, namespace)
+    kube = LosesRaces(cluster.api, losses=MAX_ATTEMPTS)  # one whole reconcile loses its races
+    arrivals = Arrivals()
+    server, port = serve_app(kube, arrivals)
+    try:
+        knative.point_handler_at(port)
+        apply(cluster, namespace, "apiVersion: flow.volcano.sh/v1alpha1\nkind: JobFlow\nmetadata: {name: lone}\n"
+                                  "spec: {flows: [{name: ghost}]}\n")
+        cluster.wait_until("the status, written on the Broker's retry", lambda: (
+            (jobflow(cluster, namespace, "lone").get("status") or {}).get("state", {}).get("reason")
+            == "TemplateNotFound"), timeout=60)
+    finally:
+        knative.point_handler_at(knative.handler_port)
+        server.shutdown()
+    assert kube.losses == 0
+    refused = [a for a in arrivals.seen if a.code == 503]
+    assert refused and refused[0].headers.get("retry-after") == "1"
+    retried = [a for a in arrivals.seen if a.event.get("ce-id") == refused[0].event["ce-id"]]
+    assert [a.code for a in retried][-1] == 202  # the same event, delivered again by the Broker
+
+
+def test_an_event_the_handler_refuses_goes_to_the_dead_letter_sink_through_the_real_broker(
+        cluster: LocalCluster, knative: Knative) -> None:
+    event_id = str(uuid.uuid4())
+    forged = urllib.request.Request(INGRESS, method="POST", data=json.dumps(
+        {"kind": "JobFlow", "namespace": SYSTEM, "name": "not%a%name", "apiVersion": "flow.volcano.sh/v1alpha1"}
+    ).encode(), headers={
+        "ce-specversion": "1.0", "ce-id": event_id, "ce-source": "https://example.test",
+        "ce-type": "dev.knative.apiserver.ref.update", "ce-kind": "JobFlow", "ce-apiversion":
+        "flow.volcano.sh/v1alpha1", "ce-name": "not%a%name", "ce-namespace": SYSTEM,
+        "content-type": "application/json"})
+    proxied = urllib.request.build_opener(urllib.request.ProxyHandler({"http": knative.eventing.dns.url}))
+    with proxied.open(forged, timeout=30) as reply:
+        assert reply.status == 202  # the Broker took it
+
+    def dead_letter():
+        return next((h for h, _ in knative.dead_letters.received if h.get("ce-id") == event_id), None)
+
+    headers = cluster.wait_until("the refused event at the dead-letter sink", dead_letter, timeout=30)
+    assert headers["ce-knativeerrorcode"] == "400"
+    assert "jobflow-handler" in headers["ce-knativeerrordest"]
+    assert [a.code for a in knative.arrivals.seen if a.event.get("ce-id") == event_id] == [400]  # not retried
+
+
+def test_flows_that_existed_before_the_adapter_started_finish_through_the_real_pingsources_resync(
+        cluster: LocalCluster, knative: Knative) -> None:
+    """The adapter announces nothing that exists when it starts; the PingSource fires every minute."""
+    flow = wait_for_phase(cluster, knative.early, "early", "Succeed", timeout=150)
+    assert sorted(flow["status"]["completedJobs"]) == ["early-a", "early-b"]
+    pings = [a for a in knative.arrivals.seen if a.path == "/resync"]
+    assert pings and pings[0].code == 202
+    assert pings[0].event["ce-type"] == "dev.knative.sources.ping" and pings[0].event["ce-source"] == PING_SOURCE
+    first = min(datetime.fromisoformat(p.event["ce-time"].replace("Z", "+00:00")).timestamp() for p in pings)
+    created = datetime.fromisoformat(flow["metadata"]["creationTimestamp"].replace("Z", "+00:00")).timestamp()
+    assert first > created
