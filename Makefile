@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: venv build cluster cluster-down cluster-status test unit demo clean
+.PHONY: venv build cluster cluster-down cluster-status knative test unit demo clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,6 +26,9 @@ cluster-down: venv  ## stop exactly the processes `make cluster`, `make demo` (a
 
 cluster-status: venv
 	$(PY) -m devcluster status
+
+knative: venv  ## Knative Eventing's real programs wired from knative/ to the handler on HANDLER_PORT (default 8080, the demo's)
+	$(PY) -m devcluster knative --handler-port=$${HANDLER_PORT:-8080}
 
 demo: venv  ## set up everything, run the seed JobFlow to Succeed, watched live
 	$(PY) -m demo

@@ -1,19 +1,28 @@
-"""``python -m devcluster build|up|down|status``: the command line behind ``make cluster`` and ``make cluster-down``."""
+"""``python -m devcluster build|up|down|status|knative``: the command line behind ``make cluster``, ``make
+cluster-down`` and ``make knative`` (``knative-run`` is the background process ``knative`` starts)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from devcluster import build, cluster
+from devcluster import build, cluster, knative_eventing
 from devcluster.state import ClusterState
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m devcluster", description=__doc__)
-    parser.add_argument("command", choices=["build", "up", "down", "status"])
+    parser.add_argument("command", choices=["build", "up", "down", "status", "knative", "knative-run"])
+    parser.add_argument("--handler-port", type=int, default=8080,
+                        help="where the handler listens, for knative (default 8080, the demo's)")
     args = parser.parse_args(argv)
     try:
+        if args.command == "knative-run":
+            return knative_eventing.run_until_stopped(cluster.DEFAULT_ROOT, handler_port=args.handler_port)
+        if args.command == "knative":
+            state, _ = cluster.up()
+            knative_eventing.start_in_background(state, handler_port=args.handler_port)
+            return 0
         if args.command == "build":
             return build.main()
         if args.command == "up":
@@ -34,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
         ok = cluster.healthy(state)
         print(f"API server {state.server}: {'healthy' if ok else 'NOT healthy'}; KUBECONFIG={state.kubeconfig}")
         return 0 if ok else 1
-    except (build.BuildError, cluster.ClusterError) as error:
+    except (build.BuildError, cluster.ClusterError, RuntimeError) as error:
         print(f"devcluster: {error}", file=sys.stderr)
         return 1
 

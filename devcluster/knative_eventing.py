@@ -26,6 +26,9 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,7 +41,8 @@ from kubernetes.dynamic import DynamicClient
 from devcluster import knative, objects, processes
 from devcluster.build import build_module, go_version
 from devcluster.components import KNATIVE_EVENTING
-from devcluster.knative_standins import (ClusterDNS, LocalKubelet, broker_defaults, serve_ksvc, wait,
+from devcluster.cluster import api_client
+from devcluster.knative_standins import (ClusterDNS, LocalKubelet, Receiver, broker_defaults, serve_ksvc, wait,
                                          with_webhook_defaults)
 from devcluster.state import ClusterState
 from jobflow_core.api import api_type_of
@@ -232,6 +236,37 @@ class Eventing:
         self.dns.stop()
 
 
+# What ``knative/`` a user applies for the Broker path, and what must be Ready before events flow.
+MANIFESTS = ("base/broker.yaml", "base/dead-letters.yaml", "base/handler.yaml", "apiserversource.yaml",
+             "pingsource.yaml")
+HANDLER_NAMESPACE = "volcano-jobflow"
+WIRING = (("Broker", "jobflow"), ("Trigger", "jobflow-jobflows"), ("Trigger", "jobflow-jobtemplates"),
+          ("Trigger", "jobflow-vcjobs"), ("Trigger", "jobflow-resync"), ("ApiServerSource", "jobflow-objects"),
+          ("PingSource", "jobflow-resync"))
+
+
+def knative_documents() -> list[dict]:
+    docs = []
+    for name in MANIFESTS:
+        docs += [doc for doc in yaml.safe_load_all((REPO / "knative" / name).read_text()) if doc]
+    return docs
+
+
+def wire(eventing: Eventing, *, handler_port: int, dead_letters_port: int, timeout: float = 120) -> None:
+    """Apply ``knative/`` unchanged, put the handler and the dead-letter sink behind their ksvcs, and wait until
+    the controllers report the Broker, the Triggers and both sources Ready."""
+    try:
+        client.CoreV1Api(eventing.api).create_namespace({"metadata": {"name": HANDLER_NAMESPACE}})
+    except ApiException as error:
+        if error.status != 409:
+            raise
+    eventing.apply(knative_documents())
+    eventing.serve(HANDLER_NAMESPACE, "jobflow-handler", handler_port)
+    eventing.serve(HANDLER_NAMESPACE, "jobflow-dead-letters", dead_letters_port)
+    for kind, name in WIRING:
+        eventing.ready(kind, HANDLER_NAMESPACE, name, timeout=timeout)
+
+
 READY_KINDS = {"Broker": ("eventing.knative.dev", "brokers"), "Trigger": ("eventing.knative.dev", "triggers"),
                "ApiServerSource": ("sources.knative.dev", "apiserversources"),
                "PingSource": ("sources.knative.dev", "pingsources")}
@@ -247,3 +282,47 @@ def start_eventing(state: ClusterState, api: client.ApiClient, *, log=print) -> 
         base_env={"PATH": os.environ.get("PATH", ""), "KUBECONFIG": str(state.kubeconfig), "HTTP_PROXY": dns.url},
         listen=LISTEN, publish=PUBLISH).start()
     return Eventing(api, dns, kubelet)
+
+
+def run_until_stopped(root: Path, *, handler_port: int, log=lambda line: print(line, flush=True)) -> int:
+    """``python -m devcluster knative-run``: Knative Eventing wired to the handler on ``handler_port`` until
+    SIGTERM (``make cluster-down``), which stops every process it started. Dead letters are printed to its log."""
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    state = ClusterState.load(root)
+    if state is None:
+        log("devcluster: no cluster recorded; start one with `make cluster`")
+        return 1
+    api = api_client(state)
+    eventing = start_eventing(state, api, log=log)
+    letters = Receiver(name="dead letter")
+    try:
+        wire(eventing, handler_port=handler_port, dead_letters_port=letters.port)
+        log(f"{READY_LINE}: ApiServerSource and PingSource -> Broker jobflow -> Triggers -> "
+            f"http://127.0.0.1:{handler_port}/")
+        while True:
+            time.sleep(3600)
+    finally:
+        eventing.stop()
+        letters.stop()
+
+
+READY_LINE = "knative eventing: wired"
+
+
+def start_in_background(state: ClusterState, *, handler_port: int, log=print) -> processes.Component:
+    """``make knative``: :func:`run_until_stopped` as a recorded process, once its wiring is Ready."""
+    component = processes.start("knative-eventing", Path(sys.executable),
+                                ["-m", "devcluster", "knative-run", f"--handler-port={handler_port}"],
+                                log_dir=state.log_dir, cwd=REPO)
+    state.components.append(component)
+    state.save()
+    started = time.monotonic()
+    log("devcluster: starting Knative Eventing (the first run builds its programs: about 6 minutes)...")
+    while READY_LINE not in Path(component.log).read_text(errors="replace"):
+        if not component.alive():
+            raise RuntimeError(f"Knative Eventing did not start; its log ({component.log}) ends:\n"
+                               f"{component.log_tail()}")
+        time.sleep(1)
+    log(f"devcluster: Knative Eventing wired in {time.monotonic() - started:.0f} s; the handler on port "
+        f"{handler_port} gets its events. Logs: {state.log_dir}; `make cluster-down` stops it.")
+    return component

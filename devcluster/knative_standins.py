@@ -31,6 +31,7 @@ import http.client
 import json
 import logging
 import socket
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -88,6 +89,16 @@ def local_port(core: client.CoreV1Api, host: str) -> int | None:
     return None
 
 
+class _QuietServer(ThreadingHTTPServer):
+    """A sender that hangs up (its own timeout, or a process stopping) is its business, not a traceback here."""
+
+    daemon_threads = True
+
+    def handle_error(self, request, client_address) -> None:
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
 class ClusterDNS:
     """The HTTP forward proxy that stands in for cluster DNS and kube-proxy (see the module docstring)."""
 
@@ -98,8 +109,7 @@ class ClusterDNS:
         self.core = core
         self.cache_seconds = cache_seconds
         self._cache: dict[str, tuple[float, int | None]] = {}
-        self.server = ThreadingHTTPServer(("127.0.0.1", processes.free_port()), self._handler_class())
-        self.server.daemon_threads = True
+        self.server = _QuietServer(("127.0.0.1", processes.free_port()), self._handler_class())
         self.port = self.server.server_address[1]
         self.thread = threading.Thread(target=self.server.serve_forever, name="cluster-dns", daemon=True)
 
@@ -161,8 +171,11 @@ class ClusterDNS:
                     if key.lower() not in dns.HOP_BY_HOP and key.lower() != "content-length":
                         self.send_header(key, value)
                 self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
+                try:
+                    self.end_headers()
+                    self.wfile.write(payload)
+                except OSError:  # the sender gave up (its timeout); its retry policy decides what happens next
+                    self.close_connection = True
 
             do_POST = do_PUT = do_GET = do_DELETE = do_PATCH = do_OPTIONS = _forward
 
@@ -231,8 +244,8 @@ class LocalKubelet:
         while not self._stop.wait(self.interval):
             try:
                 self.sync()
-            except Exception:  # the API server may be restarting: try again on the next tick, like a kubelet
-                LOG.exception("local kubelet: sync failed")
+            except Exception as error:  # the API server may be restarting: try again on the next tick, like a kubelet
+                LOG.warning("local kubelet: sync failed, retrying: %s", str(error).splitlines()[0][:200])
 
     def sync(self) -> None:
         seen = set()
@@ -321,6 +334,39 @@ def serve_ksvc(api: client.ApiClient, namespace: str, name: str, port: int) -> s
                                   ("Ready", "ConfigurationsReady", "RoutesReady")]}})
     publish_endpoints(client.CoreV1Api(api), namespace, name, port)
     return url
+
+
+class Receiver:
+    """A ksvc that only receives (the dead-letter sink here): records each request (lower-cased headers, body),
+    prints one line about it, answers 202."""
+
+    def __init__(self, *, name: str) -> None:
+        self.received: list[tuple[dict[str, str], bytes]] = []
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                headers = {k.lower(): v for k, v in self.headers.items()}
+                receiver.received.append((headers, body))
+                print(f"{name}: {headers.get('ce-type')} id={headers.get('ce-id')} subject={headers.get('ce-subject')}"
+                      f" error={headers.get('ce-knativeerrorcode')} from={headers.get('ce-knativeerrordest')}",
+                      flush=True)
+                self.send_response(202)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", processes.free_port()), Handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, name=name, daemon=True).start()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
 
 
 def broker_defaults(api: client.ApiClient) -> dict:

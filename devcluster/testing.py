@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from pathlib import Path
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
@@ -16,7 +17,7 @@ from typing import TypeVar
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from devcluster import cluster
+from devcluster import cluster, objects, processes
 from devcluster.state import ClusterState
 from jobflow_core.api import VCJOB
 
@@ -62,6 +63,25 @@ class LocalCluster:
             if time.monotonic() > deadline:
                 raise WaitTimeout(f"waited {timeout:.0f} s for {what}; last seen: {last!r}")
             time.sleep(interval)
+
+    def api_server_outage(self, seconds: float) -> None:
+        """Stop kube-apiserver for ``seconds``, then start it again with the same arguments (same port, certificates
+        and etcd, so every client reconnects to the same server) and wait until it is ready."""
+        [old] = [c for c in self.state.components if c.name == "kube-apiserver"]
+        args = Path(f"/proc/{old.pid}/cmdline").read_bytes().split(b"\0")[1:-1]
+        old.stop()
+        time.sleep(seconds)
+        new = processes.start(old.name, Path(old.binary), [arg.decode() for arg in args],
+                              log_dir=self.state.log_dir)
+        self.state.components[self.state.components.index(old)] = new
+        self.state.save()
+
+        def still_running() -> None:
+            if not new.alive():
+                raise AssertionError(f"kube-apiserver did not come back after the outage:\n{new.log_tail()}")
+
+        objects.poll("kube-apiserver ready after the outage", lambda: cluster.healthy(self.state), timeout=60,
+                     on_tick=still_running)
 
     def create_namespace(self) -> str:
         name = f"t-{uuid.uuid4().hex[:10]}"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import yaml
@@ -102,3 +103,38 @@ def events_of(cluster: LocalCluster, namespace: str, name: str) -> list[tuple[st
     items = cluster.core.list_namespaced_event(namespace, field_selector=f"involvedObject.name={name}").items
     items.sort(key=lambda e: (e.first_timestamp or e.event_time or 0, e.metadata.creation_timestamp))
     return [(e.type, e.reason, e.message) for e in items]
+
+
+DIAMOND = ("apiVersion: flow.volcano.sh/v1alpha1\nkind: JobFlow\nmetadata: {name: diamond}\nspec:\n  flows:\n"
+           "  - {name: a}\n  - {name: b, dependsOn: {targets: [a]}}\n  - {name: c, dependsOn: {targets: [b]}}\n"
+           "  - {name: d, dependsOn: {targets: [b]}}\n  - {name: e, dependsOn: {targets: [c, d]}}\n")
+
+
+def diamond_templates(*, run_for: str) -> str:
+    """JobTemplates a..e for :data:`DIAMOND` (which keeps its vcjobs, so they can be counted afterwards)."""
+    return "---\n".join(template(name, run_for=run_for) for name in "abcde")
+
+
+class VcjobUids:
+    """Every vcjob UID seen in a namespace, per name, polled in the background (API errors during an outage are
+    skipped): a name with two UIDs was created twice."""
+
+    def __init__(self, cluster: LocalCluster, namespace: str) -> None:
+        self.cluster, self.namespace = cluster, namespace
+        self.seen: dict[str, set[str]] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.3):
+            try:
+                for name, job in vcjobs(self.cluster, self.namespace).items():
+                    self.seen.setdefault(name, set()).add(job["metadata"]["uid"])
+            except Exception:  # the API server is down: nothing can be created meanwhile either
+                pass
+
+    def stop(self) -> dict[str, set[str]]:
+        self._stop.set()
+        self._thread.join(timeout=5)
+        return self.seen

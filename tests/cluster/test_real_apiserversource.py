@@ -28,7 +28,7 @@ from engine import Handler, serve
 from eventsource import cloudevent
 from handlers.kube import Conflict, KubeApi
 from handlers.reconciler import MAX_ATTEMPTS
-from objects import apply, jobflow, template, vcjobs, wait_for_phase
+from objects import DIAMOND, VcjobUids, apply, diamond_templates, jobflow, template, vcjobs, wait_for_phase
 
 pytestmark = pytest.mark.cluster
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "diamond"
@@ -141,6 +141,46 @@ def test_a_lost_write_race_is_answered_503_which_the_real_adapter_retries(cluste
         finally:
             adapter.stop()
     assert kube.losses == 0 and answered("503") == retried + 1
+
+
+def run_through_an_api_server_outage(cluster: LocalCluster, namespace: str, *, seconds: float = 20) -> dict:
+    """The diamond (vcjobs kept) with kube-apiserver stopped for ``seconds`` while b runs; the finished JobFlow.
+    Asserts that it finished and that every flow got exactly one vcjob."""
+    uids = VcjobUids(cluster, namespace)
+    apply(cluster, namespace, diamond_templates(run_for="3s"))
+    apply(cluster, namespace, DIAMOND)
+    cluster.wait_until("b to run", lambda: cluster.vcjob_phase(namespace, "diamond-b") == "Running", timeout=60)
+    started = time.monotonic()
+    cluster.api_server_outage(seconds)
+    back = time.monotonic()
+    progress = []
+
+    def finished() -> bool:
+        flow = jobflow(cluster, namespace, "diamond") or {}
+        state = ((flow.get("status") or {}).get("state") or {}).get("phase"), flow.get("status", {}).get("progress")
+        if not progress or progress[-1][1:] != state:
+            progress.append((round(time.monotonic() - back, 1), *state))
+        return state[0] == "Succeed"
+
+    cluster.wait_until("the diamond to Succeed after the outage", finished, timeout=150)
+    flow = jobflow(cluster, namespace, "diamond")
+    print(f"outage {back - started:.1f} s; then (seconds, phase, progress): {progress}")
+    seen = uids.stop()
+    assert sorted(flow["status"]["completedJobs"]) == [f"diamond-{name}" for name in "abcde"]
+    assert {name: len(found) for name, found in seen.items()} == {f"diamond-{name}": 1 for name in "abcde"}
+    return flow
+
+
+def test_a_20_s_api_server_outage_loses_nothing_on_the_direct_path(cluster: LocalCluster, namespace: str,
+                                                                   handler: Handler) -> None:
+    adapter = start_adapter(cluster, namespace, handler)
+    try:
+        refused = answered("503")
+        run_through_an_api_server_outage(cluster, namespace)
+        assert adapter.alive(), adapter.log_tail()
+    finally:
+        adapter.stop()
+    print(f"direct path: {answered('503') - refused:.0f} events answered 503 during the outage")
 
 
 class Capture:

@@ -12,77 +12,40 @@ from __future__ import annotations
 
 import json
 import statistics
-import threading
 import time
 import urllib.request
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-import yaml
 from kubernetes import client
-from kubernetes.client.rest import ApiException
 
 from devcluster import knative_eventing
 from devcluster.knative_eventing import Eventing
-from devcluster.processes import free_port
+from devcluster.knative_standins import Receiver
 from devcluster.testing import LocalCluster
 from engine import Arrivals, serve_app
 from handlers.kube import KubeApi
 from handlers.reconciler import MAX_ATTEMPTS
 from objects import apply, jobflow, template, vcjobs, wait_for_phase
-from test_real_apiserversource import LosesRaces
+from test_real_apiserversource import LosesRaces, run_through_an_api_server_outage
 
 pytestmark = pytest.mark.cluster
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples" / "diamond"
-MANIFESTS = ("base/broker.yaml", "base/dead-letters.yaml", "base/handler.yaml", "apiserversource.yaml",
-             "pingsource.yaml")
-SYSTEM = "volcano-jobflow"
+SYSTEM = knative_eventing.HANDLER_NAMESPACE
 INGRESS = f"http://broker-ingress.knative-eventing.svc.cluster.local/{SYSTEM}/jobflow"
 PING_SOURCE = f"/apis/v1/namespaces/{SYSTEM}/pingsources/jobflow-resync"
-READY = (("Broker", "jobflow"), ("Trigger", "jobflow-jobflows"), ("Trigger", "jobflow-jobtemplates"),
-         ("Trigger", "jobflow-vcjobs"), ("Trigger", "jobflow-resync"), ("ApiServerSource", "jobflow-objects"),
-         ("PingSource", "jobflow-resync"))
-
-
-class DeadLetters:
-    """ksvc jobflow-dead-letters: records what the Broker gives up on (lower-cased headers, body)."""
-
-    def __init__(self) -> None:
-        self.received: list[tuple[dict[str, str], bytes]] = []
-        letters = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                letters.received.append(({k.lower(): v for k, v in self.headers.items()}, body))
-                self.send_response(202)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, *args) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
-        self.port = self.server.server_port
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
 
 @dataclass
 class Knative:
     eventing: Eventing
     arrivals: Arrivals
     handler_port: int
-    dead_letters: DeadLetters
+    dead_letters: Receiver
     early: str  # a namespace whose JobFlow existed before any Knative program started
 
     def point_handler_at(self, port: int) -> None:
@@ -91,34 +54,18 @@ class Knative:
         time.sleep(self.eventing.dns.cache_seconds + 0.5)
 
 
-def knative_documents() -> list[dict]:
-    docs = []
-    for name in MANIFESTS:
-        docs += [doc for doc in yaml.safe_load_all((REPO / "knative" / name).read_text()) if doc]
-    return docs
-
-
 @pytest.fixture(scope="module")
 def knative(cluster: LocalCluster) -> Iterator[Knative]:
     early = cluster.create_namespace()
     apply(cluster, early, template("a") + "---\n" + template("b"))
     apply(cluster, early, "apiVersion: flow.volcano.sh/v1alpha1\nkind: JobFlow\nmetadata: {name: early}\n"
                           "spec: {flows: [{name: a}, {name: b, dependsOn: {targets: [a]}}]}\n")
-    try:
-        cluster.core.create_namespace({"metadata": {"name": SYSTEM}})
-    except ApiException as error:
-        if error.status != 409:
-            raise
     started = time.monotonic()
     eventing = knative_eventing.start_eventing(cluster.state, cluster.api)
-    arrivals, dead_letters = Arrivals(), DeadLetters()
+    arrivals, dead_letters = Arrivals(), Receiver(name="jobflow-dead-letters")
     server, port = serve_app(KubeApi(cluster.api), arrivals)
     try:
-        eventing.apply(knative_documents())
-        eventing.serve(SYSTEM, "jobflow-handler", port)
-        eventing.serve(SYSTEM, "jobflow-dead-letters", dead_letters.port)
-        for kind, name in READY:
-            eventing.ready(kind, SYSTEM, name, timeout=120)
+        knative_eventing.wire(eventing, handler_port=port, dead_letters_port=dead_letters.port)
         print(f"knative eventing: installed, started and wired in {time.monotonic() - started:.1f} s")
         yield Knative(eventing, arrivals, port, dead_letters, early)
     finally:
@@ -195,6 +142,16 @@ def test_a_lost_write_race_is_answered_503_and_the_broker_retries_it(cluster: Lo
     assert refused and refused[0].headers.get("retry-after") == "1"
     retried = [a for a in arrivals.seen if a.event.get("ce-id") == refused[0].event["ce-id"]]
     assert [a.code for a in retried][-1] == 202  # the same event, delivered again by the Broker
+
+
+def test_a_20_s_api_server_outage_loses_nothing_through_the_real_broker(cluster: LocalCluster, namespace: str,
+                                                                        knative: Knative) -> None:
+    through_the_broker(knative, cluster, namespace)
+    mark = len(knative.arrivals.seen)
+    run_through_an_api_server_outage(cluster, namespace)
+    refused = [a for a in knative.arrivals.seen[mark:] if a.code == 503]
+    print(f"through the Broker: {len(refused)} deliveries answered 503 during the outage")
+    assert all(p.alive() for p in (played.process for played in knative.eventing.kubelet.played.values()))
 
 
 def test_an_event_the_handler_refuses_goes_to_the_dead_letter_sink_through_the_real_broker(
