@@ -8,6 +8,7 @@ starts (only the resync, a PingSource's event, brings those forward), and it sen
 from __future__ import annotations
 
 import json
+import statistics
 import threading
 import time
 import urllib.request
@@ -24,10 +25,11 @@ from devcluster import knative_eventing
 from devcluster.processes import free_port
 from devcluster.processes import Component
 from devcluster.testing import LocalCluster
-from engine import Handler, serve
+from engine import Arrivals, Handler, post, serve, serve_app
 from eventsource import cloudevent
 from handlers.kube import Conflict, KubeApi
 from handlers.reconciler import MAX_ATTEMPTS
+from test_knative_events import OneNamespace, ping_event
 from objects import DIAMOND, VcjobUids, apply, diamond_templates, jobflow, template, vcjobs, wait_for_phase
 
 pytestmark = pytest.mark.cluster
@@ -74,21 +76,28 @@ def start_adapter(cluster: LocalCluster, namespace: str, handler: Handler | str)
     return adapter
 
 
-def test_the_seed_diamond_runs_to_succeed_on_the_real_adapters_events_alone(cluster: LocalCluster, namespace: str,
-                                                                            handler: Handler) -> None:
-    adapter = start_adapter(cluster, namespace, handler)
+def test_the_seed_diamond_runs_to_succeed_on_the_real_adapters_events_alone(cluster: LocalCluster,
+                                                                            namespace: str) -> None:
+    arrivals = Arrivals()
+    server, port = serve_app(KubeApi(cluster.api), arrivals)
+    adapter = start_adapter(cluster, namespace, f"http://127.0.0.1:{port}/")
     try:
-        refused = {code: answered(code) for code in ("400", "409", "422", "500", "503")}
-        accepted = answered("202")
+        mark = len(arrivals.seen)
         apply(cluster, namespace, (EXAMPLES / "jobtemplates.yaml").read_text())
         apply(cluster, namespace, (EXAMPLES / "jobflow.yaml").read_text())
         flow = wait_for_phase(cluster, namespace, "test", "Succeed", timeout=120)
     finally:
         adapter.stop()
+        server.shutdown()
     assert sorted(flow["status"]["completedJobs"]) == [f"test-{name}" for name in "abcde"]
-    assert vcjobs(cluster, namespace) == {}  # jobRetainPolicy: delete
-    assert answered("202") - accepted >= 20  # JobTemplates, the JobFlow's updates, every vcjob change
-    assert {code: answered(code) for code in refused} == refused  # every one of them answered 202
+    cluster.wait_until("the vcjobs deleted (jobRetainPolicy: delete)", lambda: vcjobs(cluster, namespace) == {},
+                       timeout=30)
+    about_it = [a for a in arrivals.seen[mark:] if a.event.get("ce-namespace") == namespace]
+    assert len(about_it) >= 20  # JobTemplates, the JobFlow's updates, every vcjob change
+    assert {a.code for a in about_it} == {202} and not any("ce-knativearrivaltime" in a.event for a in about_it)
+    latencies = sorted(a.latency for a in about_it)
+    print(f"adapter -> handler latency over {len(latencies)} events: median "
+          f"{statistics.median(latencies) * 1000:.1f} ms, p95 {latencies[int(len(latencies) * 0.95)] * 1000:.1f} ms")
 
 
 def test_objects_that_exist_before_it_starts_wait_for_the_resync_then_run_on_its_events(
@@ -171,16 +180,43 @@ def run_through_an_api_server_outage(cluster: LocalCluster, namespace: str, *, s
     return flow
 
 
-def test_a_20_s_api_server_outage_loses_nothing_on_the_direct_path(cluster: LocalCluster, namespace: str,
-                                                                   handler: Handler) -> None:
-    adapter = start_adapter(cluster, namespace, handler)
-    try:
-        refused = answered("503")
-        run_through_an_api_server_outage(cluster, namespace)
-        assert adapter.alive(), adapter.log_tail()
-    finally:
-        adapter.stop()
-    print(f"direct path: {answered('503') - refused:.0f} events answered 503 during the outage")
+class Resyncs:
+    """What ``knative/pingsource.yaml``'s PingSource does for a handler the adapter sinks into directly: a
+    ``dev.knative.sources.ping`` event to ``POST /resync``, here every ``period`` seconds instead of every minute (a
+    stand-in; the real PingSource adapter runs in ``test_real_knative_broker.py``)."""
+
+    def __init__(self, url: str, *, period: float) -> None:
+        self.url, self.period, self.sent = url.rstrip("/") + "/resync", period, 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="resyncs", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.period):
+            headers, body = ping_event()
+            post(self.url, body, headers)
+            self.sent += 1
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=30)
+
+
+def test_a_20_s_api_server_outage_loses_nothing_on_the_direct_path(cluster: LocalCluster, namespace: str) -> None:
+    """The real adapter's relist after a broken watch announces nothing (like its start): a change made while its
+    watch was down, such as b completing, is never sent. The resync is the net on this path, as the docs say."""
+    with serve(OneNamespace(cluster.api, namespace)) as url:
+        adapter = start_adapter(cluster, namespace, url)
+        resyncs = Resyncs(url, period=15)
+        try:
+            refused = answered("503")
+            run_through_an_api_server_outage(cluster, namespace)
+            assert adapter.alive(), adapter.log_tail()
+        finally:
+            resyncs.stop()
+            adapter.stop()
+    print(f"direct path: {answered('503') - refused:.0f} events answered 503 during the outage; "
+          f"{resyncs.sent} resyncs sent")
 
 
 class Capture:
