@@ -2,8 +2,8 @@
 
 Attributes: ``type`` ``dev.knative.apiserver.{ref|resource}.{add|update|delete}``; ``source`` the API server URL;
 ``subject`` the object's pseudo self-link; ``id`` a fresh UUID per event; ``time`` now; ``datacontenttype``
-``application/json``; extensions ``kind``, ``apiversion``, ``name``, ``namespace``, plus every extension in
-``K_CE_OVERRIDES``. Data: in Reference mode ``{"kind", "namespace", "name", "apiVersion"}``, in Resource mode the
+``application/json``; extensions ``kind``, ``apiversion``, ``name``, ``namespace``, on a vcjob's event ``jobflow``
+(:data:`JOBFLOW_EXTENSION`, ours), plus every extension in ``K_CE_OVERRIDES``. Data: in Reference mode ``{"kind", "namespace", "name", "apiVersion"}``, in Resource mode the
 whole object.
 """
 
@@ -19,7 +19,8 @@ from enum import StrEnum
 from cloudevents.core.bindings.http import to_binary_event
 from cloudevents.core.v1.event import CloudEvent
 
-from jobflow_core.api import ApiType
+from jobflow_core.api import JOBFLOW, JOBFLOW_EXTENSION, VCJOB, ApiType
+from jobflow_core.relevance import jobflow_of_change
 
 
 class Mode(StrEnum):
@@ -42,6 +43,7 @@ def event_type(mode: Mode, change: Change) -> str:
 SPEC_ATTRIBUTES = frozenset({"specversion", "id", "source", "type", "subject", "time", "datacontenttype",
                              "dataschema"})
 EXTENSION_NAME = re.compile(r"[a-z0-9]+")
+
 
 
 def parse_overrides(text: str | None) -> dict[str, str]:
@@ -83,9 +85,21 @@ class Envelope:
     obj: dict
 
     @property
+    def jobflow(self) -> str | None:
+        """The JobFlow this change is about (:func:`jobflow_core.relevance.jobflow_of_change`)."""
+        return jobflow_of_change(self.api_type, self.obj)
+
+    @property
     def key(self) -> tuple[str, str, str]:
-        """Which object the event is about (the outbox keeps one pending event per object)."""
+        """What the event makes the handler reconcile; the outbox keeps one pending event per key, and never sends
+        two of one key at once. A vcjob's add or update is about its JobFlow, so it shares the JobFlow's key: the
+        changes of one JobFlow and of all its vcjobs coalesce into one reconcile, and one JobFlow is never
+        reconciled twice at the same time by our events (no write races, no create races). A vcjob's delete keeps
+        a key of its own, so that the JobTemplate refresh it asks for is never coalesced away."""
         meta = self.obj.get("metadata") or {}
+        jobflow = self.jobflow if self.change is not Change.DELETE else None
+        if jobflow is not None:
+            return (JOBFLOW.plural, meta.get("namespace", ""), jobflow)
         return (self.api_type.plural, meta.get("namespace", ""), meta.get("name", ""))
 
 
@@ -111,6 +125,7 @@ def encode(envelope: Envelope, *, mode: Mode, source: str, overrides: dict[str, 
         "apiversion": api_type.api_version,
         "name": name,
         "namespace": namespace,
+        **({JOBFLOW_EXTENSION: envelope.jobflow} if api_type is VCJOB and envelope.jobflow else {}),
         **overrides,
     }
     message = to_binary_event(CloudEvent(attributes, data))

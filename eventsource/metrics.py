@@ -7,7 +7,11 @@ metric                                              type     what
                                                              and ``outcome`` (``delivered``, ``retried``:
                                                              a transient failure, sent again later;
                                                              ``dropped``: refused for good, e.g. a 400)
-``jobflow_eventsource_pending_events``              gauge    changes waiting to be sent (one per object)
+``jobflow_eventsource_changes_skipped_total``       counter  updates not forwarded, by object ``kind``:
+                                                             nothing the engine reads changed
+                                                             (:mod:`jobflow_core.relevance`)
+``jobflow_eventsource_pending_events``              gauge    changes waiting to be sent (one per JobFlow,
+                                                             JobTemplate or deleted vcjob)
 ==================================================  =======  =============================================
 
 The event source is one long-running process (not scaled to zero), so a gauge of its own queue is honest here.
@@ -21,6 +25,8 @@ from prometheus_client import Counter, Gauge, start_http_server
 
 EVENTS_SENT = Counter("jobflow_eventsource_events_sent_total", "Events POSTed to the sink, by object kind and outcome",
                       ["kind", "outcome"])
+CHANGES_SKIPPED = Counter("jobflow_eventsource_changes_skipped_total",
+                          "Updates not forwarded because nothing the engine reads changed, by object kind", ["kind"])
 PENDING = Gauge("jobflow_eventsource_pending_events", "Changes waiting to be sent to the sink")
 
 

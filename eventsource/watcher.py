@@ -6,6 +6,8 @@ created (a cluster's other vcjobs are none of our business), narrowed on the API
 Each (re-)list compares what the API server has with what this watcher last knew, and announces the difference:
 ``add`` for objects that are new to it (so everything at start-up), ``update`` for the ones it knew (a resync
 re-announces every object, a safety net for the handler), ``delete`` for the ones that vanished during a gap.
+Between lists, an update that changes nothing the engine reads (:mod:`jobflow_core.relevance`: a vcjob's pod
+counts, our own status writes) is not forwarded; the observer (the rechecker) still sees it.
 A watch that ends (server timeout, network error) resumes from the last resourceVersion and loses nothing; only
 410 Gone forces a re-list. Errors never end the loop: they are logged and retried with backoff.
 """
@@ -24,8 +26,10 @@ from urllib3.exceptions import HTTPError
 
 from eventsource.cloudevent import Change, Envelope
 from eventsource.outbox import Outbox
+from eventsource import metrics
 from jobflow_core.api import JOBFLOW, JOBTEMPLATE, VCJOB, ApiType
 from jobflow_core.naming import FLOW_JOBS_SELECTOR
+from jobflow_core.relevance import fingerprint
 
 log = logging.getLogger("eventsource.watcher")
 
@@ -50,6 +54,7 @@ class Watcher:
         self.resync_seconds, self.stop, self.watch_seconds = resync_seconds, stop, watch_seconds
         self.observer = observer  # also sees every change (the Rechecker, for JobFlows)
         self.known: dict[str, str] = {}  # "<ns>/<name>" -> resourceVersion
+        self.fingerprints: dict[str, int] = {}  # "<ns>/<name>" -> fingerprint of the version last forwarded
         self.relists = 0
 
     def _call(self, **kwargs):
@@ -60,10 +65,18 @@ class Watcher:
             return self.custom.list_namespaced_custom_object(t.group, t.version, self.namespace, t.plural, **kwargs)
         return self.custom.list_cluster_custom_object(t.group, t.version, t.plural, **kwargs)
 
-    def _emit(self, change: Change, obj: dict) -> None:
+    def _emit(self, change: Change, obj: dict, *, key: str) -> None:
+        if change is Change.DELETE:
+            self.fingerprints.pop(key, None)
+        else:
+            self.fingerprints[key] = fingerprint(self.api_type, obj)
         self.outbox.put(Envelope(self.api_type, change, obj))
         if self.observer is not None:
             self.observer(change, obj)
+
+    def _unchanged(self, obj: dict, *, key: str) -> bool:
+        """Whether an update leaves everything the engine reads as it was when last forwarded."""
+        return self.fingerprints.get(key) == fingerprint(self.api_type, obj)
 
     def relist(self) -> str:
         """Announce the difference between the API server and what we knew; returns the list's resourceVersion."""
@@ -73,10 +86,10 @@ class Watcher:
             meta = obj["metadata"]
             key = f"{meta['namespace']}/{meta['name']}"
             seen[key] = meta["resourceVersion"]
-            self._emit(Change.UPDATE if key in self.known else Change.ADD, obj)
+            self._emit(Change.UPDATE if key in self.known else Change.ADD, obj, key=key)
         for key in self.known.keys() - seen.keys():
             namespace, name = key.split("/", 1)
-            self._emit(Change.DELETE, {"metadata": {"namespace": namespace, "name": name}})
+            self._emit(Change.DELETE, {"metadata": {"namespace": namespace, "name": name}}, key=key)
         self.known = seen
         self.relists += 1
         return listing["metadata"]["resourceVersion"]
@@ -100,7 +113,12 @@ class Watcher:
                         self.known.pop(key, None)
                     else:
                         self.known[key] = resource_version
-                    self._emit(change, obj)
+                    if change is Change.UPDATE and self._unchanged(obj, key=key):
+                        metrics.CHANGES_SKIPPED.labels(self.api_type.kind).inc()
+                        if self.observer is not None:
+                            self.observer(change, obj)
+                    else:
+                        self._emit(change, obj, key=key)
                     if self.stop.is_set():
                         break
             except ApiException as error:

@@ -25,7 +25,7 @@ from typing import Any
 from cloudevents.core.bindings.http import HTTPMessage, from_http_event
 from cloudevents.core.exceptions import BaseCloudEventException
 
-from jobflow_core.api import API_TYPES, ApiType, api_type_of
+from jobflow_core.api import API_TYPES, JOBFLOW_EXTENSION, VCJOB, ApiType, api_type_of
 from jobflow_core.routing import controller_name
 
 RESYNC_TYPES = frozenset({"dev.knative.sources.ping", "dev.volcano.jobflow.resync"})
@@ -46,12 +46,13 @@ class Hint:
     name: str = ""
     event_type: str = ""
     controller: str | None = None
-    """The JobFlow a Resource-mode vcjob payload names as its controller: only a hint for which one to re-read."""
+    """The JobFlow a vcjob's event names as its controller (our event source's ``jobflow`` extension, or the
+    ownerReference in a Resource-mode payload): only a hint for which JobFlow to re-read first."""
 
     @property
-    def membership_changed(self) -> bool:
-        """Whether the object came or went (an add or a delete), rather than changed."""
-        return not self.event_type.endswith(".update")
+    def deleted(self) -> bool:
+        """Whether the event says the object went."""
+        return self.event_type.endswith(".delete")
 
 
 def parse_cloudevent(headers: dict[str, str], body: bytes) -> Any:
@@ -99,8 +100,14 @@ def hint_from(event: Any) -> Hint:
     if len(name) > 253 or not DNS_SUBDOMAIN.fullmatch(name):
         raise BadEvent(f"name {name[:80]!r} is not a Kubernetes object name: a DNS-1123 subdomain (lower-case "
                        "letters, digits, '-' and '.', at most 253 characters)")
-    return Hint(about, namespace=namespace, name=name, event_type=event_type,
-                controller=controller_name(data) if metadata else None)
+    controller = event.get_extension(JOBFLOW_EXTENSION) if about is VCJOB else None
+    if controller is None and metadata:
+        controller = controller_name(data)
+    if controller is not None and not (isinstance(controller, str) and len(controller) <= 253
+                                       and DNS_SUBDOMAIN.fullmatch(controller)):
+        raise BadEvent(f"extension {JOBFLOW_EXTENSION!r} ({str(controller)[:80]!r}) is not a JobFlow name: a DNS-1123 "
+                       "subdomain; leave it out and the handler finds the vcjob's JobFlow itself")
+    return Hint(about, namespace=namespace, name=name, event_type=event_type, controller=controller)
 
 
 def hint_from_request(headers: dict[str, str], body: bytes) -> Hint:

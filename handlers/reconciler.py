@@ -53,8 +53,9 @@ from jobflow_core.naming import (
     jobs_of_template_selector,
     pods_of_job_selector,
 )
-from jobflow_core.routing import can_change, flows_of_job, jobflows_of_job, orphan_to_release, waits_for_template
-from jobflow_core.templates import template_status, template_status_changed
+from jobflow_core.routing import (can_change, controller_name, flows_of_job, jobflows_of_job, orphan_to_release,
+                                  waits_for_template)
+from jobflow_core.templates import template_status, template_status_changed, template_status_with
 
 from handlers.kube import Conflict, KubeApi, Rejected
 from handlers.probing import Prober
@@ -113,7 +114,8 @@ class Reconciler:
             try:
                 now = self.clock()
                 observation = self._read(JobFlow.model_validate(raw), learned, now=now)
-                self._act(raw, self._plan(observation, learned), outcome, learned, now=now)
+                plan, templates_read = self._plan(observation, learned)
+                self._act(raw, plan, outcome, learned, now=now, templates_read=templates_read)
                 return outcome
             except (_Again, Conflict) as reason:
                 if isinstance(reason, Conflict):
@@ -137,17 +139,20 @@ class Reconciler:
                 jobflow.namespace, pods_of_job_selector(job=job))) for job in needed})
         return observation
 
-    def _plan(self, observation: Observation, learned: _Learned) -> Plan:
+    def _plan(self, observation: Observation, learned: _Learned) -> tuple[Plan, dict[str, dict]]:
+        """The plan, and the JobTemplates read for it (as read: their status is updated from these first)."""
         namespace = observation.jobflow.namespace
-        templates = {}
+        read = {}
         for name in templates_needed(observation):
             found = self.kube.get_jobtemplate(namespace, name)
             if found is not None:
-                templates[name] = JobTemplate.model_validate(found)
+                read[name] = found
+        templates = {name: JobTemplate.model_validate(found) for name, found in read.items()}
         return plan_observation(observation, templates=templates, recheck_seconds=self.recheck_seconds,
-                                rejections=learned.rejections, notify=self.notifier is not None)
+                                rejections=learned.rejections, notify=self.notifier is not None), read
 
-    def _act(self, raw: dict, plan: Plan, outcome: Outcome, learned: _Learned, *, now: datetime) -> None:
+    def _act(self, raw: dict, plan: Plan, outcome: Outcome, learned: _Learned, *, now: datetime,
+             templates_read: dict[str, dict]) -> None:
         namespace = raw["metadata"]["namespace"]
         held = {notification.id for notification in notifications.pending(JobFlow.model_validate(raw).status)}
         outcome.phase = plan.status.state.phase if plan.status.state else None
@@ -173,8 +178,9 @@ class Reconciler:
                     outcome.released.append(job.name)
                 case RecordRuns(template=template, runs=runs):
                     self._record_runs(namespace, template, runs)
-                case RefreshTemplate(name=name):
-                    self.jobtemplate(namespace, name)
+                case RefreshTemplate(name=name, added=added, removed=removed):
+                    self._update_template_list(namespace, name, added=added, removed=removed,
+                                               read=templates_read.get(name))
         self._notify(raw, held=held, now=now)
 
     def _notify(self, raw: dict, *, held: set[str], now: datetime) -> None:
@@ -250,6 +256,26 @@ class Reconciler:
                 continue
         raise Conflict(f"JobTemplate {namespace}/{name} kept changing; retry later")
 
+    def _update_template_list(self, namespace: str, name: str, *, added: tuple[str, ...], removed: tuple[str, ...],
+                              read: dict | None) -> None:
+        """Apply vcjobs created and deleted to a JobTemplate's ``jobDependsOnList``, starting from ``read`` (the
+        template as just read for the plan, if it was), re-reading after a lost race."""
+        raw = read
+        for _ in range(MAX_ATTEMPTS):
+            raw = raw if raw is not None else self.kube.get_jobtemplate(namespace, name)
+            if raw is None:
+                return
+            template = JobTemplate.model_validate(raw)
+            status = template_status_with(template, added=added, removed=removed)
+            if not template_status_changed(template, status):
+                return
+            try:
+                self.kube.replace_jobtemplate_status({**raw, "status": status.to_wire()})
+                return
+            except Conflict:
+                raw = None
+        raise Conflict(f"JobTemplate {namespace}/{name} kept changing; retry later")
+
     def jobtemplate(self, namespace: str, name: str) -> bool:
         """Refresh ``status.jobDependsOnList`` of a JobTemplate; True when it was written."""
         for _ in range(MAX_ATTEMPTS):
@@ -275,18 +301,34 @@ class Reconciler:
                 for raw in self.kube.list_jobflows(namespace) if waits_for_template(raw, template)]
 
     def jobflows_of_vcjob(self, namespace: str, name: str, *, controller: str | None,
-                          membership_changed: bool) -> list[Outcome]:
-        """A vcjob changed: reconcile the JobFlow(s) it concerns (one LIST that also serves as their read), and
-        when it came or went, refresh its JobTemplate's list. A vcjob no JobFlow claims is let go if it waits
-        for our finalizer."""
-        candidates = jobflows_of_job(self.kube.list_jobflows(namespace), job=name, controller=controller)
+                          deleted: bool) -> list[Outcome]:
+        """A vcjob changed: reconcile the JobFlow(s) it concerns, and when it went, refresh its JobTemplate's list
+        (when it came, the reconcile that created it did). A vcjob no JobFlow claims is let go if it waits for our
+        finalizer.
+
+        Finding the JobFlow costs one GET when the event names it (``controller``: our event source's extension, or
+        a Resource-mode payload's ownerReference) and the vcjob still exists, else a GET of the vcjob to read its
+        controller; only a vcjob that is gone, or whose hint is wrong, costs a LIST of the namespace's JobFlows."""
+        candidates = self._claimants(namespace, name, controller=controller)
         if not candidates:
             self._release_orphan(self.kube.get_vcjob(namespace, name), jobflow_uids=())
         outcomes = [self.jobflow(namespace, raw["metadata"]["name"], known=raw) for raw in candidates]
-        for raw in candidates if membership_changed else []:
+        for raw in candidates if deleted else []:
             for template in flows_of_job(raw, name):
                 self.jobtemplate(namespace, template)
         return outcomes
+
+    def _claimants(self, namespace: str, job: str, *, controller: str | None) -> list[dict]:
+        """The JobFlows that claim vcjob ``job``: the one its controller names when that one does, else every one of
+        the namespace that has a flow the name belongs to."""
+        if controller is None:
+            found = self.kube.get_vcjob(namespace, job)
+            controller = controller_name(found) if found is not None else None
+        if controller is not None:
+            raw = self.kube.get_jobflow(namespace, controller)
+            if raw is not None and flows_of_job(raw, job):
+                return [raw]
+        return jobflows_of_job(self.kube.list_jobflows(namespace), job=job, controller=None)
 
     def resync(self) -> list[Outcome]:
         """Reconcile every JobFlow that can still change, and let go of vcjobs whose JobFlow is gone (the safety

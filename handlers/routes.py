@@ -42,8 +42,7 @@ def dispatch(reconciler: Reconciler, hint: Hint) -> list[Outcome]:
     if hint.about is JOBTEMPLATE:
         reconciler.jobtemplate(hint.namespace, hint.name)
         return reconciler.jobflows_using(hint.namespace, hint.name)
-    return reconciler.jobflows_of_vcjob(hint.namespace, hint.name, controller=hint.controller,
-                                        membership_changed=hint.membership_changed)
+    return reconciler.jobflows_of_vcjob(hint.namespace, hint.name, controller=hint.controller, deleted=hint.deleted)
 
 
 def _run(handle):

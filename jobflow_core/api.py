@@ -71,6 +71,11 @@ RERUN_FLOWS: Final = "flow.volcano.sh/rerun-flows"
 RECORD_FINALIZER: Final = "flow.volcano.sh/keep-record"
 """Ours, additive: holds a deleted vcjob until its final phase is in the JobFlow's status (see ``jobs``)."""
 
+JOBFLOW_EXTENSION: Final = "jobflow"
+"""Ours, a CloudEvent extension our event source sets on a vcjob's event: the JobFlow that controls the vcjob (its
+ownerReference), so the handler reads that JobFlow instead of searching the namespace. A hint like the rest of the
+event; ApiServerSource does not set it, and the handler then finds the JobFlow itself."""
+
 POD_JOB_NAME: Final = "volcano.sh/job-name"
 """Label Volcano puts on a vcjob's pods: the vcjob's name."""
 POD_TASK_SPEC: Final = "volcano.sh/task-spec"

@@ -122,9 +122,13 @@ class Release:
 
 @dataclass(frozen=True)
 class RefreshTemplate:
-    """Recompute ``status.jobDependsOnList`` of JobTemplate ``name`` (a vcjob made from it came or went)."""
+    """Bring ``status.jobDependsOnList`` of JobTemplate ``name`` up to date: vcjobs made from it were just created
+    (``added``) or are deleted now (``removed``). The change is applied to the list as stored (no LIST of the
+    template's vcjobs: with N JobFlows sharing a template, that would cost N objects per vcjob created)."""
 
     name: str
+    added: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
 
 
 Action = Create | Abort | Delete | RecordRuns | WriteStatus | Release | RefreshTemplate
@@ -224,8 +228,14 @@ def plan_observation(
     releases = [*(job for job in observation.owned
                   if job.metadata.deletion_timestamp is not None and has_record_finalizer(job)),
                 *observation.orphans]
-    refresh = sorted({decision.view.name for decision in starting}
-                     | {name for job in observation.owned if job.name in deletes if (name := template_of(job))})
+    added: dict[str, list[str]] = {}
+    for decision in starting:
+        if decision.manifest is not None:
+            added.setdefault(decision.view.name, []).append(decision.view.next_job_name)
+    removed: dict[str, list[str]] = {}
+    for job in observation.owned:
+        if job.name in deletes and (name := template_of(job)):
+            removed.setdefault(name, []).append(job.name)
     return Plan(
         actions=(
             *(Create(decision.view.name, decision.manifest, job_created(decision.view.next_job_name),
@@ -239,7 +249,8 @@ def plan_observation(
                                                  blocker=blockers[0] if blockers else None)))]
               if changed else []),
             *(Release(job) for job in releases),
-            *(RefreshTemplate(name) for name in refresh),
+            *(RefreshTemplate(name, tuple(added.get(name, ())), tuple(removed.get(name, ())))
+              for name in sorted(added.keys() | removed.keys())),
         ),
         status=status,
         decisions=tuple(decisions),

@@ -26,3 +26,11 @@ def template_status(template: JobTemplate, /, *, jobs: Iterable[VcJob]) -> JobTe
 def template_status_changed(template: JobTemplate, new: JobTemplateStatus) -> bool:
     old = (template.status.job_depends_on_list if template.status else None) or []
     return old != (new.job_depends_on_list or [])
+
+
+def template_status_with(template: JobTemplate, /, *, added: Iterable[str] = (),
+                         removed: Iterable[str] = ()) -> JobTemplateStatus:
+    """The status of ``template`` with vcjobs ``added`` to and ``removed`` from its list, the rest kept."""
+    old = set((template.status.job_depends_on_list if template.status else None) or ())
+    names = sorted((old | set(added)) - set(removed))
+    return (template.status or JobTemplateStatus()).model_copy(update={"job_depends_on_list": names})

@@ -168,3 +168,22 @@ def test_the_event_source_refuses_to_start_with_bad_configuration(env, says):
                           timeout=60)
     assert done.returncode == 2
     assert says in done.stderr
+
+
+JOB = {"metadata": {"name": "etl-nightly-extract", "namespace": "team-a",
+                    "ownerReferences": [{"kind": "JobFlow", "name": "etl-nightly", "controller": True}]}}
+
+
+def test_a_vcjob_event_names_its_jobflow_in_the_jobflow_extension_and_only_a_vcjob_event_does():
+    headers, _ = sent(Envelope(VCJOB, Change.UPDATE, JOB))
+    assert headers["ce-jobflow"] == "etl-nightly" and headers["ce-name"] == "etl-nightly-extract"
+    assert "ce-jobflow" not in sent(Envelope(JOBFLOW, Change.UPDATE, FLOW))[0]
+    orphan = {"metadata": {"name": "other", "namespace": "team-a"}}
+    assert "ce-jobflow" not in sent(Envelope(VCJOB, Change.UPDATE, orphan))[0]
+
+
+def test_a_vcjobs_add_or_update_shares_its_jobflows_key_and_its_delete_keeps_its_own():
+    assert Envelope(VCJOB, Change.UPDATE, JOB).key == Envelope(JOBFLOW, Change.UPDATE, FLOW).key == \
+        ("jobflows", "team-a", "etl-nightly")
+    assert Envelope(VCJOB, Change.ADD, JOB).key == ("jobflows", "team-a", "etl-nightly")
+    assert Envelope(VCJOB, Change.DELETE, JOB).key == ("jobs", "team-a", "etl-nightly-extract")

@@ -17,7 +17,7 @@ from devcluster.processes import free_port
 from eventsource import cloudevent
 from eventsource.cloudevent import Change, Envelope
 from eventsource.outbox import Outbox
-from jobflow_core.api import JOBFLOW, JOBTEMPLATE, ApiType
+from jobflow_core.api import JOBFLOW, JOBTEMPLATE, VCJOB, ApiType
 
 NOT_HTTP = 0  # an answer that makes the sink reply with a line that is not HTTP
 
@@ -121,6 +121,24 @@ def test_pending_events_for_one_object_coalesce_and_the_newest_wins_even_a_delet
     start(outbox)
     wait_until("three deliveries", lambda: outbox.delivered == 3)
     assert sink.accepted() == [("a", "delete"), ("b", "add"), ("c", "add")]
+
+
+def test_changes_of_a_jobflows_vcjobs_coalesce_with_the_jobflows_own_into_one_event(start, sinks):
+    sinks.append(sink := Sink())
+    outbox = new_outbox(sink.url)
+    owner = [{"kind": "JobFlow", "name": "f", "controller": True}]
+    outbox.put(envelope("f"))
+    for name in ("f-a", "f-b", "f-a"):
+        outbox.put(Envelope(VCJOB, Change.UPDATE, {"metadata": {"name": name, "namespace": "team-a",
+                                                                "ownerReferences": owner}}))
+    outbox.put(Envelope(VCJOB, Change.DELETE, {"metadata": {"name": "f-c", "namespace": "team-a",
+                                                            "ownerReferences": owner}}))
+    assert outbox.pending() == 2
+
+    start(outbox)
+    wait_until("two deliveries", lambda: outbox.delivered == 2)
+    assert sink.accepted() == [("f-a", "update"), ("f-c", "delete")]
+    assert sink.received[0].headers["ce-jobflow"] == "f"
 
 
 def test_events_for_different_objects_go_out_in_arrival_order(start, sinks):

@@ -155,12 +155,12 @@ def test_the_diamond_runs_to_succeed_on_vcjob_events_and_deletes_its_jobs(kube):
         assert kube.names(VCJOB, NS) == sorted(f"test-{flow}" for flow in _done_and(step))
         for flow in step:
             kube.move(NS, f"test-{flow}", "Completed")
-            handler.jobflows_of_vcjob(NS, f"test-{flow}", controller=None, membership_changed=False)
+            handler.jobflows_of_vcjob(NS, f"test-{flow}", controller=None, deleted=False)
     assert status(kube, "test")["state"]["phase"] == "Succeed"
     assert status(kube, "test")["completedJobs"] == [f"test-{flow}" for flow in "abcde"]
     # Deleted with jobRetainPolicy: delete; each deletion's event releases our finalizer, and the job goes.
     for name in kube.names(VCJOB, NS):
-        handler.jobflows_of_vcjob(NS, name, controller=None, membership_changed=True)
+        handler.jobflows_of_vcjob(NS, name, controller=None, deleted=True)
     assert kube.names(VCJOB, NS) == []
     template_status = kube.stored(JOBTEMPLATE, NS, "a")["status"]
     assert template_status["jobDependsOnList"] == []  # the vcjob is gone; its run stays counted
@@ -195,7 +195,7 @@ def test_a_vcjob_whose_jobflow_is_gone_is_released_by_its_event_and_by_a_resync(
     handler.jobflow(NS, "f")
     kube.objects.pop((JOBFLOW.kind, NS, "f"))
     kube.remove(VCJOB, NS, "f-a")  # the garbage collector deletes it: our finalizer holds it
-    handler.jobflows_of_vcjob(NS, "f-a", controller=None, membership_changed=True)
+    handler.jobflows_of_vcjob(NS, "f-a", controller=None, deleted=True)
     assert kube.names(VCJOB, NS) == []
 
     kube.put(yaml.safe_load(A_THEN_B))
@@ -230,11 +230,72 @@ def test_a_jobtemplate_event_reconciles_only_the_jobflows_still_waiting_for_it(k
     assert handler.jobflows_using(NS, "c") == []  # no flow of that name
 
 
-def test_a_vcjob_event_with_a_controller_hint_reconciles_only_that_jobflow(kube):
+class Counting(MemoryKube):
+    """Notes which calls the reconciler makes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[str] = []
+
+    def get_jobflow(self, namespace: str, name: str) -> dict | None:
+        self.calls.append(f"GET jobflow {name}")
+        return super().get_jobflow(namespace, name)
+
+    def list_jobflows(self, namespace: str | None = None) -> list[dict]:
+        self.calls.append("LIST jobflows")
+        return super().list_jobflows(namespace)
+
+    def get_vcjob(self, namespace: str, name: str) -> dict | None:
+        self.calls.append(f"GET vcjob {name}")
+        return super().get_vcjob(namespace, name)
+
+    def list_vcjobs(self, namespace: str | None, label_selector: str) -> list[dict]:
+        self.calls.append(f"LIST vcjobs {label_selector}")
+        return super().list_vcjobs(namespace, label_selector)
+
+    def get_jobtemplate(self, namespace: str, name: str) -> dict | None:
+        self.calls.append(f"GET jobtemplate {name}")
+        return super().get_jobtemplate(namespace, name)
+
+
+@pytest.fixture
+def counting() -> Counting:
+    kube = Counting()
+    for name in "ab":
+        kube.put(template(name))
     kube.put(yaml.safe_load(A_THEN_B))
     kube.put(yaml.safe_load(A_THEN_B.replace("name: f,", "name: g,")))
-    outcomes = reconciler(kube).jobflows_of_vcjob(NS, "f-a", controller="g", membership_changed=False)
-    assert [outcome.jobflow for outcome in outcomes] == ["default/g"]
+    reconciler(kube).jobflow(NS, "f")
+    kube.calls.clear()
+    return kube
+
+
+def test_a_created_vcjob_joins_its_templates_list_from_the_template_read_for_it_without_a_list(counting):
+    counting.move(NS, "f-a", "Completed")
+    reconciler(counting).jobflow(NS, "f")
+    assert counting.names(VCJOB, NS) == ["f-a", "f-b"]
+    assert counting.stored(JOBTEMPLATE, NS, "b")["status"]["jobDependsOnList"] == ["f-b"]
+    assert counting.calls.count("GET jobtemplate b") == 1  # read once, for the vcjob's spec and the list
+    assert not any("createdByJobTemplate" in call for call in counting.calls)
+
+
+def test_a_vcjob_event_naming_its_jobflow_reads_that_jobflow_and_lists_none(counting):
+    outcomes = reconciler(counting).jobflows_of_vcjob(NS, "f-a", controller="f", deleted=False)
+    assert [outcome.jobflow for outcome in outcomes] == ["default/f"]
+    assert counting.calls[0] == "GET jobflow f" and "LIST jobflows" not in counting.calls
+
+
+def test_a_vcjob_event_without_a_hint_reads_the_vcjob_for_its_controller_and_lists_none(counting):
+    """Knative's ApiServerSource in Reference mode names only the vcjob."""
+    outcomes = reconciler(counting).jobflows_of_vcjob(NS, "f-a", controller=None, deleted=False)
+    assert [outcome.jobflow for outcome in outcomes] == ["default/f"]
+    assert counting.calls[:2] == ["GET vcjob f-a", "GET jobflow f"] and "LIST jobflows" not in counting.calls
+
+
+def test_a_wrong_hint_cannot_redirect_the_reconcile_the_claimant_is_searched_for(counting):
+    outcomes = reconciler(counting).jobflows_of_vcjob(NS, "f-a", controller="g", deleted=False)
+    assert [outcome.jobflow for outcome in outcomes] == ["default/f"]
+    assert counting.calls[:2] == ["GET jobflow g", "LIST jobflows"]
 
 
 DIAMOND = """

@@ -50,6 +50,8 @@ def send(client, api_type: ApiType, name: str, change=cloudevent.Change.UPDATE, 
     (b'{"kind": "Job", "apiVersion": "batch/v1", "name": "x", "namespace": "y"}',
      CE | {"ce-kind": "Job", "ce-apiversion": "batch/v1"}, "understands JobFlow"),
     (b"{}", CE | {"ce-kind": "JobFlow", "ce-apiversion": "flow.volcano.sh/v1alpha1"}, "namespace and name"),
+    (b"{}", CE | {"ce-kind": "Job", "ce-apiversion": "batch.volcano.sh/v1alpha1", "ce-name": "f-a",
+                  "ce-namespace": "default", "ce-jobflow": "../f"}, "is not a JobFlow name"),
 ])
 def test_a_malformed_or_unknown_event_gets_400_with_a_json_error(client, kube, body, headers, needle):
     reply = client.post("/", data=body, headers=headers)
@@ -104,6 +106,19 @@ def test_a_vcjob_event_in_resource_mode_names_its_controller_and_reconciles_that
     job = kube.stored(VCJOB, NS, "f-a")
     headers, body = cloudevent.encode(cloudevent.Envelope(VCJOB, cloudevent.Change.UPDATE, job),
                                       mode=cloudevent.Mode.RESOURCE, source="https://10.96.0.1:443", overrides={})
+    reply = client.post("/", data=body, headers=headers)
+    assert reply.status_code == 202
+    assert kube.names(VCJOB, NS) == ["f-a", "f-b"]
+
+
+def test_a_vcjob_event_of_our_event_source_names_its_jobflow_which_is_the_one_reconciled(client, kube):
+    kube.put(template("b"))
+    send(client, JOBFLOW, "f")
+    kube.move(NS, "f-a", "Completed")
+    job = kube.stored(VCJOB, NS, "f-a")
+    headers, body = cloudevent.encode(cloudevent.Envelope(VCJOB, cloudevent.Change.UPDATE, job),
+                                      mode=cloudevent.Mode.REFERENCE, source="https://10.96.0.1:443", overrides={})
+    assert headers["ce-jobflow"] == "f"
     reply = client.post("/", data=body, headers=headers)
     assert reply.status_code == 202
     assert kube.names(VCJOB, NS) == ["f-a", "f-b"]

@@ -1,0 +1,63 @@
+"""Which changes to an object can matter to the engine, and which JobFlow a vcjob's change is about.
+
+The event source sees every update of every watched object, and most of them cannot change any decision: Volcano
+rewrites a vcjob's status for pod counts the engine never reads, and each JobFlow or JobTemplate status write of
+the engine's own comes back as an update. Forwarding those costs a reconcile each (two API reads) and nothing
+else. So the event source compares, for each update, the part of the object the engine reads
+(:func:`relevant_part`) with that of the version before, and forwards only updates where it differs. Adds,
+deletes and the periodic resync are always forwarded: the filter only ever drops an update whose predecessor was
+forwarded with the same relevant part.
+
+What the engine reads (the rest of the code is the proof; ``tests/unit/test_relevance.py`` keeps the list honest):
+
+==============  ==========================================================================================
+object          relevant
+==============  ==========================================================================================
+JobFlow         everything but ``status`` (the engine writes it; a wake-up it asks for comes from the
+                event source's rechecker, which sees every version) and the bookkeeping metadata
+JobTemplate     everything but ``status`` (ours: statistics and ``jobDependsOnList``) and the bookkeeping
+vcjob           metadata (labels, annotations, finalizers, deletion, owners) and spec, and of the status the
+                phase (``state``), ``conditions``, ``taskStatusCount``, ``retryCount``, ``runningDuration``;
+                not the pod counts (``pending``, ``running``, ...), ``version``, ``minAvailable`` or
+                ``controlledResources``
+==============  ==========================================================================================
+
+Bookkeeping metadata: ``resourceVersion``, ``managedFields`` and ``generation`` (which follows the spec).
+"""
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from jobflow_core.api import JOBFLOW, VCJOB, ApiType
+from jobflow_core.routing import controller_name
+
+BOOKKEEPING = frozenset({"resourceVersion", "managedFields", "generation"})
+VCJOB_STATUS_READ = ("state", "conditions", "taskStatusCount", "retryCount", "runningDuration")
+
+
+def relevant_part(api_type: ApiType, obj: Mapping[str, Any]) -> dict[str, Any]:
+    """The part of ``obj`` (as the API server sends it) that the engine reads; see the table above."""
+    metadata = {k: v for k, v in (obj.get("metadata") or {}).items() if k not in BOOKKEEPING}
+    part = {k: v for k, v in obj.items() if k not in ("metadata", "status")} | {"metadata": metadata}
+    if api_type is VCJOB:
+        status = obj.get("status") if isinstance(obj.get("status"), Mapping) else {}
+        part["status"] = {k: status[k] for k in VCJOB_STATUS_READ if k in status}
+    return part
+
+
+def fingerprint(api_type: ApiType, obj: Mapping[str, Any]) -> int:
+    """A small stand-in for :func:`relevant_part`, equal for equal parts (kept per object by the event source)."""
+    return hash(json.dumps(relevant_part(api_type, obj), sort_keys=True, separators=(",", ":"), default=str))
+
+
+def jobflow_of_change(api_type: ApiType, obj: Mapping[str, Any]) -> str | None:
+    """The JobFlow a change is about: a JobFlow's own name, or the JobFlow a vcjob names as its controller (its
+    ownerReference); None for JobTemplates and for vcjobs no JobFlow controls."""
+    if api_type is JOBFLOW:
+        name = (obj.get("metadata") or {}).get("name")
+        return name if isinstance(name, str) else None
+    if api_type is VCJOB:
+        return controller_name(obj)
+    return None
+
