@@ -11,7 +11,7 @@ For flow ``b`` of JobFlow ``test`` in namespace ``default`` the manifest is::
       annotations: {the same two keys and values}
       ownerReferences: [{apiVersion: flow.volcano.sh/v1alpha1, kind: JobFlow, name: test, uid: <uid>,
                          controller: true, blockOwnerDeletion: true}]
-      finalizers: [flow.volcano.sh/keep-record]
+      finalizers: [flow.volcano.sh/keep-record]   (only with spec.ttlSecondsAfterFinished, see below)
     spec: <the JobTemplate's spec, with the flow's patch.jobSpec merged in (jobflow_core.patching), its
            {{params.NAME}} placeholders replaced by the JobFlow's parameters (jobflow_core.parameters)>
 
@@ -23,10 +23,13 @@ of a ``forEach`` flow gets ``flow.volcano.sh/item-index: "<i>"`` the same way, a
 (:mod:`jobflow_core.items`); an iteration of a ``repeat`` flow ``flow.volcano.sh/iteration: "<i>"``
 (:mod:`jobflow_core.loops`).
 
-The finalizer is ours (upstream has none): a vcjob deleted by a user or by ``ttlSecondsAfterFinished`` is held
-until the handler has recorded its final phase in the JobFlow's status, then released (``Plan.releases``).
-Without it, a vcjob that completed and vanished before any handler looked would be taken for one that never
-finished, and run again (upstream's bug G.3(d)).
+The finalizer is ours (upstream has none), and only on a vcjob with ``ttlSecondsAfterFinished``, which Volcano
+deletes by itself once it ends: it holds that vcjob until the handler has recorded its final phase in the
+JobFlow's status, and is released right then (``Plan.releases``), ended or deleted. Without it, a vcjob that
+completed and vanished before any handler looked would be taken for one that never finished, and run again
+(upstream's bug G.3(d)). A vcjob without a TTL is only deleted by a person, and its end is recorded within
+milliseconds while the engine runs; it carries no finalizer, so deleting a namespace never waits for an engine
+that is not running (``kubectl jobflow release`` lets go of the rest before an uninstall).
 
 The spec is a fresh deep copy of the template's: nothing done to the manifest can reach the template, and every
 template field, including ones we do not model, reaches the vcjob.
@@ -68,7 +71,7 @@ def build_job(jobflow: JobFlow, *, flow: str, template: JobTemplate, attempt: in
             "labels": dict(keys),
             "annotations": dict(keys),
             "ownerReferences": [owner_reference(jobflow)],
-            "finalizers": [RECORD_FINALIZER],
+            **({"finalizers": [RECORD_FINALIZER]} if spec.get("ttlSecondsAfterFinished") is not None else {}),
         },
         "spec": spec,
     }

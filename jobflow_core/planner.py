@@ -115,7 +115,7 @@ class WriteStatus:
 
 @dataclass(frozen=True)
 class Release:
-    """Take our finalizer off ``job``, which is being deleted: its record is safe in the written status."""
+    """Take our finalizer off ``job``, which ended or is being deleted: its record is safe in the written status."""
 
     job: VcJob
 
@@ -225,8 +225,10 @@ def plan_observation(
     previous = observation.jobflow.status
     changed = status.to_wire() != (previous.to_wire() if previous else {})
     deletes = _deletes(observation, phase=phase)
-    releases = [*(job for job in observation.owned
-                  if job.metadata.deletion_timestamp is not None and has_record_finalizer(job)),
+    # Our finalizer has done its job once the vcjob's end is in the status written here (or already there):
+    # being deleted, or ended. Released at once, it never holds a namespace that is deleted while no engine runs.
+    releases = [*(job for job in observation.owned if has_record_finalizer(job)
+                  and (job.metadata.deletion_timestamp is not None or is_final(job.phase))),
                 *observation.orphans]
     added: dict[str, list[str]] = {}
     for decision in starting:

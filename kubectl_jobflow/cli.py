@@ -167,6 +167,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--flow", action="append", metavar="FLOW",
                      help="run this flow (and what follows it) again instead of the failed ones (repeatable)")
 
+    sub = command(commands, "release", control.release, "Failed to release",
+                  "take the engine's finalizer off the vcjobs of a namespace (-A: of all), before uninstalling it")
+    sub.add_argument("-A", "--all-namespaces", action="store_true", help="the vcjobs of every namespace")
+
     sub = command(commands, "graph", graph.run, "Failed to draw the graph",
                   "a JobFlow's DAG as text, Graphviz DOT, Mermaid or SVG; coloured by phase for a JobFlow on the "
                   "cluster")

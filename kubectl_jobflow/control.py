@@ -5,6 +5,10 @@
 patches (``kubectl patch jf NAME --type=merge -p '{"spec":{"suspend":true}}'`` does the same) and idempotent:
 suspending a suspended JobFlow says so and changes nothing.
 
+``release [-A]`` takes the engine's finalizer (``flow.volcano.sh/keep-record``) off the vcjobs of a namespace (or
+of every namespace), as the engine would once it has recorded their end: the step before uninstalling the engine,
+so that deleting those vcjobs or their namespace never waits for an engine that is gone.
+
 ``retry NAME [--flow F ...]`` runs a Failed JobFlow's failed flows (or the named ones) and everything downstream
 of them again, keeping what completed (:mod:`jobflow_core.reruns`): it sets the annotation
 ``flow.volcano.sh/rerun`` to a new id (and ``flow.volcano.sh/rerun-flows``); the engine handles each id once.
@@ -16,7 +20,8 @@ import secrets
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from jobflow_core.api import JOBFLOW, RERUN, RERUN_FLOWS
+from jobflow_core.api import JOBFLOW, RECORD_FINALIZER, RERUN, RERUN_FLOWS, VCJOB
+from jobflow_core.naming import FLOW_JOBS_SELECTOR
 from kubectl_jobflow.errors import CommandError
 
 if TYPE_CHECKING:
@@ -70,4 +75,24 @@ def retry(ctx: Context) -> int:
     which = ", ".join(flows) if flows else "its failed flows"
     ctx.say(f"Retrying JobFlow: {ctx.namespace}/{name}: {which} and what follows them run again (request {request}; "
             f"follow it with kubectl jobflow status {name} --watch)")
+    return 0
+
+
+def release(ctx: Context) -> int:
+    everywhere = getattr(ctx.args, "all_namespaces", False)
+    where = "every namespace" if everywhere else f"namespace {ctx.namespace}"
+    jobs = ctx.cluster.list(VCJOB, None if everywhere else ctx.namespace, label_selector=FLOW_JOBS_SELECTOR)["items"]
+    held = [job for job in jobs if RECORD_FINALIZER in (job["metadata"].get("finalizers") or ())]
+    for job in held:
+        meta = job["metadata"]
+        rest = [f for f in meta["finalizers"] if f != RECORD_FINALIZER]
+        # The resourceVersion makes the patch fail, rather than drop a finalizer someone added meanwhile.
+        ctx.cluster.merge_patch(VCJOB, meta["namespace"], meta["name"], {"metadata": {
+            "finalizers": rest or None, "resourceVersion": meta["resourceVersion"]}})
+        ctx.say(f"Released vcjob: {meta['namespace']}/{meta['name']}")
+    if not held:
+        ctx.say(f"No vcjob in {where} holds {RECORD_FINALIZER}: nothing waits for the engine")
+        return 0
+    ctx.say(f"Released {len(held)} vcjob(s) in {where}: deleting them or their namespace no longer waits for the "
+            "engine. A release before the engine recorded a vcjob's end loses that record: do this to uninstall.")
     return 0

@@ -4,7 +4,7 @@ import copy
 
 from jobflow_core.jobs import build_job
 from jobflow_core.naming import is_owned_by
-from scenario import UID, jobflow, template, vcjob
+from scenario import TEMPLATE_SPEC, UID, jobflow, template, vcjob
 
 FLOW = jobflow(
     """
@@ -41,8 +41,14 @@ def test_the_vcjob_manifest_has_upstreams_name_labels_annotations_and_owner_refe
                 "blockOwnerDeletion": True,
             }
         ],
-        "finalizers": ["flow.volcano.sh/keep-record"],
     }
+
+
+def test_only_a_vcjob_volcano_deletes_by_itself_after_its_ttl_carries_our_finalizer():
+    """Upstream's name, labels and owner as above; the finalizer holds a TTL's deletion until the end is recorded."""
+    ttl = template("b", namespace="team-a", spec=TEMPLATE_SPEC + "ttlSecondsAfterFinished: 60\n")
+    assert build_job(FLOW, flow="b", template=ttl)["metadata"]["finalizers"] == ["flow.volcano.sh/keep-record"]
+    assert "finalizers" not in build_job(FLOW, flow="b", template=template("b", namespace="team-a"))["metadata"]
 
 
 def test_the_vcjob_spec_is_the_template_spec_with_every_field_including_unknown_ones():

@@ -28,9 +28,12 @@ spec: {flows: [{name: a}, {name: b, dependsOn: {targets: [a]}}]}
 """
 
 
-def template(name: str) -> dict:
+def template(name: str, *, ttl: int | None = None) -> dict:
+    """A JobTemplate; with ``ttl``, Volcano deletes its vcjobs that long after they end (so they carry our
+    finalizer)."""
+    spec = yaml.safe_load(TEMPLATE_SPEC) | ({"ttlSecondsAfterFinished": ttl} if ttl is not None else {})
     return {"apiVersion": JOBTEMPLATE.api_version, "kind": JOBTEMPLATE.kind,
-            "metadata": {"name": name, "namespace": NS}, "spec": yaml.safe_load(TEMPLATE_SPEC)}
+            "metadata": {"name": name, "namespace": NS}, "spec": spec}
 
 
 @pytest.fixture
@@ -175,6 +178,7 @@ def _done_and(step: list[str]) -> list[str]:
 
 def test_a_completed_vcjob_deleted_while_no_handler_looked_is_recorded_released_and_never_run_again(kube):
     """Cluster tier: test_reconciler.py, test_a_vcjob_its_ttl_deletes_while_no_handler_looks_is_still_recorded..."""
+    kube.put(template("a", ttl=0))
     kube.put(yaml.safe_load(A_THEN_B))
     handler = reconciler(kube)
     handler.jobflow(NS, "f")
@@ -189,7 +193,23 @@ def test_a_completed_vcjob_deleted_while_no_handler_looked_is_recorded_released_
     assert created_events(kube) == ["create a job named f-a!", "create a job named f-b!"]
 
 
+def test_a_ttl_vcjobs_finalizer_goes_as_soon_as_its_end_is_recorded_not_when_it_is_deleted(kube):
+    kube.put(template("a", ttl=60))
+    kube.put(yaml.safe_load(A_THEN_B))
+    handler = reconciler(kube)
+    handler.jobflow(NS, "f")
+    assert kube.stored(VCJOB, NS, "f-a")["metadata"]["finalizers"] == [RECORD_FINALIZER]
+    kube.move(NS, "f-a", "Running")
+    assert handler.jobflow(NS, "f").released == []
+    kube.move(NS, "f-a", "Completed")
+    outcome = handler.jobflow(NS, "f")
+    assert outcome.released == ["f-a"] and status(kube)["completedJobs"] == ["f-a"]
+    assert not kube.stored(VCJOB, NS, "f-a")["metadata"].get("finalizers")
+    assert "finalizers" not in kube.stored(VCJOB, NS, "f-b")["metadata"]  # template b has no TTL
+
+
 def test_a_vcjob_whose_jobflow_is_gone_is_released_by_its_event_and_by_a_resync(kube):
+    kube.put(template("a", ttl=60))
     kube.put(yaml.safe_load(A_THEN_B))
     handler = reconciler(kube)
     handler.jobflow(NS, "f")
