@@ -3,8 +3,8 @@
 Attributes: ``type`` ``dev.knative.apiserver.{ref|resource}.{add|update|delete}``; ``source`` the API server URL;
 ``subject`` the object's pseudo self-link; ``id`` a fresh UUID per event; ``time`` now; ``datacontenttype``
 ``application/json``; extensions ``kind``, ``apiversion``, ``name``, ``namespace``, on a vcjob's event ``jobflow``
-(:data:`JOBFLOW_EXTENSION`, ours), plus every extension in ``K_CE_OVERRIDES``. Data: in Reference mode ``{"kind", "namespace", "name", "apiVersion"}``, in Resource mode the
-whole object.
+(:data:`~jobflow_core.api.JOBFLOW_EXTENSION`, ours), plus every extension in ``K_CE_OVERRIDES``. Data: in
+Reference mode ``{"kind", "namespace", "name", "apiVersion"}``, in Resource mode the whole object.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from cloudevents.core.bindings.http import to_binary_event
 from cloudevents.core.v1.event import CloudEvent
 
 from jobflow_core.api import JOBFLOW, JOBFLOW_EXTENSION, VCJOB, ApiType
-from jobflow_core.relevance import jobflow_of_change
+from jobflow_core.relevance import jobflow_of_change, may_wait
 
 
 class Mode(StrEnum):
@@ -88,6 +88,12 @@ class Envelope:
     def jobflow(self) -> str | None:
         """The JobFlow this change is about (:func:`jobflow_core.relevance.jobflow_of_change`)."""
         return jobflow_of_change(self.api_type, self.obj)
+
+    @property
+    def may_wait(self) -> bool:
+        """Whether the outbox may hold this change a moment for the next one
+        (:func:`~jobflow_core.relevance.may_wait`)."""
+        return may_wait(self.api_type, self.obj, deleted=self.change is Change.DELETE)
 
     @property
     def key(self) -> tuple[str, str, str]:

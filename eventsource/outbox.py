@@ -1,9 +1,11 @@
 """Deliver events to the sink without ever blocking the watches, and without losing an object's last change.
 
 Watch threads ``put`` envelopes; sender threads (``SINK_CONCURRENCY``, default 4, as many as a gthread handler
-worker serves at once) POST them in arrival order, never two events of one object at a time. While an object's event waits, a
-newer event for the same object replaces it in place (the handler re-reads the object, so only "this object
-changed" matters, and a delete is still delivered as the newest change). A failing sink (connection error, an answer
+worker serves at once) POST them in arrival order, never two events of one key at a time (a key is a JobFlow with
+its vcjobs, a JobTemplate, or a deleted vcjob: ``Envelope.key``). While a key's event waits, a newer event for the
+same key replaces it in place (the handler re-reads everything, so only "this changed" matters, and a delete is
+still delivered as the newest change). A change that may wait (``Envelope.may_wait``: a vcjob not in a final phase)
+is held up to ``hold`` seconds (default 0.05) for the next one; an urgent change for the same key ends the hold. A failing sink (connection error, an answer
 that is not HTTP, 5xx, 404, 408, 409, 429) is retried with exponential backoff, capped; a 4xx that says the event is
 bad is logged and dropped, because sending it again cannot help. A retry sends the very same event (same ``id`` and
 ``time``), as ApiServerSource's sender does, so a sink can recognise the duplicate when an earlier attempt did arrive.
@@ -15,6 +17,7 @@ import http.client
 import logging
 import ssl
 import threading
+import time
 import urllib.error
 import urllib.request
 from collections import OrderedDict
@@ -31,12 +34,14 @@ RETRIED_STATUSES = frozenset({404, 408, 409, 429}) | frozenset(range(500, 600))
 class Outbox:
     def __init__(self, sink: str, encode: Callable[[Envelope], tuple[dict[str, str], bytes]], *,
                  timeout: float = 10.0, initial_backoff: float = 0.1, max_backoff: float = 30.0,
-                 ca_certs: str | None = None) -> None:
+                 ca_certs: str | None = None, hold: float = 0.05) -> None:
         self.sink, self.encode, self.timeout = sink, encode, timeout
         # K_CA_CERTS: the PEM of an https sink's CA, as Knative's SinkBinding injects it (else the system's CAs).
         self.ssl_context = ssl.create_default_context(cadata=ca_certs) if ca_certs else None
         self.initial_backoff, self.max_backoff = initial_backoff, max_backoff
+        self.hold = hold
         self._pending: OrderedDict[tuple[str, str, str], Envelope] = OrderedDict()
+        self._due: dict[tuple[str, str, str], float] = {}  # key -> monotonic time its pending event may go
         self._in_flight: set[tuple[str, str, str]] = set()  # objects a sender is busy with (never two at once)
         self._encoded: dict[tuple[str, str, str], tuple[Envelope, tuple[dict[str, str], bytes]]] = {}
         self._lock = threading.Condition()
@@ -45,9 +50,13 @@ class Outbox:
         self.failures = 0
 
     def put(self, envelope: Envelope) -> None:
+        key, now = envelope.key, time.monotonic()
         with self._lock:
-            # A newer change to the same object takes the older one's place in the line.
-            self._pending[envelope.key] = envelope
+            # A newer change to the same key takes the older one's place in the line, and keeps its due time
+            # unless it is urgent (so a stream of changes that may wait is never held for longer than one hold).
+            due = now + self.hold if envelope.may_wait else now
+            self._due[key] = min(self._due.get(key, due), due) if key in self._pending else due
+            self._pending[key] = envelope
             self._lock.notify()
 
     def pending(self) -> int:
@@ -60,14 +69,20 @@ class Outbox:
             self._lock.notify_all()
 
     def _next(self) -> Envelope | None:
-        """The oldest pending event whose object no other sender is busy with; waits for one."""
+        """The oldest pending event that is due and whose key no other sender is busy with; waits for one."""
         with self._lock:
             while not self._stopped:
-                key = next((k for k in self._pending if k not in self._in_flight), None)
-                if key is not None:
-                    self._in_flight.add(key)
-                    return self._pending.pop(key)
-                self._lock.wait()
+                now, soonest = time.monotonic(), None
+                for key in self._pending:
+                    if key in self._in_flight:
+                        continue
+                    due = self._due.get(key, now)
+                    if due <= now:
+                        self._in_flight.add(key)
+                        self._due.pop(key, None)
+                        return self._pending.pop(key)
+                    soonest = due if soonest is None else min(soonest, due)
+                self._lock.wait(None if soonest is None else soonest - now)
             return None
 
     def _finish(self, envelope: Envelope) -> None:
@@ -90,6 +105,7 @@ class Outbox:
         """Put a failed event back at the head of the line, unless a newer change for its object arrived."""
         with self._lock:
             if envelope.key not in self._pending:
+                self._due[envelope.key] = time.monotonic()
                 self._pending[envelope.key] = envelope
                 self._pending.move_to_end(envelope.key, last=False)
 

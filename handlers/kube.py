@@ -5,7 +5,7 @@ models, and it turns the client's errors into three exceptions the routes map to
 ``Conflict`` (409, retried), ``Unavailable`` (503, retried), anything else is a bug (500).
 
 Reads are bounded by the flow: one GET of the JobFlow, one labelled LIST of its vcjobs, and GETs of only the
-templates the planner needs right now.
+templates the planner needs right now (one LIST of the namespace's when it needs three or more).
 """
 
 from __future__ import annotations
@@ -126,6 +126,9 @@ class KubeApi:
     # JobTemplates
     def get_jobtemplate(self, namespace: str, name: str) -> dict | None:
         return self._custom("get", JOBTEMPLATE, namespace, name, missing_ok=True)
+
+    def list_jobtemplates(self, namespace: str) -> list[dict]:
+        return self._custom("list", JOBTEMPLATE, namespace).get("items", [])
 
     def replace_jobtemplate_status(self, template: dict) -> dict:
         meta = template["metadata"]

@@ -63,6 +63,8 @@ from handlers.probing import Prober
 log = logging.getLogger("handlers.reconciler")
 
 MAX_ATTEMPTS = 5
+LIST_TEMPLATES_FROM = 3
+"""A plan that needs this many JobTemplates or more reads them with one LIST of the namespace's, not a GET each."""
 
 
 @dataclass
@@ -142,11 +144,12 @@ class Reconciler:
     def _plan(self, observation: Observation, learned: _Learned) -> tuple[Plan, dict[str, dict]]:
         """The plan, and the JobTemplates read for it (as read: their status is updated from these first)."""
         namespace = observation.jobflow.namespace
-        read = {}
-        for name in templates_needed(observation):
-            found = self.kube.get_jobtemplate(namespace, name)
-            if found is not None:
-                read[name] = found
+        needed = templates_needed(observation)
+        if len(needed) >= LIST_TEMPLATES_FROM:  # typically a JobFlow's first plan, which reads every estimate
+            listed = {raw["metadata"]["name"]: raw for raw in self.kube.list_jobtemplates(namespace)}
+            read = {name: listed[name] for name in needed if name in listed}
+        else:
+            read = {name: found for name in needed if (found := self.kube.get_jobtemplate(namespace, name))}
         templates = {name: JobTemplate.model_validate(found) for name, found in read.items()}
         return plan_observation(observation, templates=templates, recheck_seconds=self.recheck_seconds,
                                 rejections=learned.rejections, notify=self.notifier is not None), read
@@ -302,9 +305,9 @@ class Reconciler:
 
     def jobflows_of_vcjob(self, namespace: str, name: str, *, controller: str | None,
                           deleted: bool) -> list[Outcome]:
-        """A vcjob changed: reconcile the JobFlow(s) it concerns, and when it went, refresh its JobTemplate's list
-        (when it came, the reconcile that created it did). A vcjob no JobFlow claims is let go if it waits for our
-        finalizer.
+        """A vcjob changed: reconcile the JobFlow(s) it concerns, and when it went, take it off the lists of the
+        JobTemplates that name it, whatever became of its JobFlow (when it came, the reconcile that created it
+        added it). A vcjob no JobFlow claims is let go if it waits for our finalizer.
 
         Finding the JobFlow costs one GET when the event names it (``controller``: our event source's extension, or
         a Resource-mode payload's ownerReference) and the vcjob still exists, else a GET of the vcjob to read its
@@ -313,9 +316,11 @@ class Reconciler:
         if not candidates:
             self._release_orphan(self.kube.get_vcjob(namespace, name), jobflow_uids=())
         outcomes = [self.jobflow(namespace, raw["metadata"]["name"], known=raw) for raw in candidates]
-        for raw in candidates if deleted else []:
-            for template in flows_of_job(raw, name):
-                self.jobtemplate(namespace, template)
+        if deleted and self.kube.get_vcjob(namespace, name) is None:
+            for raw in self.kube.list_jobtemplates(namespace):
+                if name in ((raw.get("status") or {}).get("jobDependsOnList") or ()):
+                    self._update_template_list(namespace, raw["metadata"]["name"], added=(), removed=(name,),
+                                               read=raw)
         return outcomes
 
     def _claimants(self, namespace: str, job: str, *, controller: str | None) -> list[dict]:

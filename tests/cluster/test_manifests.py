@@ -260,6 +260,7 @@ def test_the_handler_role_allows_every_call_the_handler_makes(cluster: LocalClus
         "list_jobflows": lambda: (kube.list_jobflows(namespace), kube.list_jobflows()),  # all: POST /resync
         "replace_jobflow_status": lambda: kube.replace_jobflow_status(kube.get_jobflow(namespace, "calls")),
         "get_jobtemplate": lambda: kube.get_jobtemplate(namespace, "b"),
+        "list_jobtemplates": lambda: kube.list_jobtemplates(namespace),
         "replace_jobtemplate_status": lambda: kube.replace_jobtemplate_status(kube.get_jobtemplate(namespace, "b")),
         "list_vcjobs": lambda: (kube.list_vcjobs(namespace, FLOW_JOBS_SELECTOR),
                                 kube.list_vcjobs(None, FLOW_JOBS_SELECTOR)),  # all namespaces: POST /resync
@@ -299,8 +300,8 @@ HANDLER_REFUSED: dict[str, Callable[[client.CustomObjectsApi, client.CoreV1Api, 
         *FLOW, ns, "jobflows", "any", {"status": {}}),
     "watch JobFlows (events tell it)": lambda custom, core, ns: custom.list_namespaced_custom_object(
         *FLOW, ns, "jobflows", watch=True, timeout_seconds=1, _preload_content=False),
-    "list JobTemplates (it reads them by name)": lambda custom, core, ns: custom.list_namespaced_custom_object(
-        *FLOW, ns, "jobtemplates"),
+    "watch JobTemplates (events tell it)": lambda custom, core, ns: custom.list_namespaced_custom_object(
+        *FLOW, ns, "jobtemplates", watch=True, timeout_seconds=1, _preload_content=False),
     "update a vcjob (it only patches finalizers off)": lambda custom, core, ns: custom.replace_namespaced_custom_object(
         *BATCH, ns, "jobs", "any", {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
                                     "metadata": {"name": "any"}}),

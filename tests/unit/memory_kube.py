@@ -140,6 +140,9 @@ class MemoryKube:
     def get_jobtemplate(self, namespace: str, name: str) -> dict | None:
         return self._get(JOBTEMPLATE, namespace, name)
 
+    def list_jobtemplates(self, namespace: str) -> list[dict]:
+        return self._list(JOBTEMPLATE, namespace)
+
     def replace_jobtemplate_status(self, template: dict) -> dict:
         return self._replace_status(JOBTEMPLATE, template)
 

@@ -141,6 +141,37 @@ def test_changes_of_a_jobflows_vcjobs_coalesce_with_the_jobflows_own_into_one_ev
     assert sink.received[0].headers["ce-jobflow"] == "f"
 
 
+def vcjob_in(phase: str, name: str = "f-a") -> Envelope:
+    return Envelope(VCJOB, Change.UPDATE, {
+        "metadata": {"name": name, "namespace": "team-a",
+                     "ownerReferences": [{"kind": "JobFlow", "name": "f", "controller": True}]},
+        "status": {"state": {"phase": phase}}})
+
+
+def test_a_vcjob_change_that_may_wait_is_held_for_the_next_and_both_go_as_one_event(start, sinks):
+    sinks.append(sink := Sink())
+    outbox = new_outbox(sink.url, hold=0.3)
+    start(outbox)
+    outbox.put(vcjob_in("Pending"))
+    time.sleep(0.1)
+    assert outbox.delivered == 0  # held
+    outbox.put(vcjob_in("Running"))
+    wait_until("the held event", lambda: outbox.delivered == 1)
+    time.sleep(0.4)
+    assert outbox.delivered == 1  # the second change went with the first hold, not a hold of its own
+
+
+def test_a_final_phase_goes_at_once_and_ends_the_hold_of_what_waited(start, sinks):
+    sinks.append(sink := Sink())
+    outbox = new_outbox(sink.url, hold=5)
+    start(outbox)
+    outbox.put(vcjob_in("Running"))
+    started = time.monotonic()
+    outbox.put(vcjob_in("Completed"))
+    wait_until("the urgent event", lambda: outbox.delivered == 1)
+    assert time.monotonic() - started < 1
+
+
 def test_events_for_different_objects_go_out_in_arrival_order(start, sinks):
     sinks.append(sink := Sink())
     outbox = new_outbox(sink.url)

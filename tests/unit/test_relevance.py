@@ -11,7 +11,7 @@ import copy
 import pytest
 
 from jobflow_core.api import JOBFLOW, JOBTEMPLATE, VCJOB
-from jobflow_core.relevance import fingerprint, jobflow_of_change, relevant_part
+from jobflow_core.relevance import fingerprint, jobflow_of_change, may_wait, relevant_part
 
 VCJOB_OBJ = {
     "apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
@@ -97,3 +97,14 @@ def test_a_vcjob_change_is_about_the_jobflow_that_controls_it_and_a_jobflow_chan
     assert jobflow_of_change(VCJOB, changed(VCJOB_OBJ, ("metadata", "ownerReferences"), [])) is None
     assert jobflow_of_change(JOBFLOW, FLOW_OBJ) == "f"
     assert jobflow_of_change(JOBTEMPLATE, TEMPLATE_OBJ) is None
+
+
+@pytest.mark.parametrize("phase, deleted, waits", [
+    (None, False, True), ("Pending", False, True), ("Running", False, True),
+    ("Completed", False, False), ("Failed", False, False), ("Aborted", False, False),
+    ("Running", True, False), ("NoSuchPhase", False, False),
+])
+def test_only_a_vcjob_change_that_cannot_start_a_dependent_by_its_phase_may_wait(phase, deleted, waits):
+    obj = changed(VCJOB_OBJ, ("status", "state"), {"phase": phase} if phase else {})
+    assert may_wait(VCJOB, obj, deleted=deleted) is waits
+    assert may_wait(JOBFLOW, FLOW_OBJ, deleted=False) is False

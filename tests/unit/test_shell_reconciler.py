@@ -208,6 +208,17 @@ def test_a_ttl_vcjobs_finalizer_goes_as_soon_as_its_end_is_recorded_not_when_it_
     assert "finalizers" not in kube.stored(VCJOB, NS, "f-b")["metadata"]  # template b has no TTL
 
 
+def test_a_vcjob_deleted_with_its_jobflow_leaves_its_templates_list_on_its_delete_event(kube):
+    handler = reconciler(kube)
+    kube.put(yaml.safe_load(A_THEN_B))
+    handler.jobflow(NS, "f")
+    assert kube.stored(JOBTEMPLATE, NS, "a")["status"]["jobDependsOnList"] == ["f-a"]
+    kube.objects.pop((JOBFLOW.kind, NS, "f"))
+    kube.remove(VCJOB, NS, "f-a")
+    assert handler.jobflows_of_vcjob(NS, "f-a", controller="f", deleted=True) == []
+    assert kube.stored(JOBTEMPLATE, NS, "a")["status"]["jobDependsOnList"] == []
+
+
 def test_a_vcjob_whose_jobflow_is_gone_is_released_by_its_event_and_by_a_resync(kube):
     kube.put(template("a", ttl=60))
     kube.put(yaml.safe_load(A_THEN_B))
