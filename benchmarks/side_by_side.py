@@ -57,6 +57,8 @@ from jobflow_core.api import JOBFLOW
 ENGINES = ("upstream", "ours")
 OURS_3 = "ours-3-workers"
 """Ours with ``--workers 3``: three handler processes behind the same event stream, as Knative would scale it."""
+OWN_RESOURCES = frozenset({"leases", "services"})
+"""What a kube-apiserver itself reads and writes (its identity lease, the kubernetes Service)."""
 DIAMOND = [("a", []), ("b", ["a"]), ("c", ["b"]), ("d", ["b"]), ("e", ["c", "d"])]
 
 
@@ -92,7 +94,8 @@ class EngineApiServer:
 
     def requests(self) -> Counter:
         """``apiserver_request_total`` by (verb, resource, subresource, code), plus the watches still open (that
-        counter notes a watch when it ends) as ``("WATCH", resource, subresource, "open")``."""
+        counter notes a watch when it ends) as ``("WATCH", resource, subresource, "open")``; without the API
+        server's own requests (its lease, its Service), which no engine makes."""
         counts: Counter = Counter()
         for line in (self._get("/metrics") or b"").decode().splitlines():
             if line.startswith("apiserver_longrunning_requests{") and 'verb="WATCH"' in line:
@@ -101,6 +104,8 @@ class EngineApiServer:
                 continue
             labels = dict(part.split("=", 1) for part in line[line.index("{") + 1:line.rindex("}")].split(","))
             labels = {k: v.strip('"') for k, v in labels.items()}
+            if labels.get("resource") in OWN_RESOURCES:
+                continue
             key = (labels.get("verb", ""), labels.get("resource", ""), labels.get("subresource", ""),
                    labels.get("code", ""))
             counts[key] += float(line.rsplit(" ", 1)[1])

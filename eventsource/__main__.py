@@ -8,7 +8,9 @@ Configuration (environment, as Knative's SinkBinding/ContainerSource injects it)
 - ``NAMESPACES``: comma-separated namespaces to watch; empty (the default) means all namespaces.
 - ``EVENT_MODE``: ``Reference`` (default, as the handler re-reads objects anyway) or ``Resource``.
 - ``RESYNC_SECONDS``: how often every object is re-announced (default 300).
-- ``SINK_CONCURRENCY``: how many events may be in flight at once (default 4; never two of one object).
+- ``SINK_CONCURRENCY``: how many events may be in flight at once (default 4; never two of one JobFlow).
+- ``HOLD_SECONDS``: how long a vcjob's change that cannot start a dependent may wait for the next change of its
+  JobFlow (default 0.5; 0 sends every change at once; :mod:`eventsource.outbox`).
 - JobFlows waiting for a probe are also re-announced as often as their ``waitingFlows[].recheckSeconds`` asks
   (``eventsource.recheck``).
 - ``KUBECONFIG``: the API server is found by kubectl's rules (:func:`apiclient.connect`): ``KUBECONFIG``, else
@@ -34,6 +36,7 @@ import apiclient
 import eventsource
 from eventsource import cloudevent
 from eventsource import metrics as eventsource_metrics
+from eventsource.outbox import DEFAULT_HOLD_SECONDS
 
 
 def main() -> int:
@@ -56,6 +59,9 @@ def main() -> int:
         senders = int(os.environ.get("SINK_CONCURRENCY", "4"))
         if senders < 1:
             raise ValueError(f"SINK_CONCURRENCY must be at least 1, got {senders}")
+        hold = float(os.environ.get("HOLD_SECONDS", str(DEFAULT_HOLD_SECONDS)))
+        if not 0 <= hold <= 60:
+            raise ValueError(f"HOLD_SECONDS must be between 0 and 60 seconds, got {hold}")
         metrics_port = int(os.environ["METRICS_PORT"]) if os.environ.get("METRICS_PORT") else None
     except ValueError as error:
         print(f"eventsource: bad configuration: {error}", file=sys.stderr)
@@ -71,7 +77,8 @@ def main() -> int:
     signal.signal(signal.SIGTERM, lambda *_: terminated.set())
     signal.signal(signal.SIGINT, lambda *_: terminated.set())
     source = eventsource.start(api, sink=sink, namespaces=namespaces, mode=mode, resync_seconds=resync,
-                               senders=senders, overrides=overrides, ca_certs=os.environ.get("K_CA_CERTS") or None)
+                               senders=senders, overrides=overrides, ca_certs=os.environ.get("K_CA_CERTS") or None,
+                               hold=hold)
     if metrics_port is not None:
         eventsource_metrics.serve(metrics_port, pending=source.outbox.pending,
                                   address=os.environ.get("METRICS_ADDRESS", "0.0.0.0"))

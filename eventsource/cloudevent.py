@@ -83,6 +83,8 @@ class Envelope:
     api_type: ApiType
     change: Change
     obj: dict
+    previous_phase: str | None = None
+    """A vcjob's phase in the change forwarded before this one, if any (decides whether it may wait)."""
 
     @property
     def jobflow(self) -> str | None:
@@ -93,7 +95,8 @@ class Envelope:
     def may_wait(self) -> bool:
         """Whether the outbox may hold this change a moment for the next one
         (:func:`~jobflow_core.relevance.may_wait`)."""
-        return may_wait(self.api_type, self.obj, deleted=self.change is Change.DELETE)
+        return may_wait(self.api_type, self.obj, deleted=self.change is Change.DELETE,
+                        previous_phase=self.previous_phase)
 
     @property
     def key(self) -> tuple[str, str, str]:

@@ -5,7 +5,9 @@ worker serves at once) POST them in arrival order, never two events of one key a
 its vcjobs, a JobTemplate, or a deleted vcjob: ``Envelope.key``). While a key's event waits, a newer event for the
 same key replaces it in place (the handler re-reads everything, so only "this changed" matters, and a delete is
 still delivered as the newest change). A change that may wait (``Envelope.may_wait``: a vcjob not in a final phase)
-is held up to ``hold`` seconds (default 0.05) for the next one; an urgent change for the same key ends the hold. A failing sink (connection error, an answer
+is held up to ``hold`` seconds (:data:`DEFAULT_HOLD_SECONDS`) for the next one; an urgent change for the same key
+ends the hold. So a vcjob's ``Pending`` and ``Running`` show in its JobFlow's status (and satisfy a task-status
+probe) up to that much later, while its end, which can start a dependent, never waits. A failing sink (connection error, an answer
 that is not HTTP, 5xx, 404, 408, 409, 429) is retried with exponential backoff, capped; a 4xx that says the event is
 bad is logged and dropped, because sending it again cannot help. A retry sends the very same event (same ``id`` and
 ``time``), as ApiServerSource's sender does, so a sink can recognise the duplicate when an earlier attempt did arrive.
@@ -28,13 +30,14 @@ from eventsource.cloudevent import Envelope
 
 log = logging.getLogger("eventsource.outbox")
 
+DEFAULT_HOLD_SECONDS = 0.5
 RETRIED_STATUSES = frozenset({404, 408, 409, 429}) | frozenset(range(500, 600))
 
 
 class Outbox:
     def __init__(self, sink: str, encode: Callable[[Envelope], tuple[dict[str, str], bytes]], *,
                  timeout: float = 10.0, initial_backoff: float = 0.1, max_backoff: float = 30.0,
-                 ca_certs: str | None = None, hold: float = 0.05) -> None:
+                 ca_certs: str | None = None, hold: float = DEFAULT_HOLD_SECONDS) -> None:
         self.sink, self.encode, self.timeout = sink, encode, timeout
         # K_CA_CERTS: the PEM of an https sink's CA, as Knative's SinkBinding injects it (else the system's CAs).
         self.ssl_context = ssl.create_default_context(cadata=ca_certs) if ca_certs else None

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from kubernetes import client
 
 from eventsource import cloudevent
-from eventsource.outbox import Outbox
+from eventsource.outbox import DEFAULT_HOLD_SECONDS, Outbox
 from eventsource.recheck import Rechecker
 from eventsource.watcher import WATCH_SECONDS, WATCHED, Watcher
 from jobflow_core.api import JOBFLOW
@@ -48,17 +48,19 @@ class EventSource:
 
 def start(api: client.ApiClient, *, sink: str, namespaces: Sequence[str], mode: cloudevent.Mode,
           resync_seconds: float, senders: int, overrides: Mapping[str, str] | None = None,
-          ca_certs: str | None = None, watch_seconds: int = WATCH_SECONDS) -> EventSource:
+          ca_certs: str | None = None, watch_seconds: int = WATCH_SECONDS,
+          hold: float = DEFAULT_HOLD_SECONDS) -> EventSource:
     """Watch :data:`~eventsource.watcher.WATCHED` in ``namespaces`` (none: all namespaces) through ``api`` and POST
     every change to ``sink`` as ApiServerSource would, with ``senders`` events in flight at most.
 
     ``overrides`` are extensions added to every event, ``ca_certs`` the PEM of an https sink's CA, ``resync_seconds``
-    how often every object is re-announced, ``watch_seconds`` how long one watch request lasts.
+    how often every object is re-announced, ``watch_seconds`` how long one watch request lasts, ``hold`` how long
+    a change that may wait is held for the next (:class:`~eventsource.outbox.Outbox`).
     """
     source = api.configuration.host  # ApiServerSource's ``source``: the API server's URL
     extensions = dict(overrides or {})
     outbox = Outbox(sink, lambda envelope: cloudevent.encode(envelope, mode=mode, source=source,
-                                                             overrides=extensions), ca_certs=ca_certs)
+                                                             overrides=extensions), ca_certs=ca_certs, hold=hold)
     stopping = threading.Event()
     rechecker = Rechecker(outbox, stopping)
     threads = [threading.Thread(target=outbox.run, name=f"sender-{i}", daemon=True) for i in range(senders)]

@@ -29,7 +29,7 @@ from eventsource.outbox import Outbox
 from eventsource import metrics
 from jobflow_core.api import JOBFLOW, JOBTEMPLATE, VCJOB, ApiType
 from jobflow_core.naming import FLOW_JOBS_SELECTOR
-from jobflow_core.relevance import fingerprint
+from jobflow_core.relevance import fingerprint, phase_of
 
 log = logging.getLogger("eventsource.watcher")
 
@@ -55,6 +55,7 @@ class Watcher:
         self.observer = observer  # also sees every change (the Rechecker, for JobFlows)
         self.known: dict[str, str] = {}  # "<ns>/<name>" -> resourceVersion
         self.fingerprints: dict[str, int] = {}  # "<ns>/<name>" -> fingerprint of the version last forwarded
+        self.phases: dict[str, str | None] = {}  # "<ns>/<name>" -> status.state.phase of that version
         self.relists = 0
 
     def _call(self, **kwargs):
@@ -66,11 +67,14 @@ class Watcher:
         return self.custom.list_cluster_custom_object(t.group, t.version, t.plural, **kwargs)
 
     def _emit(self, change: Change, obj: dict, *, key: str) -> None:
+        previous_phase = self.phases.get(key)
         if change is Change.DELETE:
             self.fingerprints.pop(key, None)
+            self.phases.pop(key, None)
         else:
             self.fingerprints[key] = fingerprint(self.api_type, obj)
-        self.outbox.put(Envelope(self.api_type, change, obj))
+            self.phases[key] = phase_of(obj)
+        self.outbox.put(Envelope(self.api_type, change, obj, previous_phase=previous_phase))
         if self.observer is not None:
             self.observer(change, obj)
 

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from flask import Flask
+if TYPE_CHECKING:  # imported in create_app: gunicorn's master imports this package for its config only
+    from flask import Flask
 
 
 def create_app(config: dict[str, Any] | None = None) -> Flask:
@@ -28,6 +29,8 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     ``K_SINK``/``K_CE_OVERRIDES``: where to send CloudEvents of each JobFlow's transitions (``handlers.notify``;
     ``config`` may set ``NOTIFIER`` instead).
     """
+    from flask import Flask
+
     if not logging.getLogger().handlers:
         logging.basicConfig(level=os.environ.get("LOG_LEVEL", "INFO"), format="%(asctime)s %(name)s %(message)s")
     app = Flask(__name__)

@@ -32,7 +32,8 @@ class Conflict(RuntimeError):
 
 
 class Rejected(RuntimeError):
-    """The API server refused to create an object as invalid (400/422, e.g. Volcano's vcjob webhook said no)."""
+    """The API server refused to create an object: invalid (400/422, e.g. Volcano's vcjob webhook said no) or
+    forbidden (403, e.g. an admission policy or a terminating namespace); its message says why."""
 
 
 class Unavailable(RuntimeError):
@@ -151,7 +152,9 @@ class KubeApi:
         except Conflict:
             return False
         except ApiException as error:
-            if error.status in (400, 422):
+            # 400/422: invalid (Volcano's webhook); 403: forbidden by an admission policy (a
+            # ValidatingAdmissionPolicy, Gatekeeper, Kyverno), a quota, a terminating namespace, or our RBAC.
+            if error.status in (400, 403, 422):
                 raise Rejected(_api_message(error)) from error
             raise
         return True

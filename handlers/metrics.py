@@ -11,7 +11,8 @@ worker writes its counts there and ``/metrics`` adds them up, whichever worker a
 ==============================================  =========  ==========================================================
 metric                                          type       what
 ==============================================  =========  ==========================================================
-``jobflow_handler_events_total``                counter    CloudEvents received, by ``type`` and reply ``code``
+``jobflow_handler_events_total``                counter    CloudEvents received, by ``type`` (one of
+                                                           :data:`EVENT_TYPES`, else ``other``) and reply ``code``
 ``jobflow_handler_reconcile_duration_seconds``  histogram  one event's handling: read, plan, act
 ``jobflow_handler_api_requests_total``          counter    requests to the API server, by ``verb`` and ``code``
 ``jobflow_handler_status_writes_total``         counter    JobFlow status writes that succeeded
@@ -45,6 +46,17 @@ NOTIFICATIONS = Counter("jobflow_handler_notifications_total",
 DEPENDENCY_LATENCY = Histogram("jobflow_dependency_latency_seconds",
                                "From a flow's last target ending to its vcjob being created",
                                buckets=LATENCY_BUCKETS)
+
+
+EVENT_TYPES = frozenset({*(f"dev.knative.apiserver.{mode}.{change}" for mode in ("ref", "resource")
+                            for change in ("add", "update", "delete")),
+                         "dev.knative.sources.ping", "dev.volcano.jobflow.resync", "invalid"})
+"""The event types counted by name. The type is the sender's to choose: counted as itself, every new type would be
+a new time series for as long as the process lives (memory, and a scrape that grows without bound)."""
+
+
+def event_type_label(event_type: str) -> str:
+    return event_type if event_type in EVENT_TYPES else "other"
 
 
 def exposition() -> tuple[bytes, str]:

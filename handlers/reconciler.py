@@ -22,10 +22,13 @@ Which JobFlows an event concerns is decided by :mod:`jobflow_core.routing`; name
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterable
 from itertools import takewhile
 from dataclasses import dataclass, field
 from datetime import datetime
+
+from kubernetes.client.rest import ApiException
+from pydantic import ValidationError
 
 from jobflow_core import (
     Abort,
@@ -57,7 +60,7 @@ from jobflow_core.routing import (can_change, controller_name, flows_of_job, job
                                   waits_for_template)
 from jobflow_core.templates import template_status, template_status_changed, template_status_with
 
-from handlers.kube import Conflict, KubeApi, Rejected
+from handlers.kube import Conflict, KubeApi, Rejected, Unavailable
 from handlers.probing import Prober
 
 log = logging.getLogger("handlers.reconciler")
@@ -95,6 +98,16 @@ class _Again(Exception):
     """The attempt must start over from a fresh read (what it learned is already recorded)."""
 
 
+class PartlyFailed(RuntimeError):
+    """Some of the JobFlows an event concerned could not be reconciled; the others were. ``failures`` maps each
+    failed JobFlow (``namespace/name``) to why; ``retry`` says whether any failure was transient, so that
+    delivering the event again can help."""
+
+    def __init__(self, failures: dict[str, str], *, retry: bool) -> None:
+        super().__init__("; ".join(f"JobFlow {name}: {why}" for name, why in failures.items()))
+        self.failures, self.retry = failures, retry
+
+
 class Reconciler:
     def __init__(self, kube: KubeApi, *, clock: Callable[[], datetime], recheck_seconds: int = 10,
                  probe_timeout: float = 1.0, notifier: Notifier | None = None) -> None:
@@ -115,9 +128,11 @@ class Reconciler:
                 return outcome
             try:
                 now = self.clock()
-                observation = self._read(JobFlow.model_validate(raw), learned, now=now)
+                jobflow = JobFlow.model_validate(raw)
+                observation = self._read(jobflow, learned, now=now)
                 plan, templates_read = self._plan(observation, learned)
-                self._act(raw, plan, outcome, learned, now=now, templates_read=templates_read)
+                self._act(raw, plan, outcome, learned, now=now, templates_read=templates_read,
+                          held={n.id for n in notifications.pending(jobflow.status)} if self.notifier else set())
                 return outcome
             except (_Again, Conflict) as reason:
                 if isinstance(reason, Conflict):
@@ -155,9 +170,10 @@ class Reconciler:
                                 rejections=learned.rejections, notify=self.notifier is not None), read
 
     def _act(self, raw: dict, plan: Plan, outcome: Outcome, learned: _Learned, *, now: datetime,
-             templates_read: dict[str, dict]) -> None:
+             templates_read: dict[str, dict], held: set[str]) -> None:
+        """Carry out ``plan`` on the JobFlow ``raw`` as read; ``held`` are the ids of the notifications its status
+        held when read (:meth:`_notify`)."""
         namespace = raw["metadata"]["namespace"]
-        held = {notification.id for notification in notifications.pending(JobFlow.model_validate(raw).status)}
         outcome.phase = plan.status.state.phase if plan.status.state else None
         for action in plan.actions:
             match action:
@@ -298,10 +314,38 @@ class Reconciler:
                 continue
         raise Conflict(f"JobTemplate {namespace}/{name} kept changing; retry later")
 
+    def each(self, listed: Iterable[dict]) -> list[Outcome]:
+        """Reconcile each of ``listed`` (JobFlows just read) on its own: one that fails does not keep the others
+        from being reconciled; the failures are raised together at the end (:class:`PartlyFailed`)."""
+        outcomes, failures, retry = [], {}, False
+        for raw in listed:
+            namespace, name = raw["metadata"]["namespace"], raw["metadata"]["name"]
+            try:
+                outcomes.append(self.jobflow(namespace, name, known=raw))
+            except (Conflict, Unavailable) as error:
+                failures[f"{namespace}/{name}"], retry = str(error), True
+            except (ValidationError, ApiException) as error:
+                why = (f"an object does not match the JobFlow API: {error.errors()[:3]}"
+                       if isinstance(error, ValidationError) else
+                       f"the API server answered {error.status} {error.reason}: {error.body or ''}"[:512])
+                failures[f"{namespace}/{name}"] = why
+                self._tell(raw, f"cannot reconcile: {why}; fix the object or the cluster, the engine tries again "
+                                "on the next change or resync")
+        if failures:
+            log.warning("reconciled %d JobFlow(s); %d failed: %s", len(outcomes), len(failures), failures)
+            raise PartlyFailed(failures, retry=retry)
+        return outcomes
+
+    def _tell(self, raw: dict, message: str) -> None:
+        """A Warning Event on a JobFlow that could not be reconciled (its status may be what cannot be written)."""
+        try:
+            self.kube.record_event(raw, type_="Warning", reason="ReconcileFailed", message=message, now=self.clock())
+        except (ApiException, Conflict, Unavailable) as error:
+            log.warning("could not record the failure on JobFlow %s: %s", raw["metadata"].get("name"), error)
+
     def jobflows_using(self, namespace: str, template: str) -> list[Outcome]:
         """A JobTemplate appeared or changed: reconcile the JobFlows still waiting for it."""
-        return [self.jobflow(namespace, raw["metadata"]["name"], known=raw)
-                for raw in self.kube.list_jobflows(namespace) if waits_for_template(raw, template)]
+        return self.each(raw for raw in self.kube.list_jobflows(namespace) if waits_for_template(raw, template))
 
     def jobflows_of_vcjob(self, namespace: str, name: str, *, controller: str | None,
                           deleted: bool) -> list[Outcome]:
@@ -315,7 +359,7 @@ class Reconciler:
         candidates = self._claimants(namespace, name, controller=controller)
         if not candidates:
             self._release_orphan(self.kube.get_vcjob(namespace, name), jobflow_uids=())
-        outcomes = [self.jobflow(namespace, raw["metadata"]["name"], known=raw) for raw in candidates]
+        outcomes = self.each(candidates)
         if deleted and self.kube.get_vcjob(namespace, name) is None:
             for raw in self.kube.list_jobtemplates(namespace):
                 if name in ((raw.get("status") or {}).get("jobDependsOnList") or ()):
@@ -339,12 +383,10 @@ class Reconciler:
         """Reconcile every JobFlow that can still change, and let go of vcjobs whose JobFlow is gone (the safety
         net for lost events)."""
         listed = self.kube.list_jobflows()
-        outcomes = [self.jobflow(raw["metadata"]["namespace"], raw["metadata"]["name"], known=raw)
-                    for raw in listed if can_change(raw)]
         alive = {raw["metadata"].get("uid") for raw in listed}
         for job in self.kube.list_vcjobs(None, FLOW_JOBS_SELECTOR):
             self._release_orphan(job, jobflow_uids=alive)
-        return outcomes
+        return self.each(raw for raw in listed if can_change(raw))
 
     def _release_orphan(self, raw: dict | None, *, jobflow_uids: Collection[str]) -> None:
         if raw is not None and orphan_to_release(VcJob.model_validate(raw), jobflow_uids=jobflow_uids):

@@ -13,7 +13,7 @@ from jobflow_core.api import JOBFLOW, JOBTEMPLATE
 from handlers import metrics
 from handlers.events import BadEvent, Hint, hint_from_request
 from handlers.kube import Conflict, KubeApi, Unavailable, shared_client
-from handlers.reconciler import Outcome, Reconciler
+from handlers.reconciler import Outcome, PartlyFailed, Reconciler
 
 log = logging.getLogger("handlers")
 bp = Blueprint("handlers", __name__)
@@ -59,6 +59,12 @@ def _run(handle):
     except Unavailable as error:
         log.warning("API server unavailable: %s", error)
         return _error(503, str(error), retry=True)
+    except PartlyFailed as error:
+        # The others were reconciled. Ask for the event again only when that can help.
+        if error.retry:
+            reply, status = _error(503, str(error), retry=True, failed=error.failures)
+            return reply, status, {"Retry-After": "1"}
+        return _error(422, str(error), failed=error.failures)
     except ValidationError as error:
         # An object in the cluster that our models cannot read (e.g. a newer Volcano wrote a field we reject):
         # retrying will not help, and the event is fine; say what to fix.
@@ -82,7 +88,7 @@ def receive_event():
     log.info("event %s %s %s/%s", hint.event_type, hint.about.kind if hint.about else "(all)", hint.namespace,
              hint.name)
     reply = _run(lambda: dispatch(_reconciler(), hint))
-    metrics.EVENTS.labels(hint.event_type or "unknown", str(reply[1])).inc()
+    metrics.EVENTS.labels(metrics.event_type_label(hint.event_type), str(reply[1])).inc()
     return reply
 
 

@@ -27,7 +27,9 @@ Bookkeeping metadata: ``resourceVersion``, ``managedFields`` and ``generation`` 
 Not every forwarded change is urgent (:func:`may_wait`). Volcano moves a new vcjob through three versions within
 about 40 ms (created, ``Pending``, ``Pending`` with its pod counted), and a vcjob that is not final cannot start a
 dependent through its phase; so such a change may wait a moment for the next one and both be handled by one
-reconcile. A final phase (a dependent may start now), anything about a JobFlow itself, and a delete never wait.
+reconcile. Neither can an ended vcjob's later updates (Volcano adds its running duration a moment after it ended).
+A vcjob entering a final phase (a dependent may start now), anything about a JobFlow itself, and a delete never
+wait.
 """
 
 import json
@@ -70,14 +72,22 @@ def jobflow_of_change(api_type: ApiType, obj: Mapping[str, Any]) -> str | None:
 
 
 
-def may_wait(api_type: ApiType, obj: Mapping[str, Any], *, deleted: bool) -> bool:
+def phase_of(obj: Mapping[str, Any]) -> str | None:
+    """A vcjob's ``status.state.phase`` as sent, None when it has none (yet)."""
+    status = obj.get("status")
+    state = status.get("state") if isinstance(status, Mapping) else None
+    phase = state.get("phase") if isinstance(state, Mapping) else None
+    return phase if isinstance(phase, str) else None
+
+
+def may_wait(api_type: ApiType, obj: Mapping[str, Any], *, deleted: bool, previous_phase: str | None) -> bool:
     """Whether a change can wait a moment to be handled together with the next (see the module docstring): the
-    add or update of a vcjob whose phase is not final."""
+    add or update of a vcjob whose phase is not final, or is the final phase already forwarded before
+    (``previous_phase``: Volcano adds the running duration to an ended vcjob a moment after it ended)."""
     if api_type is not VCJOB or deleted:
         return False
-    state = (obj.get("status") or {}).get("state") if isinstance(obj.get("status"), Mapping) else None
-    phase = state.get("phase") if isinstance(state, Mapping) else None
+    phase = phase_of(obj)
     try:
-        return not is_final(VcJobPhase(phase or ""))
+        return not is_final(VcJobPhase(phase or "")) or phase == previous_phase
     except ValueError:  # a phase this Volcano version does not have: do not hold what we cannot judge
         return False

@@ -17,7 +17,7 @@ snake_case spelling; the pydantic ``alias`` is the exact JSON name the API serve
   ``model_copy(update=...)``.
 """
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainSerializer
@@ -26,6 +26,7 @@ DEFAULT_NAMESPACE = "default"
 """The namespace of an object that does not name one; the API server (and kubectl) fill in the same."""
 
 _WIRE_TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
+_ZERO = timedelta(0)
 
 
 def _as_kubernetes_time(value: datetime) -> datetime:
@@ -33,12 +34,16 @@ def _as_kubernetes_time(value: datetime) -> datetime:
     # on the way in makes two observations of the same object compare equal.
     if value.tzinfo is None:
         value = value.replace(tzinfo=UTC)
+    elif not value.microsecond and value.utcoffset() == _ZERO:  # the usual case, already normal: no new object
+        return value
     return value.astimezone(UTC).replace(microsecond=0)
 
 
 def format_time(value: datetime) -> str:
     """Format a datetime as the API server does: ``2026-01-02T03:04:05Z``."""
-    return _as_kubernetes_time(value).strftime(_WIRE_TIME_FORMAT)
+    v = _as_kubernetes_time(value)
+    # The same as strftime(_WIRE_TIME_FORMAT), several times faster: every status write formats dozens of these.
+    return f"{v.year:04d}-{v.month:02d}-{v.day:02d}T{v.hour:02d}:{v.minute:02d}:{v.second:02d}Z"
 
 
 Timestamp = Annotated[

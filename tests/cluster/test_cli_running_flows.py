@@ -83,10 +83,11 @@ def test_status_json_reports_each_job_for_scripts(cli, cluster: LocalCluster, na
     apply(cluster, namespace, template("a", keep_running=True) + "---\n" + template("b"))
     apply(cluster, namespace, "apiVersion: flow.volcano.sh/v1alpha1\nkind: JobFlow\nmetadata: {name: f}\n"
                               "spec: {flows: [{name: a}, {name: b, dependsOn: {targets: [a]}}]}")
-    cluster.wait_until("f-a to run", lambda: json.loads(cli("status", "f", "-n", namespace, "-o", "json")[1])
-                       ["flows"][0]["tasks"] == {"main": {"Running": 1}}, timeout=60)
+    def running() -> dict | None:  # the vcjob first, its JobFlow's status a moment later (the event source's hold)
+        data = json.loads(cli("status", "f", "-n", namespace, "-o", "json")[1])
+        return data if data["flows"][0]["tasks"] == {"main": {"Running": 1}} and data["phase"] == "Running" else None
 
-    data = json.loads(cli("status", "f", "-n", namespace, "-o", "json")[1])
+    data = cluster.wait_until("f-a to run", running, timeout=60)
 
     a, b = data["flows"]
     assert data["phase"] == "Running"

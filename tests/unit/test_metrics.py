@@ -38,6 +38,19 @@ def test_an_event_moves_the_counters_and_fills_the_histograms(client, kube):  # 
     assert delta(after, scrape(client), "jobflow_handler_events_total", type="invalid", code="400") == 1
 
 
+def test_event_types_the_sender_makes_up_are_counted_together_so_the_series_stay_bounded(client, kube):  # noqa: F811
+    before = scrape(client)
+    for i in range(20):
+        reply = client.post("/", data=b"{}", headers={
+            "Content-Type": "application/json", "ce-specversion": "1.0", "ce-id": str(i), "ce-source": "x",
+            "ce-type": f"com.example.made-up-{i}", "ce-kind": "JobFlow", "ce-apiversion": "flow.volcano.sh/v1alpha1",
+            "ce-namespace": NS, "ce-name": "f"})
+        assert reply.status_code == 202
+    after = scrape(client)
+    assert delta(before, after, "jobflow_handler_events_total", type="other", code="202") == 20
+    assert not any("made-up" in str(labels) for _, labels in after)
+
+
 def test_the_dependency_latency_is_observed_when_a_dependent_is_created(client, kube):  # noqa: F811
     send(client, JOBFLOW, "f")
     kube.put(template("b"))

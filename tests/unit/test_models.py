@@ -1,13 +1,15 @@
 """The models read what the API server sends and write it back unchanged."""
 
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 import yaml
+from hypothesis import given, strategies as st
 from pydantic import ValidationError
 
 from jobflow_core.models import FlowJobStatus, JobFlow, JobFlowStatus, JobTemplate, VcJob, VcJobPhase
+from jobflow_core.models.base import format_time
 
 VCJOB = """
 apiVersion: batch.volcano.sh/v1alpha1
@@ -260,3 +262,10 @@ def test_models_are_frozen_so_a_plan_cannot_change_its_inputs():
     job = VcJob.model_validate({"metadata": {"name": "test-a"}})
     with pytest.raises(ValidationError):
         job.metadata.name = "other"  # type: ignore[misc]
+
+
+@given(st.datetimes(min_value=datetime(1000, 1, 1), timezones=st.sampled_from([UTC, timezone(timedelta(hours=-7)),
+                                                                                timezone(timedelta(hours=5))])))
+def test_timestamps_format_as_the_api_server_does_for_any_zone_and_fraction(value):
+    expected = value.astimezone(UTC).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert format_time(value) == expected

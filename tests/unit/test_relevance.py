@@ -99,12 +99,13 @@ def test_a_vcjob_change_is_about_the_jobflow_that_controls_it_and_a_jobflow_chan
     assert jobflow_of_change(JOBTEMPLATE, TEMPLATE_OBJ) is None
 
 
-@pytest.mark.parametrize("phase, deleted, waits", [
-    (None, False, True), ("Pending", False, True), ("Running", False, True),
-    ("Completed", False, False), ("Failed", False, False), ("Aborted", False, False),
-    ("Running", True, False), ("NoSuchPhase", False, False),
+@pytest.mark.parametrize("phase, before, deleted, waits", [
+    (None, None, False, True), ("Pending", None, False, True), ("Running", "Pending", False, True),
+    ("Completed", "Running", False, False), ("Failed", None, False, False), ("Aborted", "Running", False, False),
+    ("Completed", "Completed", False, True),  # the running duration added a moment after it ended
+    ("Running", "Running", True, False), ("NoSuchPhase", None, False, False),
 ])
-def test_only_a_vcjob_change_that_cannot_start_a_dependent_by_its_phase_may_wait(phase, deleted, waits):
+def test_only_a_vcjob_change_that_cannot_start_a_dependent_by_its_phase_may_wait(phase, before, deleted, waits):
     obj = changed(VCJOB_OBJ, ("status", "state"), {"phase": phase} if phase else {})
-    assert may_wait(VCJOB, obj, deleted=deleted) is waits
-    assert may_wait(JOBFLOW, FLOW_OBJ, deleted=False) is False
+    assert may_wait(VCJOB, obj, deleted=deleted, previous_phase=before) is waits
+    assert may_wait(JOBFLOW, FLOW_OBJ, deleted=False, previous_phase=None) is False

@@ -13,7 +13,7 @@ import yaml
 
 from eventsource import cloudevent
 from handlers import create_app
-from handlers.kube import Unavailable
+from handlers.kube import Conflict, Unavailable
 from jobflow_core.api import JOBFLOW, JOBTEMPLATE, VCJOB, ApiType
 from memory_kube import MemoryKube
 from test_shell_reconciler import A_THEN_B, NS, template
@@ -122,6 +122,42 @@ def test_a_vcjob_event_of_our_event_source_names_its_jobflow_which_is_the_one_re
     reply = client.post("/", data=body, headers=headers)
     assert reply.status_code == 202
     assert kube.names(VCJOB, NS) == ["f-a", "f-b"]
+
+
+def put_flow(kube, name: str, namespace: str = NS) -> None:
+    flow = yaml.safe_load(A_THEN_B)
+    flow["metadata"].update(name=name, namespace=namespace)
+    kube.put(flow)
+
+
+def test_a_resync_reconciles_every_jobflow_past_one_it_cannot_read_and_names_that_one_in_a_422(client, kube):
+    kube.put(template("a") | {"metadata": {"name": "a", "namespace": "other"}})
+    put_flow(kube, "g", "other")
+    broken = kube.stored(JOBFLOW, NS, "f")
+    broken["spec"]["flows"] = "not a list"
+    kube.objects[(JOBFLOW.kind, NS, "f")] = broken
+    reply = client.post("/resync")
+    assert reply.status_code == 422  # retrying cannot help
+    assert list(reply.json["failed"]) == [f"{NS}/f"] and "does not match" in reply.json["failed"][f"{NS}/f"]
+    assert kube.names(VCJOB, "other") == ["g-a"]  # the JobFlow after it was reconciled
+    assert [event[1:3] for event in kube.events if event[0] == "f"] == [("Warning", "ReconcileFailed")]
+
+
+def test_a_transient_failure_of_one_jobflow_asks_for_the_resync_again_after_reconciling_the_others(client, kube):
+    kube.put(template("a") | {"metadata": {"name": "a", "namespace": "other"}})
+    put_flow(kube, "g", "other")
+    real = kube.replace_jobflow_status
+
+    def lose_races_in_default(flow: dict) -> dict:
+        if flow["metadata"]["namespace"] == NS:
+            raise Conflict("conflict: someone else wrote first")
+        return real(flow)
+
+    kube.replace_jobflow_status = lose_races_in_default
+    reply = client.post("/resync")
+    assert reply.status_code == 503 and reply.headers["Retry-After"] == "1"
+    assert list(reply.json["failed"]) == [f"{NS}/f"]
+    assert kube.names(VCJOB, "other") == ["g-a"]
 
 
 @pytest.mark.parametrize("how", ["route", "ping event"])
