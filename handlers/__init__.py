@@ -27,7 +27,8 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     From the environment: ``PROBE_RECHECK_SECONDS`` (default 10: how often a probe that has not passed yet is
     looked at again; the status carries it to the event source), ``PROBE_TIMEOUT_SECONDS`` (default 1), and
     ``K_SINK``/``K_CE_OVERRIDES``: where to send CloudEvents of each JobFlow's transitions (``handlers.notify``;
-    ``config`` may set ``NOTIFIER`` instead).
+    ``config`` may set ``NOTIFIER`` instead), ``NAMESPACES``: the namespaces served, comma-separated (the namespaced
+    install, whose Roles allow no more; an event about another namespace gets a 400); empty (the default): all.
     """
     from flask import Flask
 
@@ -35,7 +36,8 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         logging.basicConfig(level=os.environ.get("LOG_LEVEL", "INFO"), format="%(asctime)s %(name)s %(message)s")
     app = Flask(__name__)
     app.config.update(RECHECK_SECONDS=int(os.environ.get("PROBE_RECHECK_SECONDS", "10")),
-                      PROBE_TIMEOUT_SECONDS=float(os.environ.get("PROBE_TIMEOUT_SECONDS", "1")))
+                      PROBE_TIMEOUT_SECONDS=float(os.environ.get("PROBE_TIMEOUT_SECONDS", "1")),
+                      NAMESPACES=tuple(n.strip() for n in os.environ.get("NAMESPACES", "").split(",") if n.strip()))
     from handlers.notify import Notifier
 
     app.config.update(NOTIFIER=Notifier.from_environment(os.environ))

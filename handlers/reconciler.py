@@ -110,8 +110,10 @@ class PartlyFailed(RuntimeError):
 
 class Reconciler:
     def __init__(self, kube: KubeApi, *, clock: Callable[[], datetime], recheck_seconds: int = 10,
-                 probe_timeout: float = 1.0, notifier: Notifier | None = None) -> None:
+                 probe_timeout: float = 1.0, notifier: Notifier | None = None,
+                 namespaces: tuple[str, ...] = ()) -> None:
         self.kube, self.clock, self.recheck_seconds = kube, clock, recheck_seconds
+        self.namespaces = namespaces  # served; empty: every namespace (the resync's lists are cluster-wide)
         self.prober = Prober(kube, timeout=probe_timeout)
         self.notifier = notifier
 
@@ -382,9 +384,10 @@ class Reconciler:
     def resync(self) -> list[Outcome]:
         """Reconcile every JobFlow that can still change, and let go of vcjobs whose JobFlow is gone (the safety
         net for lost events)."""
-        listed = self.kube.list_jobflows()
+        scopes: tuple[str | None, ...] = self.namespaces or (None,)
+        listed = [raw for scope in scopes for raw in self.kube.list_jobflows(scope)]
         alive = {raw["metadata"].get("uid") for raw in listed}
-        for job in self.kube.list_vcjobs(None, FLOW_JOBS_SELECTOR):
+        for job in (job for scope in scopes for job in self.kube.list_vcjobs(scope, FLOW_JOBS_SELECTOR)):
             self._release_orphan(job, jobflow_uids=alive)
         return self.each(raw for raw in listed if can_change(raw))
 

@@ -6,6 +6,7 @@ import logging
 from datetime import UTC, datetime
 
 from flask import Blueprint, current_app, jsonify, request
+from kubernetes.client.rest import ApiException
 from pydantic import ValidationError
 
 from jobflow_core.api import JOBFLOW, JOBTEMPLATE
@@ -26,7 +27,7 @@ def _reconciler() -> Reconciler:
     clock = current_app.config.get("CLOCK") or (lambda: datetime.now(UTC))
     return Reconciler(kube, clock=clock, recheck_seconds=current_app.config["RECHECK_SECONDS"],
                       probe_timeout=current_app.config["PROBE_TIMEOUT_SECONDS"],
-                      notifier=current_app.config.get("NOTIFIER"))
+                      notifier=current_app.config.get("NOTIFIER"), namespaces=current_app.config["NAMESPACES"])
 
 
 def _error(status: int, message: str, **extra: object):
@@ -59,6 +60,12 @@ def _run(handle):
     except Unavailable as error:
         log.warning("API server unavailable: %s", error)
         return _error(503, str(error), retry=True)
+    except ApiException as error:
+        # A 4xx the shell does not handle itself, e.g. 403 when the handler's account may not act there: retrying
+        # cannot help, and it is no bug of ours either.
+        log.error("the API server refused: %s %s", error.status, error.reason)
+        status = error.status if 400 <= (error.status or 0) < 500 else 502
+        return _error(status, f"the API server answered {error.status} {error.reason}: {error.body or ''}"[:1024])
     except PartlyFailed as error:
         # The others were reconciled. Ask for the event again only when that can help.
         if error.retry:
@@ -85,6 +92,11 @@ def receive_event():
         log.warning("rejected event: %s", error)
         metrics.EVENTS.labels("invalid", "400").inc()
         return _error(400, str(error))
+    served = current_app.config["NAMESPACES"]
+    if hint.about is not None and served and hint.namespace not in served:
+        metrics.EVENTS.labels(metrics.event_type_label(hint.event_type), "400").inc()
+        return _error(400, f"this handler serves namespaces {', '.join(served)} (NAMESPACES), and the event names "
+                           f"{hint.namespace!r}: send it only the events of those (the event source's NAMESPACES)")
     log.info("event %s %s %s/%s", hint.event_type, hint.about.kind if hint.about else "(all)", hint.namespace,
              hint.name)
     reply = _run(lambda: dispatch(_reconciler(), hint))

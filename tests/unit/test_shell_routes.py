@@ -10,6 +10,7 @@ import json
 
 import pytest
 import yaml
+from kubernetes.client.rest import ApiException
 
 from eventsource import cloudevent
 from handlers import create_app
@@ -181,3 +182,22 @@ def test_a_resync_finishes_a_flow_whose_events_were_all_lost(client, kube, how):
 def test_healthz_answers_without_touching_the_api_server(client, kube):
     assert client.get("/healthz").status_code == 200
     assert kube.requests == 0
+
+
+def test_a_handler_serving_some_namespaces_refuses_an_event_about_another_and_resyncs_only_its_own(kube):
+    kube.put(template("a") | {"metadata": {"name": "a", "namespace": "other"}})
+    put_flow(kube, "g", "other")
+    served = create_app({"KUBE": kube, "CLOCK": lambda: kube.now, "NAMESPACES": (NS,)}).test_client()
+    reply = send(served, JOBFLOW, "g", namespace="other")
+    assert reply.status_code == 400 and "serves namespaces default" in reply.json["error"]
+    assert served.post("/resync").status_code == 202
+    assert kube.names(VCJOB, NS) == ["f-a"] and kube.names(VCJOB, "other") == []
+
+
+def test_a_refusal_of_the_api_server_that_retrying_cannot_cure_is_its_4xx_never_a_500(client, kube):
+    def forbidden(namespace: str, name: str) -> dict:
+        raise ApiException(status=403, reason="Forbidden")
+
+    kube.get_jobflow = forbidden
+    reply = send(client, JOBFLOW, "f")
+    assert reply.status_code == 403 and "403 Forbidden" in reply.json["error"]
