@@ -259,6 +259,9 @@ def test_a_jobtemplate_event_reconciles_only_the_jobflows_still_waiting_for_it(k
     # Flow a has its vcjob now: a change of its template (our own status write, say) concerns no JobFlow.
     assert handler.jobflows_using(NS, "a") == []
     assert handler.jobflows_using(NS, "c") == []  # no flow of that name
+    # Flow b waits for a to complete: a change of b's template cannot start it, its target's events will.
+    assert status(kube)["waitingFlows"][0]["name"] == "b" and status(kube)["waitingFlows"][0]["waitingFor"] == ["a"]
+    assert handler.jobflows_using(NS, "b") == []
 
 
 class Counting(MemoryKube):
