@@ -50,16 +50,21 @@ class Progress:
 
     def _run(self) -> None:
         while not self._stop.wait(0.2):
-            try:
-                status = (jobflow(self.cluster, self.namespace, self.name) or {}).get("status") or {}
-            except Exception:  # the API server is down: nothing can go backwards meanwhile
-                continue
-            if "flowsEnded" in status and (not self.ended or self.ended[-1] != status["flowsEnded"]):
-                self.ended.append(status["flowsEnded"])
+            self._poll()
+
+    def _poll(self) -> None:
+        try:
+            status = (jobflow(self.cluster, self.namespace, self.name) or {}).get("status") or {}
+        except Exception:  # the API server is down: nothing can go backwards meanwhile
+            return
+        if "flowsEnded" in status and (not self.ended or self.ended[-1] != status["flowsEnded"]):
+            self.ended.append(status["flowsEnded"])
 
     def stop(self) -> list[int]:
+        """The counts seen, the last one read now (the JobFlow may have ended since the last poll)."""
         self._stop.set()
         self._thread.join(timeout=5)
+        self._poll()
         return self.ended
 
 
