@@ -21,6 +21,7 @@ Which JobFlows an event concerns is decided by :mod:`jobflow_core.routing`; name
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable, Collection, Iterable
 from itertools import takewhile
@@ -96,6 +97,19 @@ class _Learned:
 
 class _Again(Exception):
     """The attempt must start over from a fresh read (what it learned is already recorded)."""
+
+
+def _gone(error: ApiException) -> bool:
+    """Whether the API server refused because the object or its namespace is gone or going: 404, or 403 with the
+    cause ``NamespaceTerminating`` (no new content, not even an Event, in a namespace being deleted)."""
+    if error.status == 404:
+        return True
+    try:
+        causes = (json.loads(error.body or "{}").get("details") or {}).get("causes") or []
+    except (ValueError, AttributeError):
+        return False
+    return error.status == 403 and any(isinstance(c, dict) and c.get("reason") == "NamespaceTerminating"
+                                       for c in causes)
 
 
 class PartlyFailed(RuntimeError):
@@ -324,15 +338,20 @@ class Reconciler:
             namespace, name = raw["metadata"]["namespace"], raw["metadata"]["name"]
             try:
                 outcomes.append(self.jobflow(namespace, name, known=raw))
+                continue
             except (Conflict, Unavailable) as error:
                 failures[f"{namespace}/{name}"], retry = str(error), True
-            except (ValidationError, ApiException) as error:
-                why = (f"an object does not match the JobFlow API: {error.errors()[:3]}"
-                       if isinstance(error, ValidationError) else
-                       f"the API server answered {error.status} {error.reason}: {error.body or ''}"[:512])
-                failures[f"{namespace}/{name}"] = why
-                self._tell(raw, f"cannot reconcile: {why}; fix the object or the cluster, the engine tries again "
-                                "on the next change or resync")
+                continue
+            except ApiException as error:
+                if _gone(error):  # the JobFlow, or its whole namespace, went while we worked: nothing to do
+                    log.info("JobFlow %s/%s went during its reconcile: %s", namespace, name, error.reason)
+                    continue
+                why = f"the API server answered {error.status} {error.reason}: {error.body or ''}"[:512]
+            except ValidationError as error:
+                why = f"an object does not match the JobFlow API: {error.errors()[:3]}"
+            failures[f"{namespace}/{name}"] = why
+            self._tell(raw, f"cannot reconcile: {why}; fix the object or the cluster, the engine tries again on the "
+                            "next change or resync")
         if failures:
             log.warning("reconciled %d JobFlow(s); %d failed: %s", len(outcomes), len(failures), failures)
             raise PartlyFailed(failures, retry=retry)

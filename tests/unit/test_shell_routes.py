@@ -161,6 +161,33 @@ def test_a_transient_failure_of_one_jobflow_asks_for_the_resync_again_after_reco
     assert kube.names(VCJOB, "other") == ["g-a"]
 
 
+TERMINATING = json.dumps({"kind": "Status", "code": 403, "reason": "Forbidden", "details": {
+    "causes": [{"reason": "NamespaceTerminating", "message": "namespace t is being terminated"}]}})
+
+
+@pytest.mark.parametrize("refusal", [ApiException(status=404, reason="Not Found"),
+                                     ApiException(http_resp=None, status=403, reason="Forbidden")])
+def test_a_jobflow_whose_namespace_goes_during_a_resync_is_no_failure(client, kube, refusal):
+    """The namespace of a listed JobFlow is deleted while the resync works: its writes answer 404, or 403
+    NamespaceTerminating, which means there is nothing left to reconcile, not a failure to report (a PingSource would
+    dead-letter a 422)."""
+    refusal.body = TERMINATING if refusal.status == 403 else None
+    kube.put(template("a") | {"metadata": {"name": "a", "namespace": "other"}})
+    put_flow(kube, "f", NS)
+    put_flow(kube, "g", "other")
+    real = kube.replace_jobflow_status
+
+    def namespace_gone(flow: dict) -> dict:
+        if flow["metadata"]["namespace"] == NS:
+            raise refusal
+        return real(flow)
+
+    kube.replace_jobflow_status = namespace_gone
+    reply = client.post("/resync")
+    assert reply.status_code == 202, reply.json
+    assert kube.names(VCJOB, "other") == ["g-a"]
+
+
 @pytest.mark.parametrize("how", ["route", "ping event"])
 def test_a_resync_finishes_a_flow_whose_events_were_all_lost(client, kube, how):
     """Cluster tier: test_knative_delivery.py, test_a_ping_event_is_delivered_on_both_routes."""
