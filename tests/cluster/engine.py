@@ -8,6 +8,7 @@ POSTs an event exactly as ApiServerSource would (the event source's own encoder)
 
 from __future__ import annotations
 
+import http.client
 import threading
 import time
 import urllib.error
@@ -16,6 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 
 from werkzeug.serving import make_server
 
@@ -162,3 +164,22 @@ class RacedKube(KubeApi):
             "flow.volcano.sh", "v1alpha1", meta["namespace"], "jobflows", meta["name"],
             {"metadata": {"annotations": {"raced": str(self.requests)}}})
         return super().replace_jobflow_status(flow)
+
+
+def children(pid: int) -> list[int]:
+    """The PIDs of process ``pid``'s children (none once it is gone: a killed worker may vanish while we look)."""
+    try:
+        return [int(c) for task in Path(f"/proc/{pid}/task").iterdir()
+                for c in (task / "children").read_text().split()]
+    except OSError:
+        return []
+
+
+def answers_health_check(port: int) -> bool:
+    """Whether a handler on ``port`` answers ``GET /healthz`` with 200."""
+    try:
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+        connection.request("GET", "/healthz")
+        return connection.getresponse().status == 200
+    except OSError:
+        return False

@@ -6,7 +6,6 @@ a second UID), and no status goes backwards (the number of ended flows a JobFlow
 
 from __future__ import annotations
 
-import http.client
 import os
 import random
 import shutil
@@ -27,7 +26,7 @@ import eventsource
 from demo.procfile import read_procfile
 from devcluster.processes import free_port, start
 from devcluster.testing import LocalCluster
-from engine import serve, start_engine
+from engine import answers_health_check, children, serve, start_engine
 from eventsource import cloudevent
 from handlers.kube import KubeApi
 from objects import DIAMOND, VcjobUids, apply, diamond_templates, jobflow
@@ -116,7 +115,7 @@ def test_the_handler_killed_mid_reconcile_again_and_again_the_flow_finishes(clus
     source = None
     kills = 0
     try:
-        cluster.wait_until("the handler to answer", lambda: _answers(port), timeout=60)
+        cluster.wait_until("the handler to answer", lambda: answers_health_check(port), timeout=60)
         source = eventsource.start(cluster.api, sink=f"http://127.0.0.1:{port}/", namespaces=[namespace],
                                    mode=cloudevent.Mode.REFERENCE, resync_seconds=5, senders=4, watch_seconds=2)
         with watched(cluster, namespace):
@@ -124,7 +123,7 @@ def test_the_handler_killed_mid_reconcile_again_and_again_the_flow_finishes(clus
             deadline = time.monotonic() + 12
             while time.monotonic() < deadline:
                 time.sleep(1.5)
-                for worker in _children(_gunicorn_master(web.pid)):
+                for worker in children(_gunicorn_master(web.pid)):
                     os.kill(worker, signal.SIGKILL)
                     kills += 1
     finally:
@@ -250,24 +249,7 @@ class Spreader:
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
 
-def _children(pid: int) -> list[int]:
-    try:
-        return [int(c) for task in Path(f"/proc/{pid}/task").iterdir()
-                for c in (task / "children").read_text().split()]
-    except OSError:
-        return []
-
-
 def _gunicorn_master(top: int) -> int:
     """bash -c may exec gunicorn (then ``top`` is the master) or run it as its child."""
     command = Path(f"/proc/{top}/cmdline").read_bytes()
-    return top if b"gunicorn" in command else _children(top)[0]
-
-
-def _answers(port: int) -> bool:
-    try:
-        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-        connection.request("GET", "/healthz")
-        return connection.getresponse().status == 200
-    except OSError:
-        return False
+    return top if b"gunicorn" in command else children(top)[0]

@@ -25,6 +25,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from demo.procfile import read_procfile
 from devcluster.processes import free_port, start
 from devcluster.testing import LocalCluster
+from engine import answers_health_check, children
 
 pytestmark = pytest.mark.cluster
 REPO = Path(__file__).resolve().parents[2]
@@ -127,7 +128,7 @@ def test_ten_thousand_generated_requests_get_no_5xx_and_the_handler_stays_health
         return reply.status
 
     try:
-        cluster.wait_until("the handler to answer", lambda: _healthy(port), timeout=60)
+        cluster.wait_until("the handler to answer", lambda: answers_health_check(port), timeout=60)
         worker = _worker(web.pid)
         for _ in range(200):  # warm up: every import and cache the requests below reach
             send("POST", "/", {"Content-Type": "application/json"}, b"{}")
@@ -141,7 +142,7 @@ def test_ten_thousand_generated_requests_get_no_5xx_and_the_handler_stays_health
 
         each()
         after = rss_mib(worker)
-        assert web.alive() and _healthy(port), web.log_tail()
+        assert web.alive() and answers_health_check(port), web.log_tail()
     finally:
         connection.close()
         web.stop()
@@ -152,23 +153,10 @@ def test_ten_thousand_generated_requests_get_no_5xx_and_the_handler_stays_health
     assert after - before < 40, f"the worker grew from {before:.0f} to {after:.0f} MiB"
 
 
-def _children(pid: int) -> list[int]:
-    return [int(c) for task in Path(f"/proc/{pid}/task").iterdir() for c in (task / "children").read_text().split()]
-
-
 def _worker(top: int) -> int:
     """The gunicorn worker: the deepest process under ``bash -c`` (bash may exec gunicorn, or run it as a child)."""
     pid = top
-    while children := _children(pid):
-        pid = children[0]
+    while below := children(pid):
+        pid = below[0]
     assert pid != top, "no gunicorn worker found"
     return pid
-
-
-def _healthy(port: int) -> bool:
-    try:
-        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-        connection.request("GET", "/healthz")
-        return connection.getresponse().status == 200
-    except OSError:
-        return False
