@@ -5,7 +5,8 @@ real :class:`~handlers.reconciler.Reconciler` taking turns with the others at ev
 (:mod:`interleaving`). Between any two calls the rest of the cluster may move: Volcano advances a vcjob, Volcano's
 garbage collector deletes a Completed vcjob past its ``ttlSecondsAfterFinished``, or a user deletes a Completed
 vcjob whose end the status records. The JobFlow itself deletes its vcjobs when it succeeds with
-``jobRetainPolicy: delete``. Hypothesis draws the interleaving; every one must keep three promises:
+``jobRetainPolicy: delete``; a user may suspend and resume it; the first attempt of a retried flow fails. Hypothesis
+draws the interleaving; every one must keep three promises:
 
 * no vcjob name is created twice (a Completed vcjob deleted by any of these paths is never made again);
 * once a status says ``Succeed``, no later status says anything else;
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 import yaml
@@ -47,9 +49,13 @@ SHAPES = {
     "fan-out": "[{name: a}, {name: x, dependsOn: {targets: [a]}, forEach: {items: [1, 2, 3], parallelism: 2}},"
                " {name: b, dependsOn: {targets: [x]}}]",
     "loop": "[{name: l, repeat: {until: 'iteration >= 2', limit: 3}}, {name: b, dependsOn: {targets: [l]}}]",
+    "retry, finally": "[{name: a, retry: {limit: 2}}, {name: b, dependsOn: {targets: [a]}}, {name: z, finally: true}]",
 }
+FAILS_FIRST = {"f-a"}
+"""The first attempt of the retried flow fails (Volcano moves it to Failed): its retry, ``f-a-r1``, completes."""
 DELETIONS = ("retain policy", "ttl", "user")
 NEXT_PHASE = {"": "Pending", "Pending": "Running", "Running": "Completed"}
+SUSPEND = ("user", "suspend")
 
 
 class CountingKube(MemoryKube):
@@ -79,7 +85,7 @@ class CountingKube(MemoryKube):
 def cluster_with(shape: str, deletion: str) -> CountingKube:
     kube = CountingKube()
     ttl = {"ttlSecondsAfterFinished": 0} if deletion == "ttl" else {}
-    for name in "abcdelx":
+    for name in "abcdelxz":
         kube.put({"apiVersion": JOBTEMPLATE.api_version, "kind": JOBTEMPLATE.kind,
                   "metadata": {"name": name, "namespace": NS}, "spec": yaml.safe_load(TEMPLATE_SPEC) | ttl})
     retain = "jobRetainPolicy: delete, " if deletion == "retain policy" else ""
@@ -117,15 +123,25 @@ def cluster_moves(kube: CountingKube, deletion: str) -> list[tuple[str, str]]:
                 moves.append(("ttl", name))
             if deletion == "user" and name in recorded_completed(kube):
                 moves.append(("user", name))
-    return moves
+    return [*moves, SUSPEND]
 
 
-def carry_out(kube: MemoryKube, move: tuple[str, str]) -> None:
+def carry_out(kube: MemoryKube, move: tuple[str, str], *, shape: str) -> None:
     what, name = move
-    if what == "volcano":
-        kube.move(NS, name, NEXT_PHASE[phase_of(kube.stored(VCJOB, NS, name))])
+    if move == SUSPEND:  # a user suspends the JobFlow, or resumes it
+        flow = kube.stored(JOBFLOW, NS, "f")
+        flow["spec"]["suspend"] = not flow["spec"].get("suspend")
+        kube.put(flow)
+    elif what == "volcano":
+        phase = NEXT_PHASE[phase_of(kube.stored(VCJOB, NS, name))]
+        kube.move(NS, name, "Failed" if phase == "Completed" and shape.startswith("retry") and name in FAILS_FIRST
+                  else phase)
     else:  # Volcano's TTL garbage collector, or a user: held by our finalizer while the job carries it
         kube.remove(VCJOB, NS, name)
+
+
+def suspended(kube: MemoryKube) -> bool:
+    return bool(kube.stored(JOBFLOW, NS, "f")["spec"].get("suspend"))
 
 
 def reconcile(kube: SteppedKube | MemoryKube) -> None:
@@ -170,15 +186,18 @@ def test_racing_reconciles_never_create_a_vcjob_twice_nor_move_a_phase_back(shap
             race.spawn(f"r{len(race.actors)}", lambda work=reconcile if choice[0] == "reconcile" else resync:
                        work(stepped))
         else:
-            carry_out(kube, choice)
+            carry_out(kube, choice, shape=shape)
     race.finish()
     for _ in range(40):  # the race is over: Volcano runs everything to the end, one reconcile at a time
-        moves, writes = cluster_moves(kube, deletion), len(kube.phases)
+        moves, writes = [move for move in cluster_moves(kube, deletion) if move != SUSPEND], len(kube.phases)
+        if suspended(kube):
+            carry_out(kube, SUSPEND, shape=shape)
         for move in moves:
-            carry_out(kube, move)
+            carry_out(kube, move, shape=shape)
         reconcile(kube)
-        if not moves and len(kube.phases) == writes:
+        if not moves and len(kube.phases) == writes and kube.phases[-1:] == ["Succeed"]:
             break
+        kube.now += timedelta(seconds=30)  # retry backoffs run out
     errors = [f"{actor.name}: {actor.error!r}" for actor in race.actors if actor.error is not None]
     assert not errors, errors
     twice = {name: count for name, count in kube.creates.items() if count > 1}
