@@ -16,6 +16,12 @@ Configuration (environment, as Knative's SinkBinding/ContainerSource injects it)
 - ``KUBECONFIG``: the API server is found by kubectl's rules (:func:`apiclient.connect`): ``KUBECONFIG``, else
   ``~/.kube/config``, else the in-cluster service account.
 - ``LOG_LEVEL``: the logging level (default ``INFO``).
+- ``SNAPSHOT_KEY_FILE`` (a mounted Secret's file) or ``SNAPSHOT_KEY``: the key the handler shares, to sign the
+  snapshots events carry (:mod:`jobflow_core.snapshots`); unset, events carry none and the handler reads the API
+  server for each.
+- ``HANDLER_REPLIES``: ``true`` when ``K_SINK`` is the handler itself (the Procfile, the plain install): its answers
+  are read (JobFlows it wrote, JobFlows it hands back). Default ``false``, right for a Broker in between (it answers
+  for itself), where a JobTemplate event is then reconciled by the handler in full, as before.
 - ``METRICS_PORT``: serve Prometheus metrics at ``/metrics`` on that port (``METRICS_ADDRESS``, default all
   interfaces); unset, none are served (:mod:`eventsource.metrics`).
 
@@ -37,6 +43,7 @@ import eventsource
 from eventsource import cloudevent
 from eventsource import metrics as eventsource_metrics
 from eventsource.outbox import DEFAULT_HOLD_SECONDS
+from handlers import snapshot_key
 
 
 def main() -> int:
@@ -63,7 +70,11 @@ def main() -> int:
         if not 0 <= hold <= 60:
             raise ValueError(f"HOLD_SECONDS must be between 0 and 60 seconds, got {hold}")
         metrics_port = int(os.environ["METRICS_PORT"]) if os.environ.get("METRICS_PORT") else None
-    except ValueError as error:
+        replies = os.environ.get("HANDLER_REPLIES", "false").lower()
+        if replies not in ("true", "false"):
+            raise ValueError(f"HANDLER_REPLIES must be true or false, got {replies!r}")
+        key = snapshot_key(os.environ)
+    except (ValueError, OSError) as error:
         print(f"eventsource: bad configuration: {error}", file=sys.stderr)
         return 2
     namespaces = [n.strip() for n in os.environ.get("NAMESPACES", "").split(",") if n.strip()]
@@ -78,7 +89,7 @@ def main() -> int:
     signal.signal(signal.SIGINT, lambda *_: terminated.set())
     source = eventsource.start(api, sink=sink, namespaces=namespaces, mode=mode, resync_seconds=resync,
                                senders=senders, overrides=overrides, ca_certs=os.environ.get("K_CA_CERTS") or None,
-                               hold=hold)
+                               hold=hold, snapshot_key=key, replies=replies == "true")
     if metrics_port is not None:
         eventsource_metrics.serve(metrics_port, pending=source.outbox.pending,
                                   address=os.environ.get("METRICS_ADDRESS", "0.0.0.0"))

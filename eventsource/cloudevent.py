@@ -5,6 +5,11 @@ Attributes: ``type`` ``dev.knative.apiserver.{ref|resource}.{add|update|delete}`
 ``application/json``; extensions ``kind``, ``apiversion``, ``name``, ``namespace``, on a vcjob's event ``jobflow``
 (:data:`~jobflow_core.api.JOBFLOW_EXTENSION`, ours), plus every extension in ``K_CE_OVERRIDES``. Data: in
 Reference mode ``{"kind", "namespace", "name", "apiVersion"}``, in Resource mode the whole object.
+
+Ours only, additive (a receiver that does not know them sees ApiServerSource's event): with a key to sign with, the
+data of an event about a JobFlow or one of its vcjobs also holds ``snapshot`` (:mod:`jobflow_core.snapshots`), and
+the extension ``jobflowsig`` its signature over the body; ``jobflowreply: "true"`` says this sender reads the
+handler's answer (only when it sends straight to the handler: a Broker in between answers for itself).
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from enum import StrEnum
 from cloudevents.core.bindings.http import to_binary_event
 from cloudevents.core.v1.event import CloudEvent
 
+from jobflow_core import snapshots
 from jobflow_core.api import JOBFLOW, JOBFLOW_EXTENSION, VCJOB, ApiType
 from jobflow_core.relevance import jobflow_of_change, may_wait
 
@@ -113,8 +119,10 @@ class Envelope:
 
 
 def encode(envelope: Envelope, *, mode: Mode, source: str, overrides: dict[str, str],
-           now: datetime | None = None) -> tuple[dict[str, str], bytes]:
-    """(headers, body) of the binary-mode HTTP request for one event."""
+           now: datetime | None = None, snapshot: dict | None = None, key: bytes | None = None,
+           replies: bool = False) -> tuple[dict[str, str], bytes]:
+    """(headers, body) of the binary-mode HTTP request for one event; with ``snapshot`` and ``key``, the snapshot
+    in the data and the body signed (a snapshot over :data:`~jobflow_core.snapshots.MAX_BYTES` is left out)."""
     meta = envelope.obj.get("metadata") or {}
     namespace, name = meta.get("namespace", ""), meta.get("name", "")
     api_type = envelope.api_type
@@ -135,7 +143,14 @@ def encode(envelope: Envelope, *, mode: Mode, source: str, overrides: dict[str, 
         "name": name,
         "namespace": namespace,
         **({JOBFLOW_EXTENSION: envelope.jobflow} if api_type is VCJOB and envelope.jobflow else {}),
+        **({snapshots.REPLY_EXTENSION: "true"} if replies else {}),
         **overrides,
     }
+    if snapshot is not None and key:
+        body = snapshots.encode({**data, "snapshot": snapshot})
+        if len(body) <= snapshots.MAX_BYTES:
+            message = to_binary_event(CloudEvent({**attributes, snapshots.SIGNATURE_EXTENSION:
+                                                  snapshots.sign(key, body)}, body))
+            return dict(message.headers), message.body
     message = to_binary_event(CloudEvent(attributes, data))
     return dict(message.headers), message.body

@@ -12,6 +12,13 @@ metric                                              type     what
                                                              (:mod:`jobflow_core.relevance`)
 ``jobflow_eventsource_pending_events``              gauge    changes waiting to be sent (one per JobFlow,
                                                              JobTemplate or deleted vcjob)
+``jobflow_eventsource_snapshots_total``             counter  events about a JobFlow, by what they carry
+                                                             (``outcome``): ``attached`` (a signed snapshot),
+                                                             ``too_large`` (over the cap: the name only),
+                                                             ``not_cached`` (the watch has not seen it)
+``jobflow_eventsource_answers_total``               counter  what the handler's answers brought (``what``):
+                                                             ``written_kept`` (a JobFlow it wrote, newer than
+                                                             the watch's copy), ``handed`` (a JobFlow to send)
 ==================================================  =======  =============================================
 
 The event source is one long-running process (not scaled to zero), so a gauge of its own queue is honest here.
@@ -27,6 +34,10 @@ EVENTS_SENT = Counter("jobflow_eventsource_events_sent_total", "Events POSTed to
                       ["kind", "outcome"])
 CHANGES_SKIPPED = Counter("jobflow_eventsource_changes_skipped_total",
                           "Updates not forwarded because nothing the engine reads changed, by object kind", ["kind"])
+SNAPSHOTS = Counter("jobflow_eventsource_snapshots_total", "Events about a JobFlow, by what they carry: attached, "
+                    "too_large, not_cached", ["outcome"])
+ANSWERS = Counter("jobflow_eventsource_answers_total", "What the handler's answers brought: written_kept, handed",
+                  ["what"])
 PENDING = Gauge("jobflow_eventsource_pending_events", "Changes waiting to be sent to the sink")
 
 

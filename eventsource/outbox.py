@@ -37,8 +37,10 @@ RETRIED_STATUSES = frozenset({404, 408, 409, 429}) | frozenset(range(500, 600))
 class Outbox:
     def __init__(self, sink: str, encode: Callable[[Envelope], tuple[dict[str, str], bytes]], *,
                  timeout: float = 10.0, initial_backoff: float = 0.1, max_backoff: float = 30.0,
-                 ca_certs: str | None = None, hold: float = DEFAULT_HOLD_SECONDS) -> None:
+                 ca_certs: str | None = None, hold: float = DEFAULT_HOLD_SECONDS,
+                 on_answer: Callable[[bytes], None] | None = None) -> None:
         self.sink, self.encode, self.timeout = sink, encode, timeout
+        self.on_answer = on_answer  # reads the body of a 2xx answer (the handler's, when it answers us)
         # K_CA_CERTS: the PEM of an https sink's CA, as Knative's SinkBinding injects it (else the system's CAs).
         self.ssl_context = ssl.create_default_context(cadata=ca_certs) if ca_certs else None
         self.initial_backoff, self.max_backoff = initial_backoff, max_backoff
@@ -112,18 +114,19 @@ class Outbox:
                 self._pending[envelope.key] = envelope
                 self._pending.move_to_end(envelope.key, last=False)
 
-    def _post(self, message: tuple[dict[str, str], bytes]) -> int | None:
-        """HTTP status of one attempt, or None when the sink could not be reached or did not answer in HTTP."""
+    def _post(self, message: tuple[dict[str, str], bytes]) -> tuple[int | None, bytes]:
+        """HTTP status and body of one attempt; None when the sink could not be reached or did not answer in
+        HTTP."""
         headers, body = message
         request = urllib.request.Request(self.sink, data=body, headers=headers, method="POST")
         try:
             with urllib.request.urlopen(request, timeout=self.timeout, context=self.ssl_context) as response:
-                return response.status
+                return response.status, response.read()
         except urllib.error.HTTPError as error:
-            return error.code
+            return error.code, b""
         except (OSError, http.client.HTTPException) as error:
             log.warning("sink %s gave no HTTP answer: %s", self.sink, error)
-            return None
+            return None, b""
 
     def run(self) -> None:
         """One sender loop (several may run: each object is with at most one sender); returns after ``stop``."""
@@ -136,7 +139,7 @@ class Outbox:
 
     def _deliver(self, envelope: Envelope, backoff: float) -> float:
         """Send one event; on a transient failure put it back and wait. Returns the next backoff."""
-        status = self._post(self._message(envelope))
+        status, answer = self._post(self._message(envelope))
         if status is not None and (200 <= status < 300 or status not in RETRIED_STATUSES):
             with self._lock:
                 if self._encoded.get(envelope.key, (None,))[0] is envelope:
@@ -145,6 +148,8 @@ class Outbox:
         if status is not None and 200 <= status < 300:
             self.delivered += 1
             metrics.EVENTS_SENT.labels(kind, "delivered").inc()
+            if answer and self.on_answer is not None:
+                self.on_answer(answer)
             return self.initial_backoff
         if status is not None and status not in RETRIED_STATUSES:
             metrics.EVENTS_SENT.labels(kind, "dropped").inc()

@@ -4,7 +4,13 @@
 and calls it, and the tests call it with a short ``watch_seconds`` to run the real event source in-process::
 
     watchers (one per watched type and namespace) ──put──▶ Outbox ──POST──▶ sink
-        └── JobFlows also go to the Rechecker ────put─────┘  (senders threads)
+        ├── JobFlows also go to the Rechecker ────put─────┘  (senders threads) │
+        └── every change goes to the WatchCache ◀── snapshots, answers ─────────┘
+
+With a key (``snapshot_key``), each event about a JobFlow or one of its vcjobs carries that JobFlow's snapshot from
+the cache, signed (:mod:`jobflow_core.snapshots`). With ``replies`` (only when the sink is the handler itself), the
+handler's answers are read: the JobFlows it wrote go into the cache, and the JobFlows it handed back (a JobTemplate
+event's) are queued, one event each (:mod:`handlers.dispatch`).
 
 Every thread is a daemon and ends soon after :meth:`EventSource.stop`: the senders after the POST in hand, the
 rechecker within a second, a watcher when its current watch request ends (within ``watch_seconds``).
@@ -12,6 +18,7 @@ rechecker within a second, a watcher when its current watch request ends (within
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
@@ -20,11 +27,13 @@ from dataclasses import dataclass
 
 from kubernetes import client
 
-from eventsource import cloudevent
+from eventsource import cloudevent, metrics
+from eventsource.cache import WatchCache
 from eventsource.outbox import DEFAULT_HOLD_SECONDS, Outbox
 from eventsource.recheck import Rechecker
 from eventsource.watcher import WATCH_SECONDS, WATCHED, Watcher
 from jobflow_core.api import JOBFLOW
+from jobflow_core.snapshots import SIGNATURE_EXTENSION
 
 log = logging.getLogger("eventsource")
 
@@ -36,6 +45,7 @@ class EventSource:
     outbox: Outbox
     threads: list[threading.Thread]
     stopping: threading.Event
+    cache: WatchCache
 
     def stop(self, *, timeout: float = 10.0) -> None:
         """Tell every thread to end, and wait for them, ``timeout`` seconds at most in all."""
@@ -46,21 +56,64 @@ class EventSource:
             thread.join(timeout=max(0.0, deadline - time.monotonic()))
 
 
+class Encoder:
+    """Encodes an envelope for the sink, with its JobFlow's signed snapshot when there is a key and the cache
+    knows that JobFlow."""
+
+    def __init__(self, *, mode: cloudevent.Mode, source: str, overrides: Mapping[str, str], cache: WatchCache,
+                 key: bytes | None, replies: bool) -> None:
+        self.mode, self.source, self.overrides = mode, source, dict(overrides)
+        self.cache, self.key, self.replies = cache, key, replies
+
+    def __call__(self, envelope: cloudevent.Envelope) -> tuple[dict[str, str], bytes]:
+        namespace = (envelope.obj.get("metadata") or {}).get("namespace", "")
+        jobflow = envelope.jobflow
+        snapshot = self.cache.snapshot(namespace, jobflow) if self.key and jobflow else None
+        headers, body = cloudevent.encode(envelope, mode=self.mode, source=self.source, overrides=self.overrides,
+                                          snapshot=snapshot, key=self.key, replies=self.replies)
+        if self.key and jobflow:
+            outcome = "not_cached" if snapshot is None else (
+                "attached" if f"ce-{SIGNATURE_EXTENSION}" in headers else "too_large")
+            metrics.SNAPSHOTS.labels(outcome).inc()
+        return headers, body
+
+
+def answered(cache: WatchCache, outbox: Outbox, body: bytes) -> None:
+    """Read the handler's answer: keep the JobFlows it wrote, queue those it handed back."""
+    try:
+        answer = json.loads(body)
+    except ValueError:
+        return  # not the handler's (another sink, or an older handler): nothing to read
+    if not isinstance(answer, dict):
+        return
+    metrics.ANSWERS.labels("written_kept").inc(cache.written(answer.get("written") or []))
+    for item in answer.get("handed") or ():
+        if isinstance(item, list) and len(item) == 2 and all(isinstance(part, str) for part in item):
+            metrics.ANSWERS.labels("handed").inc()
+            outbox.put(cloudevent.Envelope(JOBFLOW, cloudevent.Change.UPDATE,
+                                           {"metadata": {"namespace": item[0], "name": item[1]}}))
+
+
 def start(api: client.ApiClient, *, sink: str, namespaces: Sequence[str], mode: cloudevent.Mode,
           resync_seconds: float, senders: int, overrides: Mapping[str, str] | None = None,
           ca_certs: str | None = None, watch_seconds: int = WATCH_SECONDS,
-          hold: float = DEFAULT_HOLD_SECONDS) -> EventSource:
+          hold: float = DEFAULT_HOLD_SECONDS, snapshot_key: bytes | None = None,
+          replies: bool = False) -> EventSource:
     """Watch :data:`~eventsource.watcher.WATCHED` in ``namespaces`` (none: all namespaces) through ``api`` and POST
     every change to ``sink`` as ApiServerSource would, with ``senders`` events in flight at most.
 
     ``overrides`` are extensions added to every event, ``ca_certs`` the PEM of an https sink's CA, ``resync_seconds``
     how often every object is re-announced, ``watch_seconds`` how long one watch request lasts, ``hold`` how long
-    a change that may wait is held for the next (:class:`~eventsource.outbox.Outbox`).
+    a change that may wait is held for the next (:class:`~eventsource.outbox.Outbox`), ``snapshot_key`` the key
+    snapshots are signed with (none: events carry none), ``replies`` whether the sink is the handler itself, whose
+    answers are then read.
     """
     source = api.configuration.host  # ApiServerSource's ``source``: the API server's URL
-    extensions = dict(overrides or {})
-    outbox = Outbox(sink, lambda envelope: cloudevent.encode(envelope, mode=mode, source=source,
-                                                             overrides=extensions), ca_certs=ca_certs, hold=hold)
+    cache = WatchCache()
+    encoder = Encoder(mode=mode, source=source, overrides=overrides or {}, cache=cache, key=snapshot_key,
+                      replies=replies)
+    outbox = Outbox(sink, encoder, ca_certs=ca_certs, hold=hold,
+                    on_answer=(lambda body: answered(cache, outbox, body)) if replies else None)
     stopping = threading.Event()
     rechecker = Rechecker(outbox, stopping)
     threads = [threading.Thread(target=outbox.run, name=f"sender-{i}", daemon=True) for i in range(senders)]
@@ -69,10 +122,10 @@ def start(api: client.ApiClient, *, sink: str, namespaces: Sequence[str], mode: 
         for namespace in namespaces or [None]:
             watcher = Watcher(api, api_type, namespace, outbox, resync_seconds=resync_seconds, stop=stopping,
                               label_selector=label_selector, watch_seconds=watch_seconds,
-                              observer=rechecker.observe if api_type is JOBFLOW else None)
+                              observer=rechecker.observe if api_type is JOBFLOW else None, cache=cache)
             threads.append(threading.Thread(target=watcher.run, name=f"watch-{api_type.plural}", daemon=True))
     for thread in threads:
         thread.start()
     log.info("watching %s in %s; sending %s events to %s", ", ".join(t.plural for t in WATCHED),
              ", ".join(namespaces) or "all namespaces", mode, sink)
-    return EventSource(outbox=outbox, threads=threads, stopping=stopping)
+    return EventSource(outbox=outbox, threads=threads, stopping=stopping, cache=cache)

@@ -24,6 +24,7 @@ from kubernetes import client, watch
 from kubernetes.client.rest import ApiException
 from urllib3.exceptions import HTTPError
 
+from eventsource.cache import WatchCache
 from eventsource.cloudevent import Change, Envelope
 from eventsource.outbox import Outbox
 from eventsource import metrics
@@ -47,12 +48,14 @@ class Watcher:
 
     def __init__(self, api: client.ApiClient, api_type: ApiType, namespace: str | None, outbox: Outbox, *,
                  resync_seconds: float, stop: threading.Event, label_selector: str | None = None,
-                 watch_seconds: int = WATCH_SECONDS, observer: Callable[[Change, dict], None] | None = None) -> None:
+                 watch_seconds: int = WATCH_SECONDS, observer: Callable[[Change, dict], None] | None = None,
+                 cache: WatchCache | None = None) -> None:
         self.custom = client.CustomObjectsApi(api)
         self.api_type, self.namespace, self.outbox = api_type, namespace, outbox
         self.label_selector = label_selector
         self.resync_seconds, self.stop, self.watch_seconds = resync_seconds, stop, watch_seconds
         self.observer = observer  # also sees every change (the Rechecker, for JobFlows)
+        self.cache = cache  # keeps every change, forwarded or not (the snapshots' source)
         self.known: dict[str, str] = {}  # "<ns>/<name>" -> resourceVersion
         self.fingerprints: dict[str, int] = {}  # "<ns>/<name>" -> fingerprint of the version last forwarded
         self.phases: dict[str, str | None] = {}  # "<ns>/<name>" -> status.state.phase of that version
@@ -66,7 +69,12 @@ class Watcher:
             return self.custom.list_namespaced_custom_object(t.group, t.version, self.namespace, t.plural, **kwargs)
         return self.custom.list_cluster_custom_object(t.group, t.version, t.plural, **kwargs)
 
+    def _note(self, change: Change, obj: dict) -> None:
+        if self.cache is not None:
+            self.cache.note(self.api_type, obj, deleted=change is Change.DELETE)
+
     def _emit(self, change: Change, obj: dict, *, key: str) -> None:
+        self._note(change, obj)
         previous_phase = self.phases.get(key)
         if change is Change.DELETE:
             self.fingerprints.pop(key, None)
@@ -119,6 +127,7 @@ class Watcher:
                         self.known[key] = resource_version
                     if change is Change.UPDATE and self._unchanged(obj, key=key):
                         metrics.CHANGES_SKIPPED.labels(self.api_type.kind).inc()
+                        self._note(change, obj)
                         if self.observer is not None:
                             self.observer(change, obj)
                     else:

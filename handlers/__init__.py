@@ -6,7 +6,8 @@ re-reads them and what they own from the API server, plans (``jobflow_core``), a
 ``POST /validate/jobflows`` and ``POST /validate/jobtemplates`` are the admission webhooks (``handlers.admission``).
 
 Replies follow the Knative delivery contract: 2xx with an empty body when done (a body carrying an event would be
-re-injected by a Broker), 400 with a JSON error for an event that retrying cannot fix, 409 or 503 for a
+re-injected by a Broker; only our event source, which says so with the ``jobflowreply`` extension, gets a JSON
+body: the JobFlows written and those handed back to it, :mod:`handlers.dispatch`), 400 with a JSON error for an event that retrying cannot fix, 409 or 503 for a
 transient fault (a lost write race, the API server unreachable) so the event bus delivers it again: 503 for both,
 the one code every delivery path retries (Knative's ApiServerSource adapter drops a 409).
 """
@@ -15,10 +16,24 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # imported in create_app: gunicorn's master imports this package for its config only
     from flask import Flask
+
+
+def snapshot_key(environ: Mapping[str, str]) -> bytes | None:
+    """The key snapshots are signed with: ``SNAPSHOT_KEY_FILE`` (a mounted Secret's file), else ``SNAPSHOT_KEY``;
+    none: no snapshot is ever believed (:mod:`jobflow_core.snapshots`)."""
+    path = environ.get("SNAPSHOT_KEY_FILE")
+    if path:
+        with open(path, "rb") as file:
+            key = file.read().strip()
+        if not key:
+            raise ValueError(f"SNAPSHOT_KEY_FILE {path} is empty: put the shared key there (a Secret's key)")
+        return key
+    return environ.get("SNAPSHOT_KEY", "").encode() or None
 
 
 def create_app(config: dict[str, Any] | None = None) -> Flask:
@@ -29,6 +44,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     ``K_SINK``/``K_CE_OVERRIDES``: where to send CloudEvents of each JobFlow's transitions (``handlers.notify``;
     ``config`` may set ``NOTIFIER`` instead), ``NAMESPACES``: the namespaces served, comma-separated (the namespaced
     install, whose Roles allow no more; an event about another namespace gets a 400); empty (the default): all.
+    ``SNAPSHOT_KEY_FILE`` or ``SNAPSHOT_KEY``: the key the event source signs snapshots with (:func:`snapshot_key`).
     """
     from flask import Flask
 
@@ -37,7 +53,8 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     app = Flask(__name__)
     app.config.update(RECHECK_SECONDS=int(os.environ.get("PROBE_RECHECK_SECONDS", "10")),
                       PROBE_TIMEOUT_SECONDS=float(os.environ.get("PROBE_TIMEOUT_SECONDS", "1")),
-                      NAMESPACES=tuple(n.strip() for n in os.environ.get("NAMESPACES", "").split(",") if n.strip()))
+                      NAMESPACES=tuple(n.strip() for n in os.environ.get("NAMESPACES", "").split(",") if n.strip()),
+                      SNAPSHOT_KEY=snapshot_key(os.environ))
     from handlers.notify import Notifier
 
     app.config.update(NOTIFIER=Notifier.from_environment(os.environ))

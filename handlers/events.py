@@ -11,8 +11,14 @@ Understood events (anything else is answered 400, because retrying it cannot hel
 
 The identity is checked before any URL is built from it: a namespace must be a DNS-1123 label and a name a DNS-1123
 subdomain (what the API server allows), so an event naming namespace ``..`` cannot turn a namespaced request into a
-cluster-wide one. Only the identity is taken from the event. Its payload is never trusted as the object's state: events can be
-duplicated, reordered or forged, so the reconciler always re-reads the truth from the API server.
+cluster-wide one.
+
+The identity is all that is taken from an event, with one exception: a *snapshot* (the JobFlow and its vcjobs, in
+the data under ``snapshot``; :mod:`jobflow_core.snapshots`) that our event source signed with the key this handler
+shares (``SNAPSHOT_KEY``), over the exact body of a binary-mode event. An unsigned or badly signed snapshot is
+ignored, and the reconciler reads the API server as for any other event: events can be duplicated, reordered or
+forged, and a forged one does no harm. Even a signed snapshot is only as new as the event source's watch, which is
+why every write the reconciler makes from it is guarded (``handlers/reconciler.py``).
 """
 
 from __future__ import annotations
@@ -25,8 +31,9 @@ from typing import Any
 from cloudevents.core.bindings.http import HTTPMessage, from_http_event
 from cloudevents.core.exceptions import BaseCloudEventException
 
-from jobflow_core.api import API_TYPES, JOBFLOW_EXTENSION, VCJOB, ApiType, api_type_of
+from jobflow_core.api import API_TYPES, JOBFLOW, JOBFLOW_EXTENSION, VCJOB, ApiType, api_type_of
 from jobflow_core.routing import controller_name
+from jobflow_core.snapshots import REPLY_EXTENSION, SIGNATURE_EXTENSION, signed
 
 RESYNC_TYPES = frozenset({"dev.knative.sources.ping", "dev.volcano.jobflow.resync"})
 DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
@@ -48,6 +55,15 @@ class Hint:
     controller: str | None = None
     """The JobFlow a vcjob's event names as its controller (our event source's ``jobflow`` extension, or the
     ownerReference in a Resource-mode payload): only a hint for which JobFlow to re-read first."""
+
+    snapshot: dict | None = None
+    """A signed snapshot of the JobFlow the event is about (or of a vcjob's JobFlow), to plan from."""
+    snapshot_state: str = "none"
+    """What became of the event's snapshot: ``none`` (it carried none), ``signed`` (:attr:`snapshot`),
+    ``unsigned`` or ``bad_signature`` (ignored)."""
+    replies: bool = False
+    """The sender reads the answer (our event source, sending straight to this handler): JobFlows an event
+    concerns may be handed back to it (:mod:`handlers.dispatch`)."""
 
     @property
     def deleted(self) -> bool:
@@ -74,7 +90,26 @@ def _data_dict(event: Any) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def hint_from(event: Any) -> Hint:
+def _snapshot(event: Any, data: dict[str, Any], *, about: ApiType, body: bytes | None,
+              key: bytes | None) -> tuple[dict | None, str]:
+    snapshot = data.get("snapshot")
+    if snapshot is None:
+        return None, "none"
+    signature = event.get_extension(SIGNATURE_EXTENSION)
+    if signature is None or body is None:
+        return None, "unsigned"
+    if not signed(key, body, signature):
+        return None, "bad_signature"
+    if not (isinstance(snapshot, dict) and isinstance(snapshot.get("jobflow"), dict)
+            and isinstance(snapshot.get("vcjobs"), list) and about in (JOBFLOW, VCJOB)):
+        raise BadEvent("the event's snapshot is signed but not {jobflow: {...}, vcjobs: [...]} about a JobFlow or "
+                       "a vcjob: the event source and the handler are of different versions; upgrade both")
+    return snapshot, "signed"
+
+
+def hint_from(event: Any, *, body: bytes | None = None, key: bytes | None = None) -> Hint:
+    """The hint of ``event``; ``body`` is the request body when it is the event's data (binary mode), against which
+    a snapshot's signature is checked with ``key``."""
     event_type = event.get_type()
     if event_type in RESYNC_TYPES:
         return Hint(None, event_type=event_type)
@@ -107,8 +142,15 @@ def hint_from(event: Any) -> Hint:
                                        and DNS_SUBDOMAIN.fullmatch(controller)):
         raise BadEvent(f"extension {JOBFLOW_EXTENSION!r} ({str(controller)[:80]!r}) is not a JobFlow name: a DNS-1123 "
                        "subdomain; leave it out and the handler finds the vcjob's JobFlow itself")
-    return Hint(about, namespace=namespace, name=name, event_type=event_type, controller=controller)
+    snapshot, state = _snapshot(event, data, about=about, body=body, key=key)
+    if snapshot is not None:
+        meta = snapshot["jobflow"].get("metadata") or {}
+        if meta.get("namespace") != namespace or (about is JOBFLOW and meta.get("name") != name):
+            raise BadEvent("the event's snapshot is of another JobFlow than the event names")
+    return Hint(about, namespace=namespace, name=name, event_type=event_type, controller=controller,
+                snapshot=snapshot, snapshot_state=state, replies=event.get_extension(REPLY_EXTENSION) == "true")
 
 
-def hint_from_request(headers: dict[str, str], body: bytes) -> Hint:
-    return hint_from(parse_cloudevent(headers, body))
+def hint_from_request(headers: dict[str, str], body: bytes, *, key: bytes | None = None) -> Hint:
+    binary = any(name.lower() == "ce-specversion" for name in headers)
+    return hint_from(parse_cloudevent(headers, body), body=body if binary else None, key=key)

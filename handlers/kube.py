@@ -1,11 +1,25 @@
 """The handler's only door to the API server: a thin adapter over the Kubernetes Python client.
 
 It speaks plain dicts (the JSON the API server sends), so nothing is deserialised into the client's generated
-models, and it turns the client's errors into three exceptions the routes map to HTTP statuses for the event bus:
-``Conflict`` (409, retried), ``Unavailable`` (503, retried), anything else is a bug (500).
+models, and it turns the client's errors into a few outcomes by one table, :data:`API_ERRORS` (in the manner of
+kopf's errors module: what a caller may do next, not which HTTP status came back):
+
+=====================================================================  ===============  =========================
+the API server answered                                                outcome          what the caller does
+=====================================================================  ===============  =========================
+409 to a create (AlreadyExists)                                        ``Exists``       reads the holder, re-plans
+409 to an update (Conflict), or a JSON patch's test op failed (422)    ``Conflict``     re-plans (a JobFlow), or
+                                                                                        re-applies its change on
+                                                                                        a fresh read (the rest)
+404, or 403 with the cause NamespaceTerminating                        ``Gone``         nothing: it went
+400, 403 or 422 to a create (a webhook, an admission policy, RBAC)    ``Rejected``     tells the planner why
+429, 5xx, no answer                                                    ``Unavailable``  answers 503: retry later
+anything else                                                          the ApiException answers its 4xx (or 502)
+=====================================================================  ===============  =========================
 
 Reads are bounded by the flow: one GET of the JobFlow, one labelled LIST of its vcjobs, and GETs of only the
-templates the planner needs right now (one LIST of the namespace's when it needs three or more).
+templates the planner needs right now (one LIST of the namespace's when it needs three or more); none of these
+when the event carries a signed snapshot (:mod:`jobflow_core.snapshots`).
 """
 
 from __future__ import annotations
@@ -13,6 +27,8 @@ from __future__ import annotations
 import json
 import os
 import threading
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -28,26 +44,32 @@ COMPONENT = "volcano-jobflow-handler"
 
 
 class Conflict(RuntimeError):
-    """Someone else changed the object first (409); the event bus should deliver the event again."""
+    """Someone else changed the object first: a lost write race (409, or a failed JSON patch test)."""
+
+
+class Exists(RuntimeError):
+    """An object of that name exists already (409 AlreadyExists to a create)."""
+
+
+class Gone(RuntimeError):
+    """The object, or its whole namespace, is gone or going: there is nothing left to do with it."""
 
 
 class Rejected(RuntimeError):
     """The API server refused to create an object: invalid (400/422, e.g. Volcano's vcjob webhook said no) or
-    forbidden (403, e.g. an admission policy or a terminating namespace); its message says why."""
+    forbidden (403, e.g. an admission policy or our RBAC); its message says why."""
 
 
 class Unavailable(RuntimeError):
     """The API server could not be reached or is overloaded; the event bus should retry."""
 
 
-def _translate(error: Exception) -> Exception:
-    if isinstance(error, ApiException):
-        if error.status == 409:
-            return Conflict(f"conflict: {error.reason}")
-        if error.status in (429, 500, 502, 503, 504) or error.status == 0:
-            return Unavailable(f"API server answered {error.status} {error.reason}")
-        return error
-    return Unavailable(f"API server unreachable: {error}")
+def _causes(error: ApiException) -> list[dict]:
+    try:
+        causes = (json.loads(error.body or "{}").get("details") or {}).get("causes") or []
+    except (ValueError, AttributeError):
+        return []
+    return [cause for cause in causes if isinstance(cause, dict)]
 
 
 def _api_message(error: ApiException) -> str:
@@ -55,6 +77,40 @@ def _api_message(error: ApiException) -> str:
         return json.loads(error.body or "{}").get("message") or error.reason
     except ValueError:
         return str(error.body or error.reason)
+
+
+@dataclass(frozen=True)
+class ErrorRule:
+    when: str
+    holds: Callable[[ApiException, str], bool]
+    """Given the error and the verb (get, list, create, replace, patch, delete)."""
+    outcome: Callable[[ApiException], Exception] | None
+    """The exception to raise; None: let the ApiException through."""
+
+
+API_ERRORS: tuple[ErrorRule, ...] = (
+    ErrorRule("409 to a create: a vcjob (or Command) of that name exists", lambda e, verb: e.status == 409
+              and verb == "create", lambda e: Exists(f"already exists: {_api_message(e)}")),
+    ErrorRule("409 to an update: someone wrote first", lambda e, verb: e.status == 409,
+              lambda e: Conflict(f"conflict: {e.reason}")),
+    ErrorRule("a JSON patch's test failed: the object changed since it was read", lambda e, verb: e.status == 422
+              and verb == "patch", lambda e: Conflict(f"conflict: {_api_message(e)}")),
+    ErrorRule("404: the object is gone", lambda e, verb: e.status == 404, lambda e: Gone(_api_message(e))),
+    ErrorRule("403 NamespaceTerminating: its namespace is going", lambda e, verb: e.status == 403
+              and any(c.get("reason") == "NamespaceTerminating" for c in _causes(e)), lambda e: Gone(_api_message(e))),
+    ErrorRule("400, 403 or 422 to a create: refused (a webhook, an admission policy, RBAC)",
+              lambda e, verb: verb == "create" and e.status in (400, 403, 422), lambda e: Rejected(_api_message(e))),
+    ErrorRule("429 or 5xx: the API server is overloaded or failing", lambda e, verb: e.status in (0, 429)
+              or 500 <= (e.status or 0) <= 599, lambda e: Unavailable(f"API server answered {e.status} {e.reason}")),
+    ErrorRule("anything else (e.g. 403 to a read: our RBAC)", lambda e, verb: True, None),
+)
+"""The table of the module docstring, first rule that holds wins."""
+
+
+def translate(error: ApiException, verb: str) -> Exception:
+    """What the API server's ``error`` to a ``verb`` request means for the caller (:data:`API_ERRORS`)."""
+    rule = next(rule for rule in API_ERRORS if rule.holds(error, verb))
+    return rule.outcome(error) if rule.outcome else error
 
 
 class KubeApi:
@@ -91,12 +147,13 @@ class KubeApi:
             result = fn(*args, **kwargs)
         except ApiException as error:
             metrics.API_REQUESTS.labels(verb, str(error.status)).inc()
-            if missing_ok and error.status == 404:
+            outcome = translate(error, verb)
+            if missing_ok and isinstance(outcome, Gone) and error.status == 404:
                 return None
-            raise _translate(error) from error
+            raise outcome from error
         except (HTTPError, OSError) as error:
             metrics.API_REQUESTS.labels(verb, "unreachable").inc()
-            raise _translate(error) from error
+            raise Unavailable(f"API server unreachable: {error}") from error
         metrics.API_REQUESTS.labels(verb, "2xx").inc()
         return result
 
@@ -143,44 +200,29 @@ class KubeApi:
     def get_vcjob(self, namespace: str, name: str) -> dict | None:
         return self._custom("get", VCJOB, namespace, name, missing_ok=True)
 
-    def create_vcjob(self, body: dict) -> bool:
-        """True when created, False when a vcjob of that name already exists (the caller checks whose it is).
-
-        Raises Rejected with the API server's message when the vcjob is refused as invalid."""
-        try:
-            self._custom("create", VCJOB, body["metadata"]["namespace"], body)
-        except Conflict:
-            return False
-        except ApiException as error:
-            # 400/422: invalid (Volcano's webhook); 403: forbidden by an admission policy (a
-            # ValidatingAdmissionPolicy, Gatekeeper, Kyverno), a quota, a terminating namespace, or our RBAC.
-            if error.status in (400, 403, 422):
-                raise Rejected(_api_message(error)) from error
-            raise
-        return True
+    def create_vcjob(self, body: dict) -> None:
+        """Create a vcjob; raises Exists when one of that name is there already (the caller checks whose it is),
+        Rejected with the API server's message when it is refused."""
+        self._custom("create", VCJOB, body["metadata"]["namespace"], body)
 
     def create_command(self, body: dict) -> None:
         """Create a Volcano Command; one of that name existing already is as good (its name says what it does)."""
         try:
             self._custom("create", COMMAND, body["metadata"]["namespace"], body)
-        except Conflict:
+        except Exists:
             return
 
     def remove_finalizer(self, job: dict, finalizer: str) -> None:
-        """Take ``finalizer`` off a vcjob, as a JSON patch that first tests the list is still what we read."""
+        """Take ``finalizer`` off a vcjob, as a JSON patch that first tests the list is still what we read (else
+        Conflict)."""
         meta = job["metadata"]
         current = meta.get("finalizers") or []
         if finalizer not in current:
             return
         patch = [{"op": "test", "path": "/metadata/finalizers", "value": current},
                  {"op": "replace", "path": "/metadata/finalizers", "value": [f for f in current if f != finalizer]}]
-        try:
-            self._custom("patch", VCJOB, meta["namespace"], meta["name"], patch, missing_ok=True,
-                         _content_type="application/json-patch+json")
-        except ApiException as error:
-            if error.status == 422:  # the test op failed: someone changed the finalizers since we read them
-                raise Conflict(f"finalizers of vcjob {meta['name']} changed") from error
-            raise
+        self._custom("patch", VCJOB, meta["namespace"], meta["name"], patch, missing_ok=True,
+                     _content_type="application/json-patch+json")
 
     def delete_vcjob(self, namespace: str, name: str) -> None:
         self._custom("delete", VCJOB, namespace, name, propagation_policy="Background", missing_ok=True)

@@ -20,6 +20,11 @@ metric                                          type       what
                                                            vcjob create answered AlreadyExists)
 ``jobflow_handler_vcjobs_created_total``        counter    vcjobs created
 ``jobflow_dependency_latency_seconds``          histogram  a flow's last target ended -> its vcjob created
+``jobflow_handler_snapshots_total``             counter    JobFlow reconciles by where they read from (``outcome``):
+                                                           ``used`` (planned from the event's snapshot),
+                                                           ``stale`` (its guarded write lost: read again),
+                                                           ``unsigned``, ``bad_signature`` (ignored: read),
+                                                           ``none`` (the event carried none: read)
 ==============================================  =========  ==========================================================
 """
 
@@ -43,6 +48,9 @@ CONFLICTS = Counter("jobflow_handler_conflicts_total", "Writes that lost a race,
 VCJOBS_CREATED = Counter("jobflow_handler_vcjobs_created_total", "vcjobs created")
 NOTIFICATIONS = Counter("jobflow_handler_notifications_total",
                         "CloudEvents out sent to K_SINK, by outcome (delivered, failed: sent again later)", ["outcome"])
+SNAPSHOTS = Counter("jobflow_handler_snapshots_total",
+                    "JobFlow reconciles by the source of what they planned from: used, stale, unsigned, "
+                    "bad_signature, none", ["outcome"])
 DEPENDENCY_LATENCY = Histogram("jobflow_dependency_latency_seconds",
                                "From a flow's last target ending to its vcjob being created",
                                buckets=LATENCY_BUCKETS)

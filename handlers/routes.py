@@ -14,7 +14,10 @@ from jobflow_core.api import JOBFLOW, JOBTEMPLATE
 from handlers import metrics
 from handlers.events import BadEvent, Hint, hint_from_request
 from handlers.kube import Conflict, KubeApi, Unavailable, shared_client
-from handlers.reconciler import Outcome, PartlyFailed, Reconciler
+from handlers.dispatch import Dispatcher, PartlyFailed, Result
+from handlers.reconciler import Reconciler
+from handlers.writes import Replan
+from jobflow_core.snapshots import trim_jobflow
 
 log = logging.getLogger("handlers")
 bp = Blueprint("handlers", __name__)
@@ -34,24 +37,36 @@ def _error(status: int, message: str, **extra: object):
     return jsonify({"error": message, **extra}), status
 
 
-def dispatch(reconciler: Reconciler, hint: Hint) -> list[Outcome]:
-    """Hand the hint to the reconciler method for its object type."""
+def dispatch(dispatcher: Dispatcher, hint: Hint) -> Result:
+    """Hand the hint to the dispatcher method for its object type."""
+    if hint.snapshot_state != "signed":
+        metrics.SNAPSHOTS.labels(hint.snapshot_state).inc()
     if hint.about is None:
-        return reconciler.resync()
+        return dispatcher.resync()
     if hint.about is JOBFLOW:
-        return [reconciler.jobflow(hint.namespace, hint.name)]
+        return dispatcher.jobflow(hint.namespace, hint.name, snapshot=hint.snapshot)
     if hint.about is JOBTEMPLATE:
-        reconciler.jobtemplate(hint.namespace, hint.name)
-        return reconciler.jobflows_using(hint.namespace, hint.name)
-    return reconciler.jobflows_of_vcjob(hint.namespace, hint.name, controller=hint.controller, deleted=hint.deleted)
+        return dispatcher.jobtemplate(hint.namespace, hint.name)
+    return dispatcher.vcjob(hint.namespace, hint.name, controller=hint.controller, deleted=hint.deleted,
+                            snapshot=hint.snapshot)
 
 
-def _run(handle):
+def _answer(result: Result, *, replies: bool):
+    """202; to our event source (``replies``) with what it needs: the JobFlows as written (its next snapshot of
+    each must not be older) and those handed back to it. Other senders get an empty body: a Broker would take a
+    body for an event to re-inject."""
+    if not replies:
+        return DONE
+    written = [trim_jobflow(outcome.written) for outcome in result.outcomes if outcome.written is not None]
+    return jsonify({"written": written, "handed": [list(key) for key in result.handed]}), 202
+
+
+def _run(handle, *, replies: bool = False):
     """Run a reconcile and turn transient faults into statuses the event bus retries."""
     try:
         with metrics.RECONCILE.time():
-            outcomes = handle()
-    except Conflict as error:
+            result = handle()
+    except (Conflict, Replan) as error:
         # 503, not 409: both delivery paths retry a 503, while Knative's ApiServerSource adapter, sending straight
         # to the handler, drops a 409 (it retries only 404, 413, 425, 429, 502, 503 and 504).
         log.warning("conflict: %s", error)
@@ -77,17 +92,19 @@ def _run(handle):
         # retrying will not help, and the event is fine; say what to fix.
         log.error("cannot read an object from the API server: %s", error)
         return _error(422, f"an object in the cluster does not match the JobFlow API: {error.errors()[:3]}")
-    for outcome in outcomes:
-        log.info("reconciled %s: phase=%s created=%s deleted=%s status_written=%s attempts=%d",
-                 outcome.jobflow, outcome.phase, outcome.created, outcome.deleted, outcome.status_written,
-                 outcome.attempts)
-    return DONE
+    for outcome in result.outcomes:
+        log.info("reconciled %s from %s: phase=%s created=%s deleted=%s status_written=%s attempts=%d",
+                 outcome.jobflow, outcome.source, outcome.phase, outcome.created, outcome.deleted,
+                 outcome.status_written, outcome.attempts)
+    if result.handed:
+        log.info("handed %d JobFlow(s) back to the event source", len(result.handed))
+    return _answer(result, replies=replies)
 
 
 @bp.post("/")
 def receive_event():
     try:
-        hint = hint_from_request(dict(request.headers), request.get_data())
+        hint = hint_from_request(dict(request.headers), request.get_data(), key=current_app.config["SNAPSHOT_KEY"])
     except BadEvent as error:
         log.warning("rejected event: %s", error)
         metrics.EVENTS.labels("invalid", "400").inc()
@@ -99,14 +116,14 @@ def receive_event():
                            f"{hint.namespace!r}: send it only the events of those (the event source's NAMESPACES)")
     log.info("event %s %s %s/%s", hint.event_type, hint.about.kind if hint.about else "(all)", hint.namespace,
              hint.name)
-    reply = _run(lambda: dispatch(_reconciler(), hint))
+    reply = _run(lambda: dispatch(Dispatcher(_reconciler(), hand_back=hint.replies), hint), replies=hint.replies)
     metrics.EVENTS.labels(metrics.event_type_label(hint.event_type), str(reply[1])).inc()
     return reply
 
 
 @bp.post("/resync")
 def resync():
-    return _run(lambda: _reconciler().resync())
+    return _run(lambda: Dispatcher(_reconciler()).resync())
 
 
 @bp.get("/metrics")

@@ -35,8 +35,7 @@ from jobflow_core.planner import (
     Create,
     Delete,
     Plan,
-    RecordRuns,
-    RefreshTemplate,
+    UpdateTemplate,
     Release,
     WriteStatus,
     plan,
@@ -45,5 +44,5 @@ from jobflow_core.planner import (
 from jobflow_core.probes import CheckKind, CheckResult, NetworkCheck
 
 __all__ = ["Abort", "CheckKind", "CheckResult", "Create", "Delete", "Event", "EventType", "NetworkCheck", "Observation",
-           "Plan", "RecordRuns", "Reason", "RefreshTemplate", "Release", "WriteStatus", "observe", "plan", "plan_observation",
+           "Plan", "Reason", "Release", "UpdateTemplate", "WriteStatus", "observe", "plan", "plan_observation",
            "templates_needed"]

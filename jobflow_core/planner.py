@@ -19,20 +19,21 @@ events in :mod:`jobflow_core.events`. This module only puts them together:
 * JobFlow-level blockers come first (an invalid spec, a failed job), then each blocked flow's reason, grouped in
   the order of the start table; the first blocker's reason is ``status.state.reason``, all messages joined its
   ``message``;
-* the actions, in the order the shell carries them out: :class:`Create` (each with upstream's ``Created`` event,
-  recorded once the create succeeded), :class:`Abort` (a vcjob past the deadline or its flow's timeout),
-  :class:`RecordRuns` (vcjobs that ended, counted in their JobTemplates' statistics before the status records the
-  end), :class:`WriteStatus` (only when the status changed, with the events of what is new), :class:`Delete`
-  (``jobRetainPolicy: delete`` once the JobFlow is Succeed), :class:`Release` (vcjobs being deleted whose record is
-  now in the status, and orphans), and :class:`RefreshTemplate` (JobTemplates whose ``jobDependsOnList`` changed
-  because a vcjob came or went).
+* the actions, in the order the shell carries them out: :class:`UpdateTemplate` with the runs that ended (counted
+  in their JobTemplates' statistics before the status records the end, so none is lost), :class:`WriteStatus`
+  (only when the status changed, with the events of what is new), :class:`Create` (each with upstream's
+  ``Created`` event, recorded once the create succeeded), :class:`Abort` (a vcjob past the deadline or its flow's
+  timeout), :class:`Delete` (``jobRetainPolicy: delete`` once the JobFlow is Succeed), :class:`Release` (vcjobs
+  being deleted whose record is now in the status, and orphans), and :class:`UpdateTemplate` with the vcjobs that
+  came or went (JobTemplates' ``jobDependsOnList``).
 
-**A vcjob is deleted, or let go to its deletion, only after the status records its end** (:class:`Delete` and
-:class:`Release` come after :class:`WriteStatus`, which the shell guards with the resourceVersion it read; when the
-write is lost, nothing after it happens). Together with the shell reading a JobFlow's vcjobs *before* the JobFlow
-(``handlers/reconciler.py``), this is what keeps a completed vcjob from being created again: a vcjob missing from
-the list was either never created, or its end was written before the list was read, hence before the JobFlow was,
-and the planner sees the record (docs/architecture.md, "A finished step never runs twice").
+**A vcjob is created, deleted, or let go to its deletion, only after the status write that records it**
+(:class:`Create`, :class:`Delete` and :class:`Release` come after :class:`WriteStatus`, which the shell guards with
+the resourceVersion it read; when the write is lost, nothing after it happens). The status a plan writes names the
+vcjobs it is about to create, so that write is the guard of the creates too: a plan made from a JobFlow older than
+the record of a vcjob's end cannot write, hence cannot create that vcjob again. When the status does not change,
+the shell makes sure its JobFlow read is newer than its vcjob list before it creates anything
+(``handlers/reconciler.py``; docs/architecture.md, "A finished step never runs twice").
 """
 
 from collections.abc import Mapping, Sequence
@@ -54,6 +55,7 @@ from jobflow_core.models import (
     JobFlowPhase,
     JobFlowStatus,
     JobTemplate,
+    JobTemplateStatus,
     Rerun,
     RetainPolicy,
     SkippedFlow,
@@ -66,7 +68,8 @@ from jobflow_core.observation import Observation, observe
 from jobflow_core.phase import FlowOutcome, JobCategory, category_of, is_final
 from jobflow_core.probes import DEFAULT_RECHECK_SECONDS, CheckResult, NetworkCheck
 from jobflow_core.eta import Forecast, estimates_of, forecast
-from jobflow_core.run_stats import Run, expected_seconds, newly_ended
+from jobflow_core.run_stats import Run, expected_seconds, newly_ended, record_runs
+from jobflow_core.templates import template_status_with
 from jobflow_core.status import build_status
 from jobflow_core.views import FlowNode
 
@@ -104,12 +107,25 @@ class Delete:
 
 
 @dataclass(frozen=True)
-class RecordRuns:
-    """Count ``runs`` (vcjobs that ended) in JobTemplate ``template``'s statistics (:mod:`jobflow_core.run_stats`),
-    before the status write that records their end."""
+class UpdateTemplate:
+    """A change to JobTemplate ``name``'s status, applied to whatever that status is when written (on a fresh read
+    after a lost race; changes of several reconciles to one template may be written together): ``runs`` (vcjobs
+    that ended) counted in its statistics (:mod:`jobflow_core.run_stats`), each once per UID; vcjobs just created
+    (``added``) and deleted now (``removed``) applied to ``jobDependsOnList``. The list change is applied to the
+    list as stored (no LIST of the template's vcjobs: with N JobFlows sharing a template, that would cost N objects
+    per vcjob created)."""
 
-    template: str
-    runs: tuple[Run, ...]
+    name: str
+    runs: tuple[Run, ...] = ()
+    added: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+
+    def apply(self, template: JobTemplate) -> JobTemplateStatus:
+        status = record_runs(template.status, self.runs) if self.runs else template.status
+        if not (self.added or self.removed):
+            return status or JobTemplateStatus()
+        return template_status_with(template.model_copy(update={"status": status}), added=self.added,
+                                    removed=self.removed)
 
 
 @dataclass(frozen=True)
@@ -130,19 +146,8 @@ class Release:
     job: VcJob
 
 
-@dataclass(frozen=True)
-class RefreshTemplate:
-    """Bring ``status.jobDependsOnList`` of JobTemplate ``name`` up to date: vcjobs made from it were just created
-    (``added``) or are deleted now (``removed``). The change is applied to the list as stored (no LIST of the
-    template's vcjobs: with N JobFlows sharing a template, that would cost N objects per vcjob created)."""
-
-    name: str
-    added: tuple[str, ...] = ()
-    removed: tuple[str, ...] = ()
-
-
-Action = Create | Abort | Delete | RecordRuns | WriteStatus | Release | RefreshTemplate
-A = TypeVar("A", Create, Abort, Delete, RecordRuns, WriteStatus, Release, RefreshTemplate)
+Action = Create | Abort | Delete | UpdateTemplate | WriteStatus | Release
+A = TypeVar("A", Create, Abort, Delete, UpdateTemplate, WriteStatus, Release)
 
 
 @dataclass(frozen=True)
@@ -250,19 +255,19 @@ def plan_observation(
             removed.setdefault(name, []).append(job.name)
     return Plan(
         actions=(
-            *(Create(decision.view.name, decision.manifest, job_created(decision.view.next_job_name),
-                     _ready_since(observation, decision.view.flow))
-              for decision in starting if decision.manifest is not None),
-            *_aborts(observation),
-            *(RecordRuns(template, tuple(runs)) for template, runs in sorted(newly_ended(observation).items())),
+            *(UpdateTemplate(template, runs=tuple(runs)) for template, runs in sorted(newly_ended(observation).items())),
             *([WriteStatus(status, tuple(_events(observation.jobflow, phase=phase, state=state, skipped=skipped,
                                                  rerun=observation.rerun,
                                                  blocker=blockers[0] if blockers else None)),
                            rerun_accepted=observation.rerun_accepted)]
               if changed else []),
+            *(Create(decision.view.name, decision.manifest, job_created(decision.view.next_job_name),
+                     _ready_since(observation, decision.view.flow))
+              for decision in starting if decision.manifest is not None),
+            *_aborts(observation),
             *(Delete(name) for name in deletes),
             *(Release(job) for job in releases),
-            *(RefreshTemplate(name, tuple(added.get(name, ())), tuple(removed.get(name, ())))
+            *(UpdateTemplate(name, added=tuple(added.get(name, ())), removed=tuple(removed.get(name, ())))
               for name in sorted(added.keys() | removed.keys())),
         ),
         status=status,

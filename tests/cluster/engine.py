@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import http.client
 import random
+import secrets
 import threading
 import time
 import urllib.error
@@ -70,11 +71,18 @@ class Engine:
         self.handler.stop()
 
 
+TEST_KEY = secrets.token_bytes(32)
+"""The key an in-process event source signs snapshots with, and its handler checks them with."""
+
+
 def start_engine(cluster: LocalCluster, namespace: str, *, resync_seconds: float = 300,
-                 handler_config: dict | None = None) -> Engine:
-    handler = start_handler(cluster, handler_config)
+                 handler_config: dict | None = None, snapshots: bool = True) -> Engine:
+    """The handler and the event source as the Procfile runs them: snapshots signed with a shared key, the
+    handler's answers read (``snapshots=False``: no key, every reconcile reads the API server)."""
+    key = TEST_KEY if snapshots else None
+    handler = start_handler(cluster, {"SNAPSHOT_KEY": key, **(handler_config or {})})
     source = eventsource.start(cluster.api, sink=handler.url, namespaces=[namespace], mode=cloudevent.Mode.REFERENCE,
-                               resync_seconds=resync_seconds, senders=4,
+                               resync_seconds=resync_seconds, senders=4, snapshot_key=key, replies=True,
                                watch_seconds=2)  # short watches, so the threads notice the stop quickly
     return Engine(handler, source)
 

@@ -5,8 +5,8 @@ makes, with the behaviour of the real API server that the shell depends on, and 
 
 * every write bumps a cluster-wide ``resourceVersion``; a status PUT whose ``resourceVersion`` is not the
   stored one fails with ``Conflict`` (409), as optimistic concurrency does;
-* creating a vcjob whose name exists answers AlreadyExists (``create_vcjob`` returns False); a ``refuse`` hook
-  plays Volcano's admission webhook (``Rejected``);
+* creating a vcjob whose name exists answers AlreadyExists (``Exists``); a ``refuse`` hook plays Volcano's
+  admission webhook (``Rejected``); writing the status of an object that is gone answers ``Gone``;
 * deleting an object that has finalizers only sets ``deletionTimestamp``; it goes when the last finalizer is
   removed; removing a finalizer from a list that changed since it was read fails with ``Conflict`` (the JSON
   patch's ``test`` op);
@@ -26,9 +26,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from kubernetes.client.rest import ApiException
 
-from handlers.kube import Conflict, Rejected
+from handlers.kube import Conflict, Exists, Gone, Rejected
 from jobflow_core.api import COMMAND, JOBFLOW, JOBTEMPLATE, VCJOB, ApiType
 from jobflow_core.models import format_time
 
@@ -120,7 +119,7 @@ class MemoryKube:
         meta = obj["metadata"]
         stored = self.objects.get((api_type.kind, meta["namespace"], meta["name"]))
         if stored is None:
-            raise ApiException(status=404, reason="Not Found")
+            raise Gone(f"{api_type.kind} {meta['name']} not found")
         if stored["metadata"]["resourceVersion"] != meta.get("resourceVersion"):
             raise Conflict(f"conflict: the object has been modified ({api_type.kind} {meta['name']})")
         stored["status"] = copy.deepcopy(obj.get("status"))
@@ -152,16 +151,15 @@ class MemoryKube:
     def get_vcjob(self, namespace: str, name: str) -> dict | None:
         return self._get(VCJOB, namespace, name)
 
-    def create_vcjob(self, body: dict) -> bool:
+    def create_vcjob(self, body: dict) -> None:
         self.requests += 1
         meta = body["metadata"]
         if (VCJOB.kind, meta["namespace"], meta["name"]) in self.objects:
-            return False
+            raise Exists(f"vcjobs {meta['name']} already exists")
         refusal = self.refuse(body)
         if refusal is not None:
             raise Rejected(refusal)
         self.put(body)
-        return True
 
     def create_command(self, body: dict) -> None:
         self.requests += 1

@@ -288,7 +288,7 @@ def test_several_senders_never_send_two_events_of_one_object_at_once_and_deliver
             with lock:
                 busy.discard(name)
                 delivered.append(name)
-            return 202
+            return 202, b""
 
     outbox = SlowSink("http://unused", lambda e: cloudevent.encode(e, mode=cloudevent.Mode.REFERENCE, source="s",
                                                                     overrides={}))

@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from handlers.kube import Conflict
+from handlers.dispatch import Dispatcher
 from handlers.reconciler import MAX_ATTEMPTS, Reconciler
 from jobflow_core.api import COMMAND, JOBFLOW, JOBTEMPLATE, RECORD_FINALIZER, VCJOB
 from memory_kube import MemoryKube
@@ -93,13 +94,14 @@ def test_a_lost_status_race_is_resolved_by_reading_again(kube):
     assert status(kube)["pendingJobs"] == ["f-a"]
 
 
-def test_a_status_race_lost_every_time_gives_up_with_conflict_after_the_last_attempt(kube):
+def test_a_status_race_lost_every_time_gives_up_with_conflict_after_the_last_attempt_having_created_nothing(kube):
+    """The status write that names the vcjobs a plan creates comes first and guards the creates (issue 25)."""
     kube.put(yaml.safe_load(A_THEN_B))
     kube.before_status_write = lambda flow: kube.put(kube.stored(JOBFLOW, NS, "f"))
     with pytest.raises(Conflict, match="kept changing"):
         reconciler(kube).jobflow(NS, "f")
-    assert kube.names(VCJOB, NS) == ["f-a"]  # created once, then found on every re-read
-    assert created_events(kube) == ["create a job named f-a!"]
+    assert kube.names(VCJOB, NS) == []
+    assert created_events(kube) == []
     assert status(kube) == {}
     assert MAX_ATTEMPTS == 5
 
@@ -158,12 +160,12 @@ def test_the_diamond_runs_to_succeed_on_vcjob_events_and_deletes_its_jobs(kube):
         assert kube.names(VCJOB, NS) == sorted(f"test-{flow}" for flow in _done_and(step))
         for flow in step:
             kube.move(NS, f"test-{flow}", "Completed")
-            handler.jobflows_of_vcjob(NS, f"test-{flow}", controller=None, deleted=False)
+            Dispatcher(handler).vcjob(NS, f"test-{flow}", controller=None, deleted=False)
     assert status(kube, "test")["state"]["phase"] == "Succeed"
     assert status(kube, "test")["completedJobs"] == [f"test-{flow}" for flow in "abcde"]
     # Deleted with jobRetainPolicy: delete; each deletion's event releases our finalizer, and the job goes.
     for name in kube.names(VCJOB, NS):
-        handler.jobflows_of_vcjob(NS, name, controller=None, deleted=True)
+        Dispatcher(handler).vcjob(NS, name, controller=None, deleted=True)
     assert kube.names(VCJOB, NS) == []
     template_status = kube.stored(JOBTEMPLATE, NS, "a")["status"]
     assert template_status["jobDependsOnList"] == []  # the vcjob is gone; its run stays counted
@@ -215,7 +217,7 @@ def test_a_vcjob_deleted_with_its_jobflow_leaves_its_templates_list_on_its_delet
     assert kube.stored(JOBTEMPLATE, NS, "a")["status"]["jobDependsOnList"] == ["f-a"]
     kube.objects.pop((JOBFLOW.kind, NS, "f"))
     kube.remove(VCJOB, NS, "f-a")
-    assert handler.jobflows_of_vcjob(NS, "f-a", controller="f", deleted=True) == []
+    assert Dispatcher(handler).vcjob(NS, "f-a", controller="f", deleted=True).outcomes == []
     assert kube.stored(JOBTEMPLATE, NS, "a")["status"]["jobDependsOnList"] == []
 
 
@@ -226,7 +228,7 @@ def test_a_vcjob_whose_jobflow_is_gone_is_released_by_its_event_and_by_a_resync(
     handler.jobflow(NS, "f")
     kube.objects.pop((JOBFLOW.kind, NS, "f"))
     kube.remove(VCJOB, NS, "f-a")  # the garbage collector deletes it: our finalizer holds it
-    handler.jobflows_of_vcjob(NS, "f-a", controller=None, deleted=True)
+    Dispatcher(handler).vcjob(NS, "f-a", controller=None, deleted=True)
     assert kube.names(VCJOB, NS) == []
 
     kube.put(yaml.safe_load(A_THEN_B))
@@ -234,7 +236,7 @@ def test_a_vcjob_whose_jobflow_is_gone_is_released_by_its_event_and_by_a_resync(
     kube.objects.pop((JOBFLOW.kind, NS, "f"))
     kube.remove(VCJOB, NS, "f-a")
     assert kube.stored(VCJOB, NS, "f-a")["metadata"]["finalizers"] == [RECORD_FINALIZER]
-    handler.resync()
+    Dispatcher(handler).resync()
     assert kube.names(VCJOB, NS) == []
 
 
@@ -242,7 +244,7 @@ def test_a_resync_reconciles_every_jobflow_that_can_still_change_and_skips_the_s
     kube.put(yaml.safe_load(A_THEN_B))
     settled = yaml.safe_load(A_THEN_B.replace("name: f,", "name: done,"))
     kube.put(settled | {"status": {"state": {"phase": "Succeed"}}})
-    outcomes = reconciler(kube).resync()
+    outcomes = Dispatcher(reconciler(kube)).resync().outcomes
     assert [outcome.jobflow for outcome in outcomes] == ["default/f"]
     assert kube.names(VCJOB, NS) == ["f-a"]
 
@@ -255,13 +257,13 @@ def test_a_jobtemplate_event_reconciles_only_the_jobflows_still_waiting_for_it(k
     handler.jobflow(NS, "f")
     assert status(kube)["state"]["reason"] == "TemplateNotFound"
     kube.put(template("a"))
-    assert [outcome.created for outcome in handler.jobflows_using(NS, "a")] == [["f-a"]]
+    assert [outcome.created for outcome in Dispatcher(handler).jobtemplate(NS, "a").outcomes] == [["f-a"]]
     # Flow a has its vcjob now: a change of its template (our own status write, say) concerns no JobFlow.
-    assert handler.jobflows_using(NS, "a") == []
-    assert handler.jobflows_using(NS, "c") == []  # no flow of that name
+    assert Dispatcher(handler).jobtemplate(NS, "a").outcomes == []
+    assert Dispatcher(handler).jobtemplate(NS, "c").outcomes == []  # no flow of that name
     # Flow b waits for a to complete: a change of b's template cannot start it, its target's events will.
     assert status(kube)["waitingFlows"][0]["name"] == "b" and status(kube)["waitingFlows"][0]["waitingFor"] == ["a"]
-    assert handler.jobflows_using(NS, "b") == []
+    assert Dispatcher(handler).jobtemplate(NS, "b").outcomes == []
 
 
 class Counting(MemoryKube):
@@ -314,20 +316,20 @@ def test_a_created_vcjob_joins_its_templates_list_from_the_template_read_for_it_
 
 
 def test_a_vcjob_event_naming_its_jobflow_reads_that_jobflow_and_lists_none(counting):
-    outcomes = reconciler(counting).jobflows_of_vcjob(NS, "f-a", controller="f", deleted=False)
+    outcomes = Dispatcher(reconciler(counting)).vcjob(NS, "f-a", controller="f", deleted=False).outcomes
     assert [outcome.jobflow for outcome in outcomes] == ["default/f"]
     assert counting.calls[0] == "GET jobflow f" and "LIST jobflows" not in counting.calls
 
 
 def test_a_vcjob_event_without_a_hint_reads_the_vcjob_for_its_controller_and_lists_none(counting):
     """Knative's ApiServerSource in Reference mode names only the vcjob."""
-    outcomes = reconciler(counting).jobflows_of_vcjob(NS, "f-a", controller=None, deleted=False)
+    outcomes = Dispatcher(reconciler(counting)).vcjob(NS, "f-a", controller=None, deleted=False).outcomes
     assert [outcome.jobflow for outcome in outcomes] == ["default/f"]
     assert counting.calls[:2] == ["GET vcjob f-a", "GET jobflow f"] and "LIST jobflows" not in counting.calls
 
 
 def test_a_wrong_hint_cannot_redirect_the_reconcile_the_claimant_is_searched_for(counting):
-    outcomes = reconciler(counting).jobflows_of_vcjob(NS, "f-a", controller="g", deleted=False)
+    outcomes = Dispatcher(reconciler(counting)).vcjob(NS, "f-a", controller="g", deleted=False).outcomes
     assert [outcome.jobflow for outcome in outcomes] == ["default/f"]
     assert counting.calls[:2] == ["GET jobflow g", "LIST jobflows"]
 

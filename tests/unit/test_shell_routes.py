@@ -14,7 +14,7 @@ from kubernetes.client.rest import ApiException
 
 from eventsource import cloudevent
 from handlers import create_app
-from handlers.kube import Conflict, Unavailable
+from handlers.kube import Conflict, Unavailable, translate
 from jobflow_core.api import JOBFLOW, JOBTEMPLATE, VCJOB, ApiType
 from memory_kube import MemoryKube
 from test_shell_reconciler import A_THEN_B, NS, template
@@ -179,7 +179,7 @@ def test_a_jobflow_whose_namespace_goes_during_a_resync_is_no_failure(client, ku
 
     def namespace_gone(flow: dict) -> dict:
         if flow["metadata"]["namespace"] == NS:
-            raise refusal
+            raise translate(refusal, "replace")  # what KubeApi makes of the API server's answer
         return real(flow)
 
     kube.replace_jobflow_status = namespace_gone

@@ -1,0 +1,164 @@
+"""Which JobFlows an event concerns, and who reconciles them: this request, or the event source, one by one.
+
+An event about a JobFlow, or about one of its vcjobs, concerns one JobFlow: it is reconciled here and now (with
+the event's snapshot when it carries one for that JobFlow). An event about a JobTemplate, and a resync, may concern
+any number of JobFlows; reconciling them all inside one request made its work unbounded (the last of a template's
+200 JobFlows was reached after more than 10 s, and the event source's retries raced the JobFlows' own reconciles).
+So when the event came from our event source (it says so with the ``jobflowreply`` extension and reads the
+answer), **such an event reconciles no JobFlow itself**: the answer names them (:attr:`Result.handed`), the event
+source queues one event per JobFlow, coalesced with what it already queues for each, and sends each with its
+snapshot. Its answer comes at once; the bound is one LIST of the namespace's JobFlows (a resync: one per served
+namespace, plus the vcjob LIST that finds orphans). An event from any other sender (Knative's ApiServerSource
+adapter, a PingSource, a curl) is reconciled inline as before: nothing else would take the work.
+
+A vcjob's event finds its JobFlow with one GET when the event names it (``controller``: our event source's
+extension, or a Resource-mode payload's ownerReference), else a GET of the vcjob to read its controller; only a
+vcjob that is gone, or whose hint is wrong, costs a LIST of the namespace's JobFlows. Which JobFlows a JobTemplate
+change concerns, and what a resync looks at, is decided by :mod:`jobflow_core.routing`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass, field
+
+from kubernetes.client.rest import ApiException
+from pydantic import ValidationError
+
+from handlers.kube import Conflict, Gone, Unavailable
+from handlers.reconciler import Outcome, Reconciler
+from handlers.writes import Writes
+from jobflow_core import UpdateTemplate
+from jobflow_core.api import RECORD_FINALIZER
+from jobflow_core.models import VcJob
+from jobflow_core.naming import FLOW_JOBS_SELECTOR, jobs_of_template_selector
+from jobflow_core.routing import (can_change, controller_name, flows_of_job, jobflows_of_job, orphan_to_release,
+                                  waits_for_template)
+from jobflow_core.templates import template_status
+
+log = logging.getLogger("handlers.dispatch")
+
+
+class PartlyFailed(RuntimeError):
+    """Some of the JobFlows an event concerned could not be reconciled; the others were. ``failures`` maps each
+    failed JobFlow (``namespace/name``) to why; ``retry`` says whether any failure was transient, so that
+    delivering the event again can help."""
+
+    def __init__(self, failures: dict[str, str], *, retry: bool) -> None:
+        super().__init__("; ".join(f"JobFlow {name}: {why}" for name, why in failures.items()))
+        self.failures, self.retry = failures, retry
+
+
+@dataclass
+class Result:
+    """What handling one event did: the JobFlows reconciled here, and those handed back to the event source."""
+
+    outcomes: list[Outcome] = field(default_factory=list)
+    handed: list[tuple[str, str]] = field(default_factory=list)
+
+
+class Dispatcher:
+    def __init__(self, reconciler: Reconciler, *, hand_back: bool = False) -> None:
+        self.reconciler, self.kube, self.hand_back = reconciler, reconciler.kube, hand_back
+
+    @property
+    def writes(self) -> Writes:
+        return self.reconciler.writes
+
+    def jobflow(self, namespace: str, name: str, *, snapshot: dict | None = None) -> Result:
+        return Result([self.reconciler.jobflow(namespace, name, snapshot=snapshot)])
+
+    def jobtemplate(self, namespace: str, name: str) -> Result:
+        """A JobTemplate appeared or changed: refresh its ``jobDependsOnList``, and the JobFlows still waiting for
+        it take it up."""
+        selector = jobs_of_template_selector(namespace=namespace, template=name)
+        jobs = [VcJob.model_validate(job) for job in self.kube.list_vcjobs(namespace, selector)]
+        self.writes.template(self.kube, namespace, name, lambda template: template_status(template, jobs=jobs))
+        return self._each(raw for raw in self.kube.list_jobflows(namespace) if waits_for_template(raw, name))
+
+    def vcjob(self, namespace: str, name: str, *, controller: str | None, deleted: bool,
+              snapshot: dict | None = None) -> Result:
+        """A vcjob changed: reconcile the JobFlow(s) it concerns, and when it went, take it off the lists of the
+        JobTemplates that name it, whatever became of its JobFlow (when it came, the reconcile that created it
+        added it). A vcjob no JobFlow claims is let go if it waits for our finalizer."""
+        owner = (snapshot or {}).get("jobflow") or {}
+        if controller is not None and (owner.get("metadata") or {}).get("name") == controller \
+                and flows_of_job(owner, name):
+            result = Result([self.reconciler.jobflow(namespace, controller, snapshot=snapshot)])
+        else:
+            candidates = self._claimants(namespace, name, controller=controller)
+            if not candidates:
+                self._release_orphan(self.kube.get_vcjob(namespace, name), jobflow_uids=())
+            result = self._each(candidates, inline=True)
+        if deleted and self.kube.get_vcjob(namespace, name) is None:
+            for raw in self.kube.list_jobtemplates(namespace):
+                if name in ((raw.get("status") or {}).get("jobDependsOnList") or ()):
+                    template = raw["metadata"]["name"]
+                    self.writes.template(self.kube, namespace, template,
+                                         UpdateTemplate(template, removed=(name,)).apply, read=raw)
+        return result
+
+    def resync(self) -> Result:
+        """Reconcile every JobFlow that can still change, and let go of vcjobs whose JobFlow is gone (the safety
+        net for lost events)."""
+        scopes: tuple[str | None, ...] = self.reconciler.namespaces or (None,)
+        listed = [raw for scope in scopes for raw in self.kube.list_jobflows(scope)]
+        alive = {raw["metadata"].get("uid") for raw in listed}
+        for job in (job for scope in scopes for job in self.kube.list_vcjobs(scope, FLOW_JOBS_SELECTOR)):
+            self._release_orphan(job, jobflow_uids=alive)
+        return self._each(raw for raw in listed if can_change(raw))
+
+    def _claimants(self, namespace: str, job: str, *, controller: str | None) -> list[dict]:
+        """The JobFlows that claim vcjob ``job``: the one its controller names when that one does, else every one of
+        the namespace that has a flow the name belongs to."""
+        if controller is None:
+            found = self.kube.get_vcjob(namespace, job)
+            controller = controller_name(found) if found is not None else None
+        if controller is not None:
+            raw = self.kube.get_jobflow(namespace, controller)
+            if raw is not None and flows_of_job(raw, job):
+                return [raw]
+        return jobflows_of_job(self.kube.list_jobflows(namespace), job=job, controller=None)
+
+    def _each(self, listed: Iterable[dict], *, inline: bool = False) -> Result:
+        """Hand ``listed`` (JobFlows just read) back to the event source, or reconcile each on its own: one that
+        fails does not keep the others from being reconciled; the failures are raised together at the end
+        (:class:`PartlyFailed`)."""
+        if self.hand_back and not inline:
+            return Result(handed=[(raw["metadata"]["namespace"], raw["metadata"]["name"]) for raw in listed])
+        result, failures, retry = Result(), {}, False
+        for raw in listed:
+            namespace, name = raw["metadata"]["namespace"], raw["metadata"]["name"]
+            try:
+                result.outcomes.append(self.reconciler.jobflow(namespace, name, known=raw))
+                continue
+            except (Conflict, Unavailable) as error:
+                failures[f"{namespace}/{name}"], retry = str(error), True
+                continue
+            except Gone as error:  # the JobFlow, or its whole namespace, went while we worked: nothing to do
+                log.info("JobFlow %s/%s went during its reconcile: %s", namespace, name, error)
+                continue
+            except ApiException as error:
+                why = f"the API server answered {error.status} {error.reason}: {error.body or ''}"[:512]
+            except ValidationError as error:
+                why = f"an object does not match the JobFlow API: {error.errors()[:3]}"
+            failures[f"{namespace}/{name}"] = why
+            self._tell(raw, f"cannot reconcile: {why}; fix the object or the cluster, the engine tries again on the "
+                            "next change or resync")
+        if failures:
+            log.warning("reconciled %d JobFlow(s); %d failed: %s", len(result.outcomes), len(failures), failures)
+            raise PartlyFailed(failures, retry=retry)
+        return result
+
+    def _tell(self, raw: dict, message: str) -> None:
+        """A Warning Event on a JobFlow that could not be reconciled (its status may be what cannot be written)."""
+        try:
+            self.kube.record_event(raw, type_="Warning", reason="ReconcileFailed", message=message,
+                                   now=self.reconciler.clock())
+        except (ApiException, Conflict, Gone, Unavailable) as error:
+            log.warning("could not record the failure on JobFlow %s: %s", raw["metadata"].get("name"), error)
+
+    def _release_orphan(self, raw: dict | None, *, jobflow_uids: Collection[str]) -> None:
+        if raw is not None and orphan_to_release(VcJob.model_validate(raw), jobflow_uids=jobflow_uids):
+            self.kube.remove_finalizer(raw, RECORD_FINALIZER)
