@@ -33,8 +33,9 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if args.command == "down":
             cluster.down()
-            if cluster.TEST_ROOT.joinpath("state.json").exists():  # one the tests kept (JOBFLOW_KEEP_CLUSTER=1)
-                cluster.down(cluster.TEST_ROOT)
+            for kept in (cluster.TEST_ROOT, cluster.INSTALL_ROOT):  # the tests kept them (JOBFLOW_KEEP_CLUSTER=1)
+                if kept.joinpath("state.json").exists():
+                    cluster.down(kept)
             return 0
         state = ClusterState.load(cluster.DEFAULT_ROOT)
         if state is None:

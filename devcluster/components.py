@@ -153,6 +153,17 @@ KUBE_STATE_METRICS = GoModule(
     ldflags=f"-s -w -X github.com/prometheus/common/version.Version={KUBE_STATE_METRICS_VERSION.lstrip('v')}",
 )
 
+# Not in MODULES either: only the install tier runs it (``devcluster/pods/``), inside the pod node's network
+# namespace, where its iptables rules route Service traffic. Its own module (same Kubernetes release and replaces as
+# gomod/kubernetes/) because it needs modules (knftables, ipvs) the API server does not, and adding it there would
+# rebuild the control plane. Built on first use; with the Go cache warm from the control plane, about 20 s.
+KUBE_PROXY = GoModule(
+    name="kube-proxy",
+    upstream=f"k8s.io/kubernetes {KUBERNETES_VERSION} (cmd/kube-proxy)",
+    binaries={"kube-proxy": "k8s.io/kubernetes/cmd/kube-proxy"},
+    ldflags=_k8s_ldflags(KUBERNETES_VERSION),
+)
+
 
 def module_named(name: str) -> GoModule:
     for module in MODULES:

@@ -25,7 +25,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--node", required=True)
     parser.add_argument("--pods-dir", type=Path, required=True)
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, stream=sys.stdout, format="%(asctime)s %(threadName)s %(message)s")
+    logging.basicConfig(level=logging.INFO, stream=sys.stdout, format="%(asctime)s %(message)s")
     network = NodeNetwork(args.network)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
