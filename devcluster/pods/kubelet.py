@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
 from pathlib import Path
 
 from kubernetes import client
@@ -108,6 +109,7 @@ class Kubelet:
         services = _items(self.core.list_service_for_all_namespaces(_preload_content=False))
         [kubernetes] = [s for s in services if (s["metadata"]["namespace"], s["metadata"]["name"])
                         == ("default", "kubernetes")]
+        states_taken = time.monotonic()
         states = self.runtime.states()
         kubernetes_service = (kubernetes["spec"]["clusterIP"], kubernetes["spec"]["ports"][0]["port"])
         by_uid = {pod["metadata"]["uid"]: pod for pod in pods}
@@ -124,7 +126,7 @@ class Kubelet:
             if worker.done.is_set():
                 del self.workers[uid]
                 continue
-            worker.offer(Snapshot(pod=by_uid.get(uid), states=states, services=services,
+            worker.offer(Snapshot(pod=by_uid.get(uid), states=states, states_taken=states_taken, services=services,
                                   kubernetes=kubernetes_service))
 
     def run(self, stop: threading.Event) -> None:

@@ -53,6 +53,7 @@ class Container:
     waiting: tuple[str, str] | None = ("ContainerCreating", "")
     last_terminated: dict | None = None
     not_before: float = 0.0  # back-off: no restart before this time.monotonic()
+    started: float = 0.0  # time.monotonic() of the last start: a snapshot taken before it cannot show the container
     probes: dict[str, probes.ProbeState] = field(default_factory=dict)
 
 
@@ -60,6 +61,7 @@ class Container:
 class Snapshot:
     pod: dict | None
     states: dict[str, ContainerState]
+    states_taken: float  # time.monotonic() when ``states`` was read
     services: list[dict]
     kubernetes: tuple[str, int]
 
@@ -154,7 +156,7 @@ class PodWorker(threading.Thread):
                 if state is not None and state.running:
                     container.waiting = None
                     self._probe(container, state)
-                else:
+                elif snapshot.states_taken > container.started:  # else it may not show the last start yet
                     self._maybe_start(pod, snapshot, container, state)
         self._report(pod, snapshot)
 
@@ -199,15 +201,15 @@ class PodWorker(threading.Thread):
         except (spec.SpecError, volumes.VolumeNotReady) as error:
             container.waiting = ("CreateContainerConfigError", str(error))
             return
-        if container.attempt >= 0:
-            self.runtime.remove(self.container_name(container.spec["name"], container.attempt))
+        if container.attempt >= 0:  # the kubelet keeps the last dead container (and its log) until the next start
+            self.runtime.remove(self.container_name(container.spec["name"], container.attempt - 1))
             container.restarts += 1
         container.attempt += 1
         name = self.container_name(container.spec["name"], container.attempt)
         self.runtime.run(name=name, pod_uid=self.uid, netns=self.netns, hostname=pod["metadata"]["name"],
                          hosts=self.directory / "etc-hosts",
                          log=self.directory / "logs" / container.spec["name"] / f"{container.attempt}.log", args=args)
-        started = time.monotonic()
+        started = container.started = time.monotonic()
         container.probes = {kind: probes.ProbeState(container.spec[kind], started)
                             for kind in ("livenessProbe", "readinessProbe", "startupProbe") if kind in container.spec}
         container.waiting = None
@@ -319,8 +321,9 @@ class PodWorker(threading.Thread):
             thread.join()
         if pod is not None:
             try:
-                self.core.delete_namespaced_pod(self.pod_name, self.namespace, grace_period_seconds=0,
-                                                body={"preconditions": {"uid": self.uid}})
+                # In the body, not as a query parameter: the API server reads the options from the body if any.
+                self.core.delete_namespaced_pod(self.pod_name, self.namespace,
+                                                body={"gracePeriodSeconds": 0, "preconditions": {"uid": self.uid}})
             except ApiException as error:
                 if error.status not in (404, 409):
                     raise
