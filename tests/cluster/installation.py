@@ -62,10 +62,22 @@ def rolled_out(cluster: LocalCluster, name: str) -> bool:
             and status.available_replicas == wanted and status.replicas == wanted)
 
 
+def crash_looping(cluster: LocalCluster) -> list[str]:
+    """Pods of the install whose container keeps exiting: a healthy install restarts nothing, so the roll-out
+    need not be waited for any longer (a missing import, a wrong command)."""
+    return [pod.metadata.name for pod in cluster.core.list_namespaced_pod(NAMESPACE).items
+            for status in pod.status.container_statuses or []
+            if status.restart_count >= 2 and status.state.waiting and status.state.waiting.reason == "CrashLoopBackOff"]
+
+
 def wait_rolled_out(cluster: LocalCluster, names: tuple[str, ...] = DEPLOYMENTS, *, timeout: float = 120) -> None:
+    def done() -> bool:
+        looping = crash_looping(cluster)
+        assert not looping, f"crash-looping: {', '.join(looping)}\n\n{describe_pods(cluster)}"
+        return all(rolled_out(cluster, name) for name in names)
+
     try:
-        cluster.wait_until(f"Deployments {', '.join(names)} rolled out",
-                           lambda: all(rolled_out(cluster, name) for name in names), timeout=timeout)
+        cluster.wait_until(f"Deployments {', '.join(names)} rolled out", done, timeout=timeout)
     except WaitTimeout as error:
         raise AssertionError(f"{error}\n\n{describe_pods(cluster)}") from None
 
