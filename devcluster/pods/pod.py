@@ -191,6 +191,8 @@ class PodWorker(threading.Thread):
                                  "(no registry here: `make image` builds the engine's)")
             return
         try:
+            if pod["spec"].get("initContainers"):
+                raise spec.SpecError("init containers are not supported by devcluster's pod node")
             env = spec.container_env(pod, container.spec, services=self._service_env(pod, snapshot),
                                      lookup=self._lookup)
             mounts = volumes.mounts(container.spec, self.volume_paths or {})
