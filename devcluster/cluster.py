@@ -28,6 +28,7 @@ import urllib.request
 from pathlib import Path
 
 from kubernetes import client
+from kubernetes.client.rest import ApiException
 
 from apiclient import connect
 from devcluster import objects, pki, pod_node, processes
@@ -145,7 +146,7 @@ class _Starter:
         sa_key, sa_pub = pki.service_account_keys(data / "pki")
         (data / "tokens.csv").write_text(f"{state.token},admin,admin,system:masters\n")
         if self.pods:
-            self.network = pod_node.claim_network()
+            self.network = pod_node.claim_network(log=self.log)
             state.pod_network = self.network.n
             state.save()
         apiserver = self.start("kube-apiserver", self._with_pod_node([
@@ -220,18 +221,36 @@ class _Starter:
         return [arg for arg in args if arg.split("=", 1)[0] not in names] + replacements
 
     def _start_pod_node(self, api: client.ApiClient) -> None:
-        """The pod node's process, then kube-proxy in its namespace (devcluster/pod_node.py)."""
+        """The node's programs in order, each once the one before is ready (devcluster/pod_node.py)."""
         state, network = self.state, self.network
-        binary, args = pod_node.pods_command(state, network)
-        pods = self.start("pod-node", args, binary=binary, cwd=REPO)
-        self.wait(f"node {pod_node.node_name(network)} Ready",
-                  lambda: objects.nodes_ready(api, [pod_node.node_name(network)]), pods)
+        node = pod_node.node_name(network)
+        binary, args = pod_node.relay_command(state, network)
+        self.start("api-relay", args, binary=binary)
+        binary, args = pod_node.dns_command(state, network)
+        self.start("cluster-dns", args, binary=binary, cwd=REPO)
+        binary, args = pod_node.containerd_command(state, network)
+        runtime = self.start("containerd", args, binary=binary)
+        self.wait("containerd answering", lambda: pod_node.containerd.answers(Path(state.root)), runtime)
+        pod_node.load_pause(state, log=self.log)
+        binary, args = pod_node.scheduler_command(state, log=self.log)
+        self.start("kube-scheduler", args, binary=binary)
+        binary, args = pod_node.kubelet_command(state, network, log=self.log)
+        kubelet = self.start("kubelet", args, binary=binary)
+        self.wait(f"node {node} Ready", lambda: _node_ready(api, node), kubelet)
         binary, args = pod_node.kube_proxy_command(state, network, log=self.log)
         proxy = self.start("kube-proxy", args, binary=binary)
         kubernetes = client.CoreV1Api(api).read_namespaced_service("kubernetes", "default").spec.cluster_ip
         self.wait("kube-proxy routing the kubernetes Service", lambda: pod_node.service_routed(network, kubernetes),
                   proxy)
 
+
+def _node_ready(api: client.ApiClient, name: str) -> bool:
+    try:
+        return objects.nodes_ready(api, [name])
+    except ApiException as error:
+        if error.status == 404:  # not registered yet
+            return False
+        raise
 
 def up(root: Path = DEFAULT_ROOT, *, log=print, pods: bool = False) -> tuple[ClusterState, bool]:
     """Start the cluster, or reuse a healthy one. Returns (state, started_here). ``pods``: with the pod node."""

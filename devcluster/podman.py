@@ -26,9 +26,8 @@ from pathlib import Path
 
 from devcluster.build import cache_root
 
-TOOLS = {"podman": "podman", "buildah": "buildah", "debootstrap": "debootstrap", "runc": "runc",
-         "conmon": "conmon", "iptables": "iptables", "ip": "iproute2"}
-"""command -> the Debian package that provides it."""
+TOOLS = {"podman": "podman", "buildah": "buildah", "debootstrap": "debootstrap", "runc": "runc", "conmon": "conmon"}
+"""What building the image needs: a command (or a file's absolute path) -> the Debian package that provides it."""
 NPROC_CEILING = 32768  # measured: higher nproc limits were refused in the sandbox even below the hard limit
 
 
@@ -40,16 +39,17 @@ def is_root() -> bool:
     return os.geteuid() == 0
 
 
-def ensure_tools(*, log=print) -> None:
-    """Install the missing tools of :data:`TOOLS` (as root), or say how."""
-    missing = sorted({package for command, package in TOOLS.items() if shutil.which(command) is None})
+def ensure_tools(tools: dict[str, str] = TOOLS, *, log=print) -> None:
+    """Install the packages of the missing ``tools`` (as root), or say how."""
+    missing = sorted({package for command, package in tools.items()
+                      if not (Path(command).exists() if command.startswith("/") else shutil.which(command))})
     if not missing:
         return
     if not is_root():
-        raise PodmanError(f"missing {', '.join(missing)}; building and running the image needs root here. Run as "
+        raise PodmanError(f"missing {', '.join(missing)}; installing them needs root. Run as "
                           f"root, or install them yourself: sudo apt-get install --no-install-recommends "
                           f"{' '.join(missing)}")
-    log(f"podman: installing {', '.join(missing)} with apt-get (once per machine)")
+    log(f"installing {', '.join(missing)} with apt-get (once per machine)")
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     for command in (["apt-get", "update", "-qq"],
                     ["apt-get", "install", "-y", "-qq", "--no-install-recommends", *missing]):

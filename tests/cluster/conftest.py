@@ -10,7 +10,7 @@ import os
 import pytest
 
 from devcluster import cluster as devcluster
-from devcluster import image
+from devcluster import image, pod_node
 from devcluster.testing import LocalCluster
 from engine import Engine, Handler, start_engine, start_handler
 
@@ -38,8 +38,9 @@ def pods_cluster() -> Iterator[LocalCluster]:
                     "CI runs it as root")
     log = lambda line: print(line, flush=True)  # noqa: E731
     try:
-        image.ensure_image(log=log)
+        built = image.ensure_image(log=log)
         state, started_here = devcluster.up(devcluster.INSTALL_ROOT, log=log, pods=True)
+        pod_node.load_image(state, built)
     except Exception as error:  # the message says which step failed and what to do
         pytest.fail(f"the install tier's cluster could not start:\n{error}", pytrace=False)
     local = LocalCluster(state)

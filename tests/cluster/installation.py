@@ -1,4 +1,5 @@
-"""The install tier's helpers: install ``manifests/`` as a user would, wait for it, and look at its pods.
+"""The install tier's helpers: install ``manifests/`` as a user would, wait for it, and look at its pods (with
+``kubectl logs`` and ``kubectl exec``, through the node's kubelet).
 
 :func:`install` runs exactly the README's steps with the virtual environment's kubectl: ``kubectl apply
 --server-side -k manifests/`` (``--force-conflicts``, because devcluster installed the CRDs from the same files
@@ -17,7 +18,6 @@ from pathlib import Path
 
 from kubernetes import client
 
-from devcluster.podman import podman
 from devcluster.testing import LocalCluster, WaitTimeout
 
 REPO = Path(__file__).resolve().parents[2]
@@ -42,12 +42,36 @@ def make_cert(cluster: LocalCluster) -> None:
     assert result.returncode == 0, f"make-cert.sh failed:\n{result.stdout}{result.stderr}"
 
 
+CYCLE = """
+apiVersion: flow.volcano.sh/v1alpha1
+kind: JobFlow
+metadata: {name: cycle}
+spec:
+  flows:
+  - {name: a, dependsOn: {targets: [c]}}
+  - {name: b, dependsOn: {targets: [a]}}
+  - {name: c, dependsOn: {targets: [b]}}
+"""
+"""A cycle no CEL rule of the CRD sees: only the webhook refuses it."""
+
+
 def install(cluster: LocalCluster, *, kustomization: Path = MANIFESTS) -> None:
-    """The README's install, then every Deployment rolled out."""
+    """The README's install, then every Deployment rolled out and the webhook answering through its Service (the
+    endpoints of the pods make-cert.sh restarted reach kube-proxy a moment after the roll-out; with
+    ``failurePolicy: Fail`` every JobFlow write fails meanwhile)."""
     kubectl(cluster, "apply", "--server-side", "--force-conflicts", "-k", str(kustomization))
     kubectl(cluster, "apply", "-k", str(MANIFESTS / "webhook"))
     make_cert(cluster)
     wait_rolled_out(cluster)
+    cluster.wait_until("the webhook to refuse a cyclic JobFlow through its Service", lambda: webhook_refuses(cluster),
+                       timeout=30)
+
+
+def webhook_refuses(cluster: LocalCluster) -> bool:
+    result = subprocess.run([KUBECTL, f"--kubeconfig={cluster.state.kubeconfig}", "create", "--dry-run=server",
+                             "--namespace", "default", "-f", "-"], input=CYCLE, capture_output=True, text=True,
+                            timeout=60)
+    return result.returncode != 0 and "jobflow Flow is not DAG" in result.stderr
 
 
 def deployment(cluster: LocalCluster, name: str) -> client.V1Deployment:
@@ -89,13 +113,13 @@ def pods(cluster: LocalCluster, app: str) -> list[client.V1Pod]:
 
 
 def log_tail(cluster: LocalCluster, pod: client.V1Pod, container: str, *, lines: int = 15) -> str:
-    """The container's newest log (the pod node writes them where a kubelet would, in the CRI format)."""
-    directory = (Path(cluster.state.root) / "pods" / f"{pod.metadata.namespace}_{pod.metadata.name}_"
-                 f"{pod.metadata.uid}" / "logs" / container)
-    logs = sorted(directory.glob("*.log"), key=lambda path: int(path.stem)) if directory.exists() else []
-    if not logs:
-        return "(no log yet)"
-    return "\n".join(line.split(" ", 3)[-1] for line in logs[-1].read_text(errors="replace").splitlines()[-lines:])
+    """``kubectl logs`` of the container, or of its previous run when it is waiting to be restarted."""
+    [status] = [s for s in pod.status.container_statuses or [] if s.name == container] or [None]
+    previous = status is not None and status.state.waiting is not None and status.restart_count > 0
+    result = subprocess.run([KUBECTL, f"--kubeconfig={cluster.state.kubeconfig}", "logs", "--namespace",
+                             pod.metadata.namespace, pod.metadata.name, "--container", container, f"--tail={lines}",
+                             *(["--previous"] if previous else [])], capture_output=True, text=True, timeout=60)
+    return (result.stdout if result.returncode == 0 else result.stderr).strip() or "(no log yet)"
 
 
 def describe_pods(cluster: LocalCluster) -> str:
@@ -114,15 +138,11 @@ def describe_pods(cluster: LocalCluster) -> str:
     return "\n".join(parts) or f"(no pods in {NAMESPACE})"
 
 
-def container_id(pod: client.V1Pod, container: str) -> str:
-    [status] = [s for s in pod.status.container_statuses if s.name == container]
-    assert status.container_id and status.container_id.startswith("podman://"), status
-    return status.container_id.removeprefix("podman://")
-
-
-def exec_in(pod: client.V1Pod, container: str, *command: str) -> subprocess.CompletedProcess:
-    """Run ``command`` in the pod's running container (what ``kubectl exec`` does through a real kubelet)."""
-    return podman("exec", container_id(pod, container), *command, check=False, timeout=60)
+def exec_in(cluster: LocalCluster, pod: client.V1Pod, container: str, *command: str) -> subprocess.CompletedProcess:
+    """``kubectl exec`` into the pod's running container."""
+    return subprocess.run([KUBECTL, f"--kubeconfig={cluster.state.kubeconfig}", "exec", "--namespace",
+                           pod.metadata.namespace, pod.metadata.name, "--container", container, "--", *command],
+                          capture_output=True, text=True, timeout=60)
 
 
 def wait_gone(cluster: LocalCluster, uids: set[str], *, timeout: float = 60) -> None:

@@ -1,9 +1,9 @@
 """The plain install, running for real: ``manifests/`` applied as the README says, its pods running the image.
 
-The cluster is the install tier's own (``pods_cluster``): a node whose pods run with podman from the image that
-``make image`` built from this tree, kube-controller-manager's Deployment, ReplicaSet and endpoints controllers,
-kube-proxy routing Service IPs, and a vc-controller-manager configured as docs/install.md tells users of an
-upstream Volcano to configure theirs. No engine runs but the installed pods: nothing from the Procfile, nothing
+The cluster is the install tier's own (``pods_cluster``): a node with a real kubelet and containerd running the
+image that ``make image`` built from this tree, kube-scheduler, kube-controller-manager's Deployment, ReplicaSet
+and endpoints controllers, kube-proxy routing Service IPs, and a vc-controller-manager configured as
+docs/install.md tells users of an upstream Volcano to configure theirs. No engine runs but the installed pods: nothing from the Procfile, nothing
 in-process. So the manifests' command, args, env, ports, probes, securityContext and ServiceAccount are what
 decides whether a JobFlow runs; a missing import or a wrong command, port or probe stops the install's roll-out
 (the fixture), with each pod's state and log in the failure.
@@ -22,25 +22,14 @@ import pytest
 from kubernetes.client.rest import ApiException
 
 from devcluster import image
+from devcluster.podman import podman
 from devcluster.pod_node import VOLCANO_CONTROLLERS
 from devcluster.testing import LocalCluster
-from installation import (DEPLOYMENTS, NAMESPACE, REPO, describe_pods, exec_in, install, pods, wait_gone,
-                          wait_rolled_out)
+from installation import (CYCLE, DEPLOYMENTS, NAMESPACE, REPO, describe_pods, exec_in, install, pods,
+                          wait_gone, wait_rolled_out)
 from objects import DIAMOND, VcjobUids, apply, diamond_templates, jobflow, vcjobs, wait_for_phase
 
 pytestmark = pytest.mark.cluster
-
-CYCLE = """
-apiVersion: flow.volcano.sh/v1alpha1
-kind: JobFlow
-metadata: {name: cycle}
-spec:
-  flows:
-  - {name: a, dependsOn: {targets: [c]}}
-  - {name: b, dependsOn: {targets: [a]}}
-  - {name: c, dependsOn: {targets: [b]}}
-"""
-
 
 @pytest.fixture(scope="module")
 def installed(pods_cluster: LocalCluster) -> Iterator[LocalCluster]:
@@ -56,7 +45,7 @@ def user_namespace(installed: LocalCluster) -> Iterator[str]:
 
 
 def test_every_deployment_runs_the_image_built_from_this_tree(installed: LocalCluster) -> None:
-    built = image.podman("image", "inspect", "--format", "{{.Id}}", image.manifest_image()).stdout.decode().strip()
+    built = podman("image", "inspect", "--format", "{{.Id}}", image.manifest_image()).stdout.decode().strip()
 
     for name in DEPLOYMENTS:
         running = pods(installed, name)
@@ -65,7 +54,7 @@ def test_every_deployment_runs_the_image_built_from_this_tree(installed: LocalCl
             assert pod.spec.node_name.startswith("pods-")  # the node that runs pods, not one of kwok's
             assert pod.status.pod_ip.startswith("10.244.")
             [status] = pod.status.container_statuses
-            assert status.ready and status.image_id == f"podman://{built}", describe_pods(installed)
+            assert status.ready and status.image_id.endswith(f"sha256:{built}"), describe_pods(installed)
 
 
 def test_the_pods_run_as_uid_10001_with_a_read_only_root_filesystem(installed: LocalCluster) -> None:
@@ -73,12 +62,13 @@ def test_the_pods_run_as_uid_10001_with_a_read_only_root_filesystem(installed: L
         pod = pods(installed, name)[0]
         container = pod.spec.containers[0].name
 
-        assert exec_in(pod, container, "id", "-u").stdout.decode().strip() == "10001"
-        refused = exec_in(pod, container, "touch", "/written-by-the-test")
-        assert refused.returncode != 0 and b"Read-only file system" in refused.stderr
+        assert exec_in(installed, pod, container, "id", "-u").stdout.strip() == "10001"
+        refused = exec_in(installed, pod, container, "touch", "/written-by-the-test")
+        assert refused.returncode != 0 and "Read-only file system" in refused.stderr
         writable = {mount.mount_path for mount in pod.spec.containers[0].volume_mounts or []
                     if not mount.read_only}
-        assert (exec_in(pod, container, "touch", "/tmp/written-by-the-test").returncode == 0) == ("/tmp" in writable)
+        wrote = exec_in(installed, pod, container, "touch", "/tmp/written-by-the-test")
+        assert (wrote.returncode == 0) == ("/tmp" in writable), wrote.stderr
 
 
 def test_the_seed_diamond_reaches_succeed_run_by_the_installed_pods_alone(installed: LocalCluster,
