@@ -1,10 +1,9 @@
-"""A node of devcluster's that really runs pods: the engine's image, from ``manifests/``, with podman.
+"""The install tier's node that really runs pods: the real kubelet, containerd and kube-proxy, on this machine.
 
-- :mod:`~devcluster.pods.network`: the node's and the pods' network namespaces, routes, the API server relay;
-- :mod:`~devcluster.pods.kubelet`: the kubelet stand-in's loop (node, binding, snapshots);
-- :mod:`~devcluster.pods.pod`: one pod's life (start, probe, restart, report, terminate);
-- :mod:`~devcluster.pods.spec`, :mod:`~devcluster.pods.volumes`, :mod:`~devcluster.pods.probes`: the kubelet's
-  reading of a pod spec; :mod:`~devcluster.pods.runtime`: podman as the container runtime.
+- :mod:`~devcluster.node.network`: the node's network namespace, its link to the host, its ranges;
+- :mod:`~devcluster.node.containerd`: containerd's configuration, the pause image, images imported, clean-up;
+- :mod:`~devcluster.node.kubelet`: the kubelet's and kube-scheduler's configuration, the node's cgroups;
+- :mod:`~devcluster.node.dns`: the cluster-DNS stand-in.
 
-What it does not do, next to a real kubelet, is listed in docs/control-plane.md.
+``devcluster/pod_node.py`` starts them with the control plane; docs/control-plane.md tells what each needed here.
 """
