@@ -121,3 +121,14 @@ def test_the_handler_deployments_command_answers_healthz(tmp_path: Path) -> None
     finally:
         server.terminate()
         server.wait(timeout=10)
+
+
+def test_every_manifest_deploys_the_image_make_image_tags_at_the_projects_version() -> None:
+    from devcluster.image import manifest_image
+
+    version = re.search(r'^version = "([^"]+)"', (REPO / "pyproject.toml").read_text(), re.MULTILINE).group(1)
+    named = {match for path in [*(REPO / "manifests").rglob("*.yaml"), *(REPO / "knative").rglob("*.yaml")]
+             for match in re.findall(r"image: (ghcr\.io/volcano-jobflow/\S+)", path.read_text())}
+
+    assert named == {manifest_image()}
+    assert manifest_image().endswith(f":{version}")
