@@ -67,6 +67,12 @@ def install(cluster: LocalCluster, *, kustomization: Path = MANIFESTS) -> None:
                        timeout=30)
 
 
+def uninstall(cluster: LocalCluster) -> None:
+    """The engine's namespace and webhook registration gone (nothing to do on a new cluster)."""
+    kubectl(cluster, "delete", "validatingwebhookconfiguration", "jobflow-admission", "--ignore-not-found")
+    kubectl(cluster, "delete", "namespace", NAMESPACE, "--ignore-not-found", "--wait=true", "--timeout=90s")
+
+
 def webhook_refuses(cluster: LocalCluster) -> bool:
     result = subprocess.run([KUBECTL, f"--kubeconfig={cluster.state.kubeconfig}", "create", "--dry-run=server",
                              "--namespace", "default", "-f", "-"], input=CYCLE, capture_output=True, text=True,

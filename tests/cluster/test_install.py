@@ -26,13 +26,14 @@ from devcluster.podman import podman
 from devcluster.pod_node import VOLCANO_CONTROLLERS
 from devcluster.testing import LocalCluster
 from installation import (CYCLE, DEPLOYMENTS, NAMESPACE, REPO, describe_pods, exec_in, install, pods,
-                          wait_gone, wait_rolled_out)
+                          uninstall, wait_gone, wait_rolled_out)
 from objects import DIAMOND, VcjobUids, apply, diamond_templates, jobflow, vcjobs, wait_for_phase
 
 pytestmark = pytest.mark.cluster
 
 @pytest.fixture(scope="module")
 def installed(pods_cluster: LocalCluster) -> Iterator[LocalCluster]:
+    uninstall(pods_cluster)  # a kept cluster's pods may run an image built from an older tree
     install(pods_cluster)
     yield pods_cluster
 
