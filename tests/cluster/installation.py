@@ -11,6 +11,7 @@ missing import, a wrong command, port or probe all end here).
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -18,6 +19,7 @@ from pathlib import Path
 
 from kubernetes import client
 
+from devcluster.node.network import NodeNetwork
 from devcluster.testing import LocalCluster, WaitTimeout
 
 REPO = Path(__file__).resolve().parents[2]
@@ -63,8 +65,23 @@ def install(cluster: LocalCluster, *, kustomization: Path = MANIFESTS) -> None:
     kubectl(cluster, "apply", "-k", str(MANIFESTS / "webhook"))
     make_cert(cluster)
     wait_rolled_out(cluster)
+    for name in ("jobflow-handler", "jobflow-admission"):
+        cluster.wait_until(f"kube-proxy to route Service {name} to its ready pods only",
+                           lambda: routed_to_ready_pods(cluster, name), timeout=30)
     cluster.wait_until("the webhook to refuse a cyclic JobFlow through its Service", lambda: webhook_refuses(cluster),
                        timeout=30)
+
+
+def routed_to_ready_pods(cluster: LocalCluster, name: str) -> bool:
+    """The node's iptables send Service ``name`` to exactly its ready pods: after a roll-out, the old pods'
+    endpoints leave kube-proxy's rules a moment later (meanwhile a request may reach a pod that is shutting down)."""
+    ready = {pod.status.pod_ip for pod in pods(cluster, name)
+             if any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions or [])}
+    netns = NodeNetwork(cluster.state.pod_network).netns
+    rules = subprocess.run(["ip", "netns", "exec", netns, "iptables", "-t", "nat", "-S"], capture_output=True,
+                           text=True, timeout=30).stdout
+    routed = set(re.findall(rf'--comment "{NAMESPACE}/{name}:\S+" .*--to-destination ([\d.]+):', rules))
+    return bool(ready) and routed == ready
 
 
 def uninstall(cluster: LocalCluster) -> None:
