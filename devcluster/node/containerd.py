@@ -146,7 +146,7 @@ def remove(root: Path) -> None:
             continue
         if command.startswith(b"/usr/bin/containerd-shim") and address in command:
             try:
-                os.killpg(os.getpgid(pid), signal.SIGKILL)
+                os.kill(pid, signal.SIGKILL)
             except OSError:
                 pass
     for mount in reversed(mounts_under(base)):
