@@ -2,13 +2,14 @@
 
 One reconcile of a JobFlow, one attempt after another (at most :data:`MAX_ATTEMPTS`):
 
-1. read: the JobFlow (GET, or taken from a LIST just made), its vcjobs (one LIST by the createdByJobFlow label),
-   the HTTP/TCP probes the observation asks for, the results (pods' termination messages) its ``when``
+1. read: the JobFlow's vcjobs (one LIST by the createdByJobFlow label), then the JobFlow (GET, or taken from a
+   LIST just made, confirmed by a GET before anything is created), the HTTP/TCP probes the observation asks for, the results (pods' termination messages) its ``when``
    conditions need and the status does not hold yet, and only the JobTemplates the decisions need now;
 2. plan: ``jobflow_core.plan_observation`` (pure, no I/O);
 3. act: carry out the plan's actions in order: create vcjobs (recording each creation event), abort vcjobs past a
-   deadline (a Volcano Command), delete vcjobs,
-   write the status with the resourceVersion read in step 1, release finalizers, refresh JobTemplates.
+   deadline (a Volcano Command), write the status with the resourceVersion read in step 1 (never moving an ended
+   JobFlow's phase back: :func:`jobflow_core.phase.regresses`), delete vcjobs and release finalizers (only now
+   that their end is recorded), refresh JobTemplates.
 
 Two answers of the API server start a new attempt, with what they taught kept in :class:`_Learned`: a create
 answered 409 AlreadyExists (another handler was faster, or a foreign vcjob holds the name: that vcjob is read so
@@ -49,7 +50,8 @@ from jobflow_core import notifications
 from jobflow_core.run_stats import Run, record_runs
 from jobflow_core import observe, plan_observation, templates_needed
 from jobflow_core.api import RECORD_FINALIZER
-from jobflow_core.models import JobFlow, JobTemplate, VcJob
+from jobflow_core.models import JobFlow, JobFlowPhase, JobTemplate, VcJob
+from jobflow_core.phase import regresses
 from jobflow_core.conditions import result_of_pods
 from jobflow_core.naming import (
     FLOW_JOBS_SELECTOR,
@@ -132,36 +134,58 @@ class Reconciler:
         self.notifier = notifier
 
     def jobflow(self, namespace: str, name: str, *, known: dict | None = None) -> Outcome:
-        """Reconcile one JobFlow; ``known`` is a copy of it just read from the API server, if there is one."""
+        """Reconcile one JobFlow; ``known`` is a copy of it just read from the API server, if there is one.
+
+        Each attempt lists the JobFlow's vcjobs *before* it reads the JobFlow, so that a vcjob missing from the
+        list is either one never created or one whose end the JobFlow read already records (the engine writes
+        that record before it deletes a vcjob or lets it go: :mod:`jobflow_core.planner`). ``known`` was read
+        before the list: a plan made from it that creates a vcjob is confirmed by a fresh read first."""
         outcome = Outcome(jobflow=f"{namespace}/{name}")
         learned = _Learned()
-        raw = known
         for attempt in range(1, MAX_ATTEMPTS + 1):
             outcome.attempts = attempt
-            raw = raw if raw is not None else self.kube.get_jobflow(namespace, name)
-            if raw is None:
-                outcome.found = False
-                return outcome
             try:
+                listed = self._list_jobs(namespace, name)
+                raw = known if known is not None else self.kube.get_jobflow(namespace, name)
+                if raw is None:
+                    outcome.found = False
+                    return outcome
                 now = self.clock()
-                jobflow = JobFlow.model_validate(raw)
-                observation = self._read(jobflow, learned, now=now)
-                plan, templates_read = self._plan(observation, learned)
-                self._act(raw, plan, outcome, learned, now=now, templates_read=templates_read,
-                          held={n.id for n in notifications.pending(jobflow.status)} if self.notifier else set())
+                plan, templates_read, held = self._plan_read(raw, listed, learned, now=now)
+                if plan.creates and known is not None:
+                    fresh = self.kube.get_jobflow(namespace, name)
+                    if fresh is None:
+                        outcome.found = False
+                        return outcome
+                    if fresh["metadata"].get("resourceVersion") != raw["metadata"].get("resourceVersion"):
+                        raw = fresh
+                        plan, templates_read, held = self._plan_read(raw, listed, learned, now=now)
+                self._act(raw, plan, outcome, learned, now=now, templates_read=templates_read, held=held)
                 return outcome
             except (_Again, Conflict) as reason:
                 if isinstance(reason, Conflict):
                     metrics.CONFLICTS.labels("JobFlow").inc()
                 log.info("%s: %s (attempt %d); re-reading", outcome.jobflow, reason, attempt)
-                raw = None
+                known = None
         raise Conflict(f"JobFlow {namespace}/{name} kept changing during {MAX_ATTEMPTS} attempts; retry later")
 
-    def _read(self, jobflow: JobFlow, learned: _Learned, *, now: datetime) -> Observation:
+    def _list_jobs(self, namespace: str, name: str) -> dict[str, VcJob]:
+        selector = jobs_of_jobflow_selector(namespace=namespace, jobflow=name)
+        return {job.name: job for job in map(VcJob.model_validate, self.kube.list_vcjobs(namespace, selector))}
+
+    def _plan_read(self, raw: dict, listed: dict[str, VcJob], learned: _Learned, *,
+                   now: datetime) -> tuple[Plan, dict[str, dict], set[str]]:
+        """The plan for the JobFlow ``raw`` and its ``listed`` vcjobs; the JobTemplates read for it; the ids of the
+        notifications its status held (:meth:`_notify`)."""
+        jobflow = JobFlow.model_validate(raw)
+        observation = self._read(jobflow, listed, learned, now=now)
+        plan, templates_read = self._plan(observation, learned)
+        held = {n.id for n in notifications.pending(jobflow.status)} if self.notifier else set()
+        return plan, templates_read, held
+
+    def _read(self, jobflow: JobFlow, listed: dict[str, VcJob], learned: _Learned, *,
+              now: datetime) -> Observation:
         """The observation: the JobFlow's vcjobs (and any name holder found earlier), with the probes run."""
-        selector = jobs_of_jobflow_selector(namespace=jobflow.namespace, jobflow=jobflow.name)
-        listed = {job.name: job for job in map(VcJob.model_validate, self.kube.list_vcjobs(jobflow.namespace,
-                                                                                          selector))}
         observation = observe(jobflow, jobs=list((learned.holders | listed).values()), now=now)
         checks = observation.network_checks()
         if checks:
@@ -202,7 +226,13 @@ class Reconciler:
                 case Delete(job_name=job_name):
                     self.kube.delete_vcjob(namespace, job_name)
                     outcome.deleted.append(job_name)
-                case WriteStatus(status=status, events=events):
+                case WriteStatus(status=status, events=events, rerun_accepted=rerun_accepted):
+                    before = ((raw.get("status") or {}).get("state") or {}).get("phase")
+                    after = status.state.phase if status.state else None
+                    if regresses(before and JobFlowPhase(before), after, rerun_accepted=rerun_accepted):
+                        log.error("%s: bug: a plan asked to write phase %s over %s without a rerun; refused (nothing "
+                                  "else of this plan done)", outcome.jobflow, after, before)
+                        return
                     raw = self.kube.replace_jobflow_status({**raw, "status": status.to_wire()})
                     metrics.STATUS_WRITES.inc()
                     outcome.status_written = True

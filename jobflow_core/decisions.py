@@ -9,6 +9,7 @@ a Warning event carry:
 when                                                                    verdict  reason
 ======================================================================  =======  ====================
 the JobFlow is being deleted, or its spec is invalid                    held
+the JobFlow already succeeded (only a rerun starts it again)            held
 its deadline passed (:mod:`jobflow_core.deadlines`)                     held
 the JobFlow failed fast (an unhandled failure), unless the flow is      held
 ``finally``
@@ -123,6 +124,13 @@ def _starts_nothing(facts: FlowFacts) -> str | None:
     return f"not started: the JobFlow is {facts.observation.phase}" if facts.observation.starts_nothing else None
 
 
+def _already_succeeded(facts: FlowFacts) -> str | None:
+    if not facts.observation.succeeded:
+        return None
+    return ("not started: the JobFlow already succeeded (a finished JobFlow starts nothing; create a new JobFlow "
+            "to run it again)")
+
+
 def _deadline_passed(facts: FlowFacts) -> str | None:
     if not facts.observation.deadline_exceeded:
         return None
@@ -230,6 +238,7 @@ def _refused(facts: FlowFacts) -> str | None:
 
 READINESS_RULES: Final = (
     StartRule("the JobFlow is being deleted, or its spec is invalid", Verdict.HELD, None, _starts_nothing),
+    StartRule("the JobFlow already succeeded", Verdict.HELD, None, _already_succeeded),
     StartRule("its deadline passed", Verdict.HELD, None, _deadline_passed),
     StartRule("the JobFlow failed fast, and the flow is not finally", Verdict.HELD, None, _stopped),
     StartRule("its dependencies can no longer be met", Verdict.SKIPPED, Reason.DEPENDENCY_NOT_MET,

@@ -40,7 +40,8 @@ from jobflow_core.loops import iterate
 from jobflow_core.naming import attempt_job_name, has_record_finalizer, is_owned_by
 from jobflow_core.parameters import Item, values
 from jobflow_core.outcomes import FlowFate, Outcomes, decide_outcomes
-from jobflow_core.phase import FlowOutcome, JobCategory, category_of, decide_flow_phase, is_final
+from jobflow_core.phase import (FlowOutcome, JobCategory, category_of, decide_flow_phase, is_final,
+                                outdated_by_record)
 from jobflow_core.probes import CheckResult, NetworkCheck, network_checks
 from jobflow_core.reruns import new_request, record, rerun_from
 from jobflow_core.retries import due
@@ -83,6 +84,9 @@ class Observation:
     """Known vcjob results (termination messages), by vcjob name: recorded in the status, or read by the shell."""
     first: Mapping[str, int] = field(default_factory=dict)
     """The first attempt that counts, per flow (a rerun's), as :func:`observe` decided."""
+    recorded_phase: JobFlowPhase | None = None
+    """The phase the status records, for the phase table's memory of an ended JobFlow (:mod:`jobflow_core.phase`);
+    None when a rerun was just accepted (the one way out of Succeed or Failed)."""
     no_free_slot: Mapping[str, str] = field(default_factory=dict)
     """Units (by :attr:`FlowView.next_job_name`) of ``forEach`` flows that would start now but for ``parallelism``,
     and why (worked out once per flow: a fan-out of thousands must not count its running items per item)."""
@@ -118,7 +122,7 @@ class Observation:
     @property
     def candidates(self) -> list[FlowView]:
         """Units that need a vcjob and may still start: their dependencies decide."""
-        if self.starts_nothing or self.jobflow.spec.suspend or self.deadline_exceeded:
+        if self.starts_nothing or self.succeeded or self.jobflow.spec.suspend or self.deadline_exceeded:
             return []
         return [view for view in self.undecided if not self.stopped_for(view)
                 and self.outcomes.of.get(view.name) is not FlowOutcome.SKIPPED]
@@ -169,13 +173,14 @@ class Observation:
         """The same observation, with the answers of :meth:`network_checks` (the spec is not validated again)."""
         return _observe(self.jobflow, owned={job.name: job for job in self.owned}, foreign=self.foreign,
                         first=self.first, now=self.now, probe_results=dict(results), results=self.results,
-                        errors=self.errors, rerun=self.rerun)
+                        errors=self.errors, rerun=self.rerun, recorded=self.recorded_phase)
 
     def with_results(self, results: Mapping[str, str]) -> "Observation":
         """The same observation, with the vcjob results :meth:`results_needed` asked for (vcjob name -> text)."""
         return _observe(self.jobflow, owned={job.name: job for job in self.owned}, foreign=self.foreign,
                         first=self.first, now=self.now, probe_results=self.probe_results,
-                        results={**self.results, **results}, errors=self.errors, rerun=self.rerun)
+                        results={**self.results, **results}, errors=self.errors, rerun=self.rerun,
+                        recorded=self.recorded_phase)
 
     def flow_phase(self, *, creating: Iterable[str] = ()) -> JobFlowPhase:
         """The JobFlow phase, counting the units whose vcjobs are named in ``creating`` as just created."""
@@ -183,7 +188,19 @@ class Observation:
         if not created:
             return self.phase
         return _phase(self.jobflow, self.nodes, self.outcomes, valid=not self.errors, creating=created,
-                      deadline_exceeded=self.deadline_exceeded)
+                      deadline_exceeded=self.deadline_exceeded, recorded=self.recorded_phase)
+
+    @property
+    def rerun_accepted(self) -> bool:
+        """A rerun request was accepted by this observation: the one way out of Succeed or Failed."""
+        return self.recorded_phase is None and self.previous.state is not None and \
+            self.previous.state.phase is not None
+
+    @property
+    def succeeded(self) -> bool:
+        """The status already records Succeed: the JobFlow is over, and nothing starts any more (a vcjob listed
+        without its end, or a spec edited since, cannot make it run again)."""
+        return self.recorded_phase is JobFlowPhase.SUCCEED
 
 
 def observe(jobflow: JobFlow, *, jobs: Iterable[VcJob], now: datetime | None = None,
@@ -201,8 +218,10 @@ def observe(jobflow: JobFlow, *, jobs: Iterable[VcJob], now: datetime | None = N
     errors = tuple(validate(jobflow))
     results = {record.name: record.result for record in previous.job_status_list or ()
                if record.name and record.result is not None}
+    recorded = previous.state.phase if previous.state else None
     observation = _observe(jobflow, owned=owned, foreign=foreign, first=counted, now=now,
-                           probe_results=probe_results or {}, results=results, errors=errors, rerun=previous.rerun)
+                           probe_results=probe_results or {}, results=results, errors=errors, rerun=previous.rerun,
+                           recorded=recorded)
     request = new_request(jobflow)
     if request is None:
         return observation
@@ -217,12 +236,13 @@ def observe(jobflow: JobFlow, *, jobs: Iterable[VcJob], now: datetime | None = N
                                  for node in observation.nodes})
     rerun = record(request, accepted=accepted, previous=previous.rerun)
     return _observe(jobflow, owned=owned, foreign=foreign, first=dict(rerun.from_attempt or {}), now=now,
-                    probe_results=probe_results or {}, results=results, errors=errors, rerun=rerun)
+                    probe_results=probe_results or {}, results=results, errors=errors, rerun=rerun, recorded=None)
 
 
 def _observe(jobflow: JobFlow, *, owned: Mapping[str, VcJob], foreign: Mapping[str, VcJob],
              first: Mapping[str, int], now: datetime | None, probe_results: Mapping[NetworkCheck, CheckResult],
-             results: Mapping[str, str], errors: tuple[SpecError, ...], rerun: Rerun | None) -> Observation:
+             results: Mapping[str, str], errors: tuple[SpecError, ...], rerun: Rerun | None,
+             recorded: JobFlowPhase | None) -> Observation:
     previous = jobflow.status or JobFlowStatus()
     records = {record.name: record for record in previous.job_status_list or () if record.name}
     # A forEach item that Completed is only named in completedJobs (jobflow_core.status): that is its record.
@@ -240,7 +260,10 @@ def _observe(jobflow: JobFlow, *, owned: Mapping[str, VcJob], foreign: Mapping[s
             if placeholder:
                 attempts.append(Attempt(number, name, None, None, None))
                 break
-            attempts.append(Attempt(number, name, owned.get(name), records.get(name), conditions.get(name)))
+            job, kept = owned.get(name), records.get(name)
+            if job is not None and kept is not None and outdated_by_record(job.phase, kept.state):
+                job = None  # listed before the status write that recorded its end: the record is newer
+            attempts.append(Attempt(number, name, job, kept, conditions.get(name)))
         view = FlowView(jobflow=jobflow.name, flow=flow, attempts=tuple(attempts), foreign=None,
                         first=first.get(unit_key(flow.name, item), 1), item=item, placeholder=placeholder)
         wanted = view.next_job_name
@@ -276,13 +299,15 @@ def _observe(jobflow: JobFlow, *, owned: Mapping[str, VcJob], foreign: Mapping[s
         previous=previous,
         errors=errors,
         outcomes=outcomes,
-        phase=_phase(jobflow, flows, outcomes, valid=not errors, creating=set(), deadline_exceeded=exceeded),
+        phase=_phase(jobflow, flows, outcomes, valid=not errors, creating=set(), deadline_exceeded=exceeded,
+                     recorded=recorded),
         probe_results=dict(probe_results),
         now=now,
         deadline_exceeded=exceeded,
         rerun=rerun,
         results=dict(results),
         first=dict(first),
+        recorded_phase=recorded,
         no_free_slot=_no_free_slot(flows, now=now),
     )
 
@@ -321,7 +346,7 @@ def _deadline_exceeded(jobflow: JobFlow, nodes: Iterable[FlowNode], outcomes: Ou
 
 
 def _phase(jobflow: JobFlow, nodes: Iterable[FlowNode], outcomes: Outcomes, *, valid: bool,
-           creating: set[str], deadline_exceeded: bool) -> JobFlowPhase:
+           creating: set[str], deadline_exceeded: bool, recorded: JobFlowPhase | None) -> JobFlowPhase:
     return decide_flow_phase(
         deleting=jobflow.metadata.deletion_timestamp is not None,
         spec_valid=valid,
@@ -330,6 +355,7 @@ def _phase(jobflow: JobFlow, nodes: Iterable[FlowNode], outcomes: Outcomes, *, v
         unhandled_failure=outcomes.unhandled_failure,
         fail_fast=jobflow.spec.failure_policy is not FailurePolicy.KEEP_GOING,
         suspended=bool(jobflow.spec.suspend),
+        recorded=recorded,
     )
 
 

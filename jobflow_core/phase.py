@@ -35,6 +35,8 @@ is unhandled.
 when                                                                  phase
 ====================================================================  ===========
 the JobFlow is being deleted                                          Terminating
+the status already says Succeed (and no rerun was just accepted)      Succeed
+the status already says Failed (and no rerun was just accepted)       Failed
 the spec is invalid                                                   Failed
 ``activeDeadlineSeconds`` passed before every flow ended              Failed
 a failure nothing handles, and the JobFlow fails fast (the default)   Failed
@@ -46,9 +48,15 @@ otherwise                                                             Pending
 ====================================================================  ===========
 
 "Every flow" includes ``finally`` flows, so with ``failurePolicy: KeepGoing`` the JobFlow ends only once they have
-run; with fail fast it is Failed at once, as upstream, and its ``finally`` flows still run. Because nothing here
-remembers the previous phase, Pending goes straight to Succeed when every job completed between two observations,
-and an empty ``flows`` list succeeds at once.
+run; with fail fast it is Failed at once, as upstream, and its ``finally`` flows still run. Pending goes straight to
+Succeed when every job completed between two observations, and an empty ``flows`` list succeeds at once.
+
+**A phase never goes back.** The only memory the table has is the phase the status already records, and only an
+ended one: a JobFlow that is Succeed or Failed stays so (its flows may still be recorded as they end, its ``finally``
+flows still run) until a rerun (``kubectl jobflow retry``, :mod:`jobflow_core.reruns`) is accepted, which is the
+one explicit way back. So an observation that disagrees with the record (a vcjob list read before a status write
+that another reconcile made, a spec edited after the end) can never turn an ended JobFlow back into a running one;
+:func:`regresses` lets the status writer refuse such a write all the same, as a bug.
 """
 
 from collections.abc import Callable, Iterable
@@ -105,6 +113,18 @@ def category_of(phase: VcJobPhase | None) -> JobCategory:
     return JOB_PHASE_CATEGORY[phase]
 
 
+TERMINAL_JOB_PHASES: Final = frozenset({VcJobPhase.COMPLETED, VcJobPhase.FAILED, VcJobPhase.TERMINATED})
+"""vcjob phases Volcano never leaves (an Aborted vcjob, final too, can still be resumed by a user)."""
+
+
+def outdated_by_record(live: VcJobPhase | None, recorded: VcJobPhase | None) -> bool:
+    """Whether a listed vcjob's phase is older than the one the status records: the record says it ended for good
+    (:data:`TERMINAL_JOB_PHASES`) and the listed copy has not ended. Volcano never moves a vcjob out of a terminal
+    phase, so the list was read before the vcjob ended (it predates the status write that recorded the end): the
+    record is the newer truth, and the vcjob counts as ended."""
+    return recorded in TERMINAL_JOB_PHASES and not is_final(live)
+
+
 def is_final(phase: VcJobPhase | None) -> bool:
     """Whether Volcano is done with a vcjob in this phase (Completed, Failed, Terminated, Aborted)."""
     return category_of(phase) in (JobCategory.DONE, JobCategory.FAILED)
@@ -129,6 +149,8 @@ class PhaseFacts:
     """Some flow failed and no flow waits for it to fail or finish."""
     fail_fast: bool
     suspended: bool
+    ended: JobFlowPhase | None = None
+    """The phase the status records if it is an ended one (Succeed or Failed) and no rerun was just accepted."""
 
 
 @dataclass(frozen=True)
@@ -140,6 +162,10 @@ class PhaseRule:
 
 FLOW_PHASE_RULES: Final = (
     PhaseRule("the JobFlow is being deleted", JobFlowPhase.TERMINATING, lambda f: f.deleting),
+    PhaseRule("the status already says Succeed, and no rerun was just accepted", JobFlowPhase.SUCCEED,
+              lambda f: f.ended is JobFlowPhase.SUCCEED),
+    PhaseRule("the status already says Failed, and no rerun was just accepted", JobFlowPhase.FAILED,
+              lambda f: f.ended is JobFlowPhase.FAILED),
     PhaseRule("the spec is invalid", JobFlowPhase.FAILED, lambda f: not f.spec_valid),
     PhaseRule("the deadline passed before every flow ended", JobFlowPhase.FAILED, lambda f: f.deadline_exceeded),
     PhaseRule("a failure nothing handles, and the JobFlow fails fast", JobFlowPhase.FAILED,
@@ -159,8 +185,9 @@ FLOW_PHASE_RULES: Final = (
 
 def decide_flow_phase(*, deleting: bool, spec_valid: bool, categories: Iterable[JobCategory],
                       unhandled_failure: bool, fail_fast: bool = True, suspended: bool = False,
-                      deadline_exceeded: bool = False) -> JobFlowPhase:
-    """The JobFlow phase, given the category of each (distinct) flow."""
+                      deadline_exceeded: bool = False, recorded: JobFlowPhase | None = None) -> JobFlowPhase:
+    """The JobFlow phase, given the category of each (distinct) flow and the phase the status ``recorded`` (None
+    when a rerun was just accepted, or there is no status yet)."""
     facts = PhaseFacts(
         deleting=deleting,
         spec_valid=spec_valid,
@@ -169,5 +196,17 @@ def decide_flow_phase(*, deleting: bool, spec_valid: bool, categories: Iterable[
         unhandled_failure=unhandled_failure,
         fail_fast=fail_fast,
         suspended=suspended,
+        ended=recorded if recorded in ENDED_PHASES else None,
     )
     return next(rule.phase for rule in FLOW_PHASE_RULES if rule.holds(facts))
+
+
+ENDED_PHASES: Final = frozenset({JobFlowPhase.SUCCEED, JobFlowPhase.FAILED})
+"""JobFlow phases only a rerun leaves (or the JobFlow's deletion, for Terminating)."""
+
+
+def regresses(before: JobFlowPhase | None, after: JobFlowPhase | None, *, rerun_accepted: bool) -> bool:
+    """Whether writing phase ``after`` over ``before`` would move an ended JobFlow back: anything but the same
+    phase or Terminating after Succeed or Failed, without a rerun just accepted."""
+    return (before in ENDED_PHASES and not rerun_accepted
+            and after not in (before, JobFlowPhase.TERMINATING))

@@ -21,11 +21,18 @@ events in :mod:`jobflow_core.events`. This module only puts them together:
   ``message``;
 * the actions, in the order the shell carries them out: :class:`Create` (each with upstream's ``Created`` event,
   recorded once the create succeeded), :class:`Abort` (a vcjob past the deadline or its flow's timeout),
-  :class:`Delete` (``jobRetainPolicy: delete`` once the JobFlow is
-  Succeed; records stay in the status), :class:`RecordRuns` (vcjobs that ended, counted in their JobTemplates'
-  statistics before the status records the end), :class:`WriteStatus` (only when the status changed, with the events of
-  what is new), :class:`Release` (vcjobs being deleted whose record is now in the status, and orphans), and
-  :class:`RefreshTemplate` (JobTemplates whose ``jobDependsOnList`` changed because a vcjob came or went).
+  :class:`RecordRuns` (vcjobs that ended, counted in their JobTemplates' statistics before the status records the
+  end), :class:`WriteStatus` (only when the status changed, with the events of what is new), :class:`Delete`
+  (``jobRetainPolicy: delete`` once the JobFlow is Succeed), :class:`Release` (vcjobs being deleted whose record is
+  now in the status, and orphans), and :class:`RefreshTemplate` (JobTemplates whose ``jobDependsOnList`` changed
+  because a vcjob came or went).
+
+**A vcjob is deleted, or let go to its deletion, only after the status records its end** (:class:`Delete` and
+:class:`Release` come after :class:`WriteStatus`, which the shell guards with the resourceVersion it read; when the
+write is lost, nothing after it happens). Together with the shell reading a JobFlow's vcjobs *before* the JobFlow
+(``handlers/reconciler.py``), this is what keeps a completed vcjob from being created again: a vcjob missing from
+the list was either never created, or its end was written before the list was read, hence before the JobFlow was,
+and the planner sees the record (docs/architecture.md, "A finished step never runs twice").
 """
 
 from collections.abc import Mapping, Sequence
@@ -111,6 +118,9 @@ class WriteStatus:
 
     status: JobFlowStatus
     events: tuple[Event, ...]
+    rerun_accepted: bool = False
+    """The status records a rerun accepted just now: the one write that may take an ended JobFlow's phase back
+    (:func:`jobflow_core.phase.regresses`)."""
 
 
 @dataclass(frozen=True)
@@ -244,12 +254,13 @@ def plan_observation(
                      _ready_since(observation, decision.view.flow))
               for decision in starting if decision.manifest is not None),
             *_aborts(observation),
-            *(Delete(name) for name in deletes),
             *(RecordRuns(template, tuple(runs)) for template, runs in sorted(newly_ended(observation).items())),
             *([WriteStatus(status, tuple(_events(observation.jobflow, phase=phase, state=state, skipped=skipped,
                                                  rerun=observation.rerun,
-                                                 blocker=blockers[0] if blockers else None)))]
+                                                 blocker=blockers[0] if blockers else None)),
+                           rerun_accepted=observation.rerun_accepted)]
               if changed else []),
+            *(Delete(name) for name in deletes),
             *(Release(job) for job in releases),
             *(RefreshTemplate(name, tuple(added.get(name, ())), tuple(removed.get(name, ())))
               for name in sorted(added.keys() | removed.keys())),

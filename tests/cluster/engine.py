@@ -3,12 +3,15 @@
 ``start_handler`` serves ``handlers.create_app()`` with a threaded WSGI server; ``start_engine`` adds the event
 source (``eventsource.start``, scoped to one namespace) sending to it, all against the real API server of the local
 cluster. ``serve`` is ``start_handler`` as a context manager, for tests that need several handlers at once; ``send``
-POSTs an event exactly as ApiServerSource would (the event source's own encoder).
+POSTs an event exactly as ApiServerSource would (the event source's own encoder). The fault tier's tools sit between
+an event source and its handlers: :class:`Mangler` drops, duplicates and reorders events, :class:`Spreader` hands
+them to several handlers in turn, :class:`Pinger` plays the PingSource's resync.
 """
 
 from __future__ import annotations
 
 import http.client
+import random
 import threading
 import time
 import urllib.error
@@ -17,6 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from werkzeug.serving import make_server
@@ -183,3 +187,97 @@ def answers_health_check(port: int) -> bool:
         return connection.getresponse().status == 200
     except OSError:
         return False
+
+
+class Mangler:
+    """Between the event source and the handler: each event is dropped (``drop``, 30 % by default), or delivered 1
+    to 3 times, after a random delay of up to 1 s (so events overtake each other). Always answers 202: a dropped
+    event is lost, and so is one the handler answered 503 (the sender would have retried it)."""
+
+    def __init__(self, target: str, *, seed: int, drop: float = 0.3) -> None:
+        self.target, self.random, self.drop = target, random.Random(seed), drop
+        self.dropped = self.delivered = 0
+        mangler = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                headers = {k: v for k, v in self.headers.items() if k.lower() != "content-length"}
+                copies = 0 if mangler.random.random() < mangler.drop else mangler.random.randint(1, 3)
+                mangler.dropped += copies == 0
+                for _ in range(copies):
+                    threading.Timer(mangler.random.random(), mangler.forward, (headers, body)).start()
+                self.send_response(202)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_port}/"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def forward(self, headers: dict[str, str], body: bytes) -> None:
+        request = urllib.request.Request(self.target, data=body, headers=headers, method="POST")
+        try:
+            with urllib.request.urlopen(request, timeout=30):
+                self.delivered += 1
+        except OSError:
+            pass  # a 503 the sender would have retried: lost here, like a dropped event
+
+
+class Spreader:
+    """Hands each event to the next of several handlers in turn, as a Service in front of Knative's pods would."""
+
+    def __init__(self, targets: list[str]) -> None:
+        self.targets, self.counts, self._next = targets, [0] * len(targets), 0
+        self._lock = threading.Lock()
+        spreader = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                with spreader._lock:
+                    index, spreader._next = spreader._next, (spreader._next + 1) % len(spreader.targets)
+                    spreader.counts[index] += 1
+                headers = {k: v for k, v in self.headers.items() if k.lower() != "content-length"}
+                request = urllib.request.Request(spreader.targets[index], data=body, headers=headers, method="POST")
+                try:
+                    with urllib.request.urlopen(request, timeout=30) as reply:
+                        status = reply.status
+                except urllib.error.HTTPError as error:
+                    status = error.code
+                self.send_response(status)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_port}/"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
+class Pinger:
+    """The PingSource's part: ``POST /resync`` to a handler every ``seconds`` until stopped (a failed ping is no
+    failure: the next one comes)."""
+
+    def __init__(self, url: str, *, seconds: float = 10) -> None:
+        self.url, self.seconds = url, seconds
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.seconds):
+            try:
+                urllib.request.urlopen(urllib.request.Request(self.url + "resync", data=b"", method="POST"),
+                                       timeout=30).close()
+            except OSError:
+                pass
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=35)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 import yaml
@@ -138,3 +139,94 @@ class VcjobUids:
         self._stop.set()
         self._thread.join(timeout=5)
         return self.seen
+
+
+class History:
+    """Every vcjob ADDED to a namespace and every phase each JobFlow's status showed, from two watches (so a vcjob
+    that lives only a moment, as with ``jobRetainPolicy: delete`` or a zero TTL, is still seen). ``uids``: vcjob
+    name -> the UIDs it was created with (two: created twice); ``phases``: JobFlow name -> the phases its status
+    went through, in order. A watch cut resumes from the last resourceVersion seen; one that the API server answers
+410 Gone (restarted, its watch cache begins anew) lists again, counted in ``gaps`` (what was created and
+deleted within one gap is not seen)."""
+
+    def __init__(self, cluster: LocalCluster, namespace: str) -> None:
+        self.cluster, self.namespace = cluster, namespace
+        self.uids: dict[str, set[str]] = {}
+        self.phases: dict[str, list[str]] = {}
+        self.gaps = 0
+        self.ended: dict[str, list[int]] = {}
+        """JobFlow name -> the numbers of ended flows (``status.flowsEnded``) its status went through."""
+        self._stop = threading.Event()
+        self._threads = [threading.Thread(target=self._watch, args=(plural, note), daemon=True)
+                         for plural, note in ((("batch.volcano.sh", "jobs"), self._vcjob),
+                                              (("flow.volcano.sh", "jobflows"), self._jobflow))]
+        self._ready = threading.Barrier(len(self._threads) + 1)
+        for thread in self._threads:
+            thread.start()
+        self._ready.wait(timeout=30)
+
+    def _vcjob(self, kind: str, job: dict[str, Any]) -> None:
+        if kind == "ADDED":
+            self.uids.setdefault(job["metadata"]["name"], set()).add(job["metadata"]["uid"])
+
+    def _jobflow(self, kind: str, flow: dict[str, Any]) -> None:
+        phase = ((flow.get("status") or {}).get("state") or {}).get("phase")
+        seen = self.phases.setdefault(flow["metadata"]["name"], [])
+        if phase and (not seen or seen[-1] != phase):
+            seen.append(phase)
+        count = (flow.get("status") or {}).get("flowsEnded")
+        counts = self.ended.setdefault(flow["metadata"]["name"], [])
+        if count is not None and (not counts or counts[-1] != count):
+            counts.append(count)
+
+    def _watch(self, plural: tuple[str, str], note) -> None:
+        from kubernetes import watch
+        from kubernetes.client.rest import ApiException
+
+        group, resource = plural
+        version_seen = self._list(group, resource, note)
+        self._ready.wait(timeout=30)
+        while not self._stop.is_set():
+            try:
+                for event in watch.Watch().stream(self.cluster.custom.list_namespaced_custom_object, group,
+                                                  "v1alpha1", self.namespace, resource, resource_version=version_seen,
+                                                  timeout_seconds=2, allow_watch_bookmarks=True):
+                    version_seen = event["object"]["metadata"].get("resourceVersion") or version_seen
+                    if event["type"] in ("ADDED", "MODIFIED"):
+                        note(event["type"], event["object"])
+            except ApiException as error:
+                if error.status == 410:  # a restarted API server's watch cache starts anew: list again
+                    self.gaps += 1
+                    version_seen = self._list(group, resource, note)
+                else:
+                    time.sleep(0.5)
+            except Exception:  # the API server is down: nothing changes meanwhile; resume from where it stopped
+                time.sleep(0.5)
+
+    def _list(self, group: str, resource: str, note) -> str:
+        while True:
+            try:
+                listing = self.cluster.custom.list_namespaced_custom_object(group, "v1alpha1", self.namespace,
+                                                                            resource)
+                break
+            except Exception:
+                if self._stop.wait(0.5):
+                    return "0"
+        for item in listing["items"]:
+            note("ADDED", item)
+        return listing["metadata"]["resourceVersion"]
+
+    def stop(self) -> "History":
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(timeout=10)
+        return self
+
+    def created_twice(self) -> dict[str, int]:
+        return {name: len(uids) for name, uids in self.uids.items() if len(uids) > 1}
+
+    def regressions(self) -> dict[str, list[str]]:
+        """JobFlows whose status showed another phase after Succeed or Failed."""
+        return {name: seen for name, seen in self.phases.items()
+                if any(phase in ("Succeed", "Failed") and later != phase
+                       for i, phase in enumerate(seen) for later in seen[i + 1:])}

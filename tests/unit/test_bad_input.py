@@ -21,6 +21,10 @@ class NoJobFlows:
     def get_jobflow(self, namespace: str, name: str) -> None:
         self.asked.append(f"get_jobflow {namespace}/{name}")
 
+    def list_vcjobs(self, namespace: str, label_selector: str) -> list[dict]:
+        self.asked.append(f"list_vcjobs {namespace}")
+        return []
+
 
 @pytest.fixture
 def kube() -> NoJobFlows:
@@ -71,4 +75,4 @@ def test_bad_input_gets_a_400_that_says_why_and_reads_nothing(client, kube: NoJo
 
 def test_a_valid_name_with_dots_still_reaches_the_api_server(client, kube: NoJobFlows) -> None:
     reply = client.post("/", data="{}", headers=naming("JobFlow", "flow.volcano.sh/v1alpha1", "team-a", "nightly.v2"))
-    assert reply.status_code == 202 and kube.asked == ["get_jobflow team-a/nightly.v2"]
+    assert reply.status_code == 202 and kube.asked == ["list_vcjobs team-a", "get_jobflow team-a/nightly.v2"]

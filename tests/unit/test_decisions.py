@@ -46,11 +46,16 @@ spec:
   - {name: process, dependsOn: {targets: [split]}, forEach: {result: split}}
   - {name: shard, forEach: {param: shards, parallelism: 1}}
 """)
+EDITED_AFTER_SUCCESS = jobflow("spec: {flows: [{name: a}, {name: b, dependsOn: {targets: [a]}}]}",
+                               status={"state": {"phase": "Succeed"},
+                                       "jobStatusList": [{"name": "test-a", "state": "Completed"}]})
 KEEP_GOING = jobflow("spec: {failurePolicy: KeepGoing, flows: [{name: a}, {name: b, dependsOn: {targets: [a]}}]}")
 
 ROWS = {
     "the JobFlow is being deleted, or its spec is invalid":
         lambda: decision_of(INVALID_SPEC, "a"),
+    "the JobFlow already succeeded":
+        lambda: decision_of(EDITED_AFTER_SUCCESS, "b"),
     "its deadline passed":
         lambda: decision_of(PAST_DEADLINE, "b", vcjob(PAST_DEADLINE, "a", P.RUNNING)),
     "the JobFlow failed fast, and the flow is not finally":

@@ -15,6 +15,8 @@ from jobflow_core.phase import (
     decide_flow_phase,
     is_final,
     outcome_of_phase,
+    outdated_by_record,
+    regresses,
 )
 
 P = VcJobPhase
@@ -151,3 +153,52 @@ def test_only_skipped_flows_is_succeed():
 )
 def test_durations_are_written_like_gos_duration_string(duration, text):
     assert go_duration(duration) == text
+
+
+ANY_CATEGORIES = [(C.ACTIVE,), (C.WAITING, C.PENDING), (C.DONE,), (C.FAILED, C.ACTIVE), (C.SKIPPED, C.DONE)]
+
+
+@pytest.mark.parametrize("categories", ANY_CATEGORIES)
+@pytest.mark.parametrize("ended", [JobFlowPhase.SUCCEED, JobFlowPhase.FAILED])
+def test_an_ended_jobflow_keeps_its_phase_whatever_is_observed_until_deleted(categories, ended):
+    """Issue 23: a vcjob list older than the status (or a spec edited after the end) never moves it back."""
+    assert decide_flow_phase(deleting=False, spec_valid=True, categories=categories, unhandled_failure=False,
+                             recorded=ended) is ended
+    assert decide_flow_phase(deleting=True, spec_valid=True, categories=categories, unhandled_failure=False,
+                             recorded=ended) is JobFlowPhase.TERMINATING
+
+
+@pytest.mark.parametrize("recorded", [None, JobFlowPhase.PENDING, JobFlowPhase.RUNNING, JobFlowPhase.SUSPENDED])
+def test_a_phase_that_has_not_ended_is_no_memory_the_observation_decides(recorded):
+    assert decide_flow_phase(deleting=False, spec_valid=True, categories=[C.DONE], unhandled_failure=False,
+                             recorded=recorded) is JobFlowPhase.SUCCEED
+    assert decide_flow_phase(deleting=False, spec_valid=True, categories=[C.ACTIVE], unhandled_failure=False,
+                             recorded=recorded) is JobFlowPhase.RUNNING
+
+
+@pytest.mark.parametrize(("before", "after", "rerun", "regression"), [
+    (JobFlowPhase.SUCCEED, JobFlowPhase.RUNNING, False, True),
+    (JobFlowPhase.FAILED, JobFlowPhase.PENDING, False, True),
+    (JobFlowPhase.FAILED, JobFlowPhase.SUCCEED, False, True),
+    (JobFlowPhase.FAILED, JobFlowPhase.RUNNING, True, False),
+    (JobFlowPhase.SUCCEED, JobFlowPhase.TERMINATING, False, False),
+    (JobFlowPhase.SUCCEED, JobFlowPhase.SUCCEED, False, False),
+    (JobFlowPhase.RUNNING, JobFlowPhase.PENDING, False, False),
+    (None, JobFlowPhase.RUNNING, False, False),
+])
+def test_only_an_ended_phase_can_regress_and_only_a_rerun_may_leave_it(before, after, rerun, regression):
+    assert regresses(before, after, rerun_accepted=rerun) is regression
+
+
+@pytest.mark.parametrize(("live", "recorded", "outdated"), [
+    (P.RUNNING, P.COMPLETED, True),
+    (None, P.COMPLETED, True),
+    (P.PENDING, P.FAILED, True),
+    (P.RUNNING, P.TERMINATED, True),
+    (P.RUNNING, P.ABORTED, False),  # a user resumed an Aborted vcjob: the live phase is the newer truth
+    (P.COMPLETED, P.COMPLETED, False),
+    (P.RUNNING, P.PENDING, False),
+    (P.RUNNING, None, False),
+])
+def test_a_listed_vcjob_that_has_not_ended_is_older_than_a_record_of_its_terminal_end(live, recorded, outdated):
+    assert outdated_by_record(live, recorded) is outdated

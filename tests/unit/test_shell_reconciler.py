@@ -381,3 +381,63 @@ def test_a_condition_reads_its_targets_result_from_the_pods_once_and_keeps_it_in
     before = kube.requests
     handler.jobflow(NS, "f")
     assert kube.requests - before == 2  # GET the JobFlow, LIST its vcjobs: no pod LIST any more
+
+
+def run_a_then_b_to_succeed(kube: MemoryKube, *, retain: str) -> None:
+    kube.put(yaml.safe_load(A_THEN_B.replace("spec: {", f"spec: {{jobRetainPolicy: {retain}, ")))
+    handler = reconciler(kube)
+    for job in ("f-a", "f-b"):
+        handler.jobflow(NS, "f")
+        kube.move(NS, job, "Completed")
+    handler.jobflow(NS, "f")
+
+
+def test_a_succeeded_jobflow_writes_its_end_before_it_deletes_its_vcjobs(kube):
+    """Issue 23: were the deletes first, a lost status write would leave the vcjobs gone and their end unrecorded."""
+    order = []
+    kube.before_status_write = lambda flow: order.append(("status", flow["status"]["state"]["phase"]))
+    real = kube.delete_vcjob
+    kube.delete_vcjob = lambda namespace, name: (order.append(("delete", name)), real(namespace, name))[1]
+    run_a_then_b_to_succeed(kube, retain="delete")
+    assert order[-3:] == [("status", "Succeed"), ("delete", "f-a"), ("delete", "f-b")]
+    assert kube.names(VCJOB, NS) == []
+
+
+def test_a_reconcile_that_read_the_jobflow_before_its_end_was_written_creates_nothing_deleted_since(kube):
+    """Issue 23, the reported race: the JobFlow read before the Succeed write, the vcjobs listed after the
+    retention deletes. The JobFlow handed in (a resync's LIST) is older than the list, so its plan is checked
+    against a fresh read before anything is created."""
+    kube.put(yaml.safe_load(A_THEN_B.replace("spec: {", "spec: {jobRetainPolicy: delete, ")))
+    handler = reconciler(kube)
+    handler.jobflow(NS, "f")
+    kube.move(NS, "f-a", "Completed")
+    handler.jobflow(NS, "f")
+    kube.move(NS, "f-b", "Running")
+    handler.jobflow(NS, "f")
+    read_before = kube.get_jobflow(NS, "f")  # f-b Running
+    kube.move(NS, "f-b", "Completed")
+    handler.jobflow(NS, "f")  # Succeed, both vcjobs deleted
+    assert kube.names(VCJOB, NS) == []
+    outcome = handler.jobflow(NS, "f", known=read_before)
+    assert (outcome.created, outcome.phase) == ([], "Succeed")
+    assert kube.names(VCJOB, NS) == [] and status(kube)["state"]["phase"] == "Succeed"
+
+
+def test_a_plan_that_would_move_an_ended_phase_back_is_refused_as_a_bug(kube, monkeypatch, caplog):
+    import handlers.reconciler as shell
+    from jobflow_core.models import FlowState
+
+    run_a_then_b_to_succeed(kube, retain="retain")
+    real = shell.plan_observation
+
+    def regressing(*args, **kwargs):
+        plan = real(*args, **kwargs)
+        status = plan.status.model_copy(update={"state": FlowState(phase="Running")})
+        return plan.__class__(actions=(shell.WriteStatus(status, ()), shell.Delete("f-a")), status=status,
+                              decisions=plan.decisions)
+
+    monkeypatch.setattr(shell, "plan_observation", regressing)
+    outcome = reconciler(kube).jobflow(NS, "f")
+    assert (outcome.status_written, outcome.deleted) == (False, [])
+    assert status(kube)["state"]["phase"] == "Succeed" and kube.names(VCJOB, NS) == ["f-a", "f-b"]
+    assert "bug: a plan asked to write phase Running over Succeed" in caplog.text

@@ -1,0 +1,207 @@
+"""A finished step never runs twice, and a phase never goes back, whatever the reconciles race with (issue 23).
+
+Reconciles of one JobFlow run side by side (two handlers, a retried delivery, a resync beside a vcjob event), each a
+real :class:`~handlers.reconciler.Reconciler` taking turns with the others at every API call
+(:mod:`interleaving`). Between any two calls the rest of the cluster may move: Volcano advances a vcjob, Volcano's
+garbage collector deletes a Completed vcjob past its ``ttlSecondsAfterFinished``, or a user deletes a Completed
+vcjob whose end the status records. The JobFlow itself deletes its vcjobs when it succeeds with
+``jobRetainPolicy: delete``; a user may suspend and resume it; the first attempt of a retried flow fails. Hypothesis
+draws the interleaving; every one must keep three promises:
+
+* no vcjob name is created twice (a Completed vcjob deleted by any of these paths is never made again);
+* once a status says ``Succeed``, no later status says anything else;
+* after the race, the JobFlow reaches ``Succeed``.
+
+Reconciles come as single JobFlow events and as resyncs (which hand each JobFlow on as read by their LIST).
+
+Two things are not drawn. A user deleting a Completed vcjob whose end was never recorded: the engine cannot know it
+ended, and creates it again (docs/reference.md says so; a ``ttlSecondsAfterFinished`` deletion is held by our
+finalizer until the end is recorded, so it is drawn at any moment). And a vcjob completing before every reconcile
+that was under way when it was created has ended: a whole run of a vcjob (Volcano scheduling it, its pods running)
+takes seconds, one reconcile milliseconds; inside one, a stalled reconcile could still create a vcjob that another
+created, ran and deleted meanwhile (docs/architecture.md, "A finished step never runs twice", says why that bound
+is the one left).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from handlers.kube import Conflict
+from handlers.reconciler import PartlyFailed, Reconciler
+from interleaving import Interleaving, SteppedKube
+from jobflow_core.api import JOBFLOW, JOBTEMPLATE, VCJOB
+from memory_kube import MemoryKube
+from scenario import TEMPLATE_SPEC
+
+NS = "default"
+SHAPES = {
+    "a -> b": "[{name: a}, {name: b, dependsOn: {targets: [a]}}]",
+    "diamond": "[{name: a}, {name: b, dependsOn: {targets: [a]}}, {name: c, dependsOn: {targets: [b]}},"
+               " {name: d, dependsOn: {targets: [b]}}, {name: e, dependsOn: {targets: [c, d]}}]",
+    "fan-out": "[{name: a}, {name: x, dependsOn: {targets: [a]}, forEach: {items: [1, 2, 3], parallelism: 2}},"
+               " {name: b, dependsOn: {targets: [x]}}]",
+    "loop": "[{name: l, repeat: {until: 'iteration >= 2', limit: 3}}, {name: b, dependsOn: {targets: [l]}}]",
+    "retry, finally": "[{name: a, retry: {limit: 2}}, {name: b, dependsOn: {targets: [a]}}, {name: z, finally: true}]",
+}
+FAILS_FIRST = {"f-a"}
+"""The first attempt of the retried flow fails (Volcano moves it to Failed): its retry, ``f-a-r1``, completes."""
+DELETIONS = ("retain policy", "ttl", "user")
+NEXT_PHASE = {"": "Pending", "Pending": "Running", "Running": "Completed"}
+SUSPEND = ("user", "suspend")
+
+
+class CountingKube(MemoryKube):
+    """Counts each vcjob name's successful creates and notes the phase of every JobFlow status written."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.creates: Counter[str] = Counter()
+        self.phases: list[str] = []
+        self.witnesses: dict[str, set[str]] = {}
+        """vcjob name -> the reconciles under way when it was (last) created: it ends only after they did."""
+        self.under_way: Callable[[], set[str]] = set
+
+    def create_vcjob(self, body: dict) -> bool:
+        created = super().create_vcjob(body)
+        if created:
+            self.creates[body["metadata"]["name"]] += 1
+            self.witnesses[body["metadata"]["name"]] = self.under_way()
+        return created
+
+    def replace_jobflow_status(self, flow: dict) -> dict:
+        written = super().replace_jobflow_status(flow)
+        self.phases.append(((written.get("status") or {}).get("state") or {}).get("phase") or "")
+        return written
+
+
+def cluster_with(shape: str, deletion: str) -> CountingKube:
+    kube = CountingKube()
+    ttl = {"ttlSecondsAfterFinished": 0} if deletion == "ttl" else {}
+    for name in "abcdelxz":
+        kube.put({"apiVersion": JOBTEMPLATE.api_version, "kind": JOBTEMPLATE.kind,
+                  "metadata": {"name": name, "namespace": NS}, "spec": yaml.safe_load(TEMPLATE_SPEC) | ttl})
+    retain = "jobRetainPolicy: delete, " if deletion == "retain policy" else ""
+    kube.put(yaml.safe_load(f"apiVersion: {JOBFLOW.api_version}\nkind: JobFlow\n"
+                            f"metadata: {{name: f, namespace: {NS}}}\nspec: {{{retain}flows: {SHAPES[shape]}}}"))
+    return kube
+
+
+def live_jobs(kube: MemoryKube) -> list[dict[str, Any]]:
+    return [kube.stored(VCJOB, NS, name) for name in kube.names(VCJOB, NS)]
+
+
+def phase_of(job: dict[str, Any]) -> str:
+    return ((job.get("status") or {}).get("state") or {}).get("phase") or ""
+
+
+def recorded_completed(kube: MemoryKube) -> set[str]:
+    """The vcjobs the JobFlow's status records as Completed."""
+    status = kube.stored(JOBFLOW, NS, "f").get("status") or {}
+    return {entry["name"] for entry in status.get("jobStatusList") or () if entry.get("state") == "Completed"} | \
+        set(status.get("completedJobs") or ())
+
+
+def cluster_moves(kube: CountingKube, deletion: str) -> list[tuple[str, str]]:
+    """What the rest of the cluster can do now: (what, vcjob name)."""
+    moves = []
+    under_way = kube.under_way()
+    for job in live_jobs(kube):
+        name, phase = job["metadata"]["name"], phase_of(job)
+        if phase in NEXT_PHASE and not job["metadata"].get("deletionTimestamp") and \
+                not (phase == "Running" and kube.witnesses.get(name, set()) & under_way):
+            moves.append(("volcano", name))
+        if phase == "Completed" and not job["metadata"].get("deletionTimestamp"):
+            if deletion == "ttl":
+                moves.append(("ttl", name))
+            if deletion == "user" and name in recorded_completed(kube):
+                moves.append(("user", name))
+    return [*moves, SUSPEND]
+
+
+def carry_out(kube: MemoryKube, move: tuple[str, str], *, shape: str) -> None:
+    what, name = move
+    if move == SUSPEND:  # a user suspends the JobFlow, or resumes it
+        flow = kube.stored(JOBFLOW, NS, "f")
+        flow["spec"]["suspend"] = not flow["spec"].get("suspend")
+        kube.put(flow)
+    elif what == "volcano":
+        phase = NEXT_PHASE[phase_of(kube.stored(VCJOB, NS, name))]
+        kube.move(NS, name, "Failed" if phase == "Completed" and shape.startswith("retry") and name in FAILS_FIRST
+                  else phase)
+    else:  # Volcano's TTL garbage collector, or a user: held by our finalizer while the job carries it
+        kube.remove(VCJOB, NS, name)
+
+
+def suspended(kube: MemoryKube) -> bool:
+    return bool(kube.stored(JOBFLOW, NS, "f")["spec"].get("suspend"))
+
+
+def reconcile(kube: SteppedKube | MemoryKube) -> None:
+    try:
+        Reconciler(kube, clock=lambda: kube.now).jobflow(NS, "f")
+    except Conflict:  # lost every race it ran: the bus delivers the event again, and the next reconcile goes on
+        pass
+
+
+def resync(kube: SteppedKube) -> None:
+    try:
+        Reconciler(kube, clock=lambda: kube.now).resync()
+    except PartlyFailed as failed:  # likewise, the next resync goes on
+        assert failed.retry, failed
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(shape=st.sampled_from(sorted(SHAPES)), deletion=st.sampled_from(DELETIONS), data=st.data())
+def test_racing_reconciles_never_create_a_vcjob_twice_nor_move_a_phase_back(shape, deletion, data):
+    kube = cluster_with(shape, deletion)
+    race = Interleaving()
+    stepped = SteppedKube(kube, race)
+    kube.under_way = lambda: {actor.name for actor in race.waiting}
+    log: list[str] = []
+    # Swarm testing: each example favours some kinds of choice over others (many reconciles at once, or a busy
+    # Volcano), which reaches the rare interleavings far sooner than one uniform mix would.
+    weights = {kind: data.draw(st.integers(min_value=0, max_value=4), label=f"weight of {kind}")
+               for kind in ("step", "reconcile", "cluster")}
+    for _ in range(data.draw(st.integers(min_value=10, max_value=150), label="steps")):
+        options = {"step": [("step", actor.name) for actor in race.waiting],
+                   "reconcile": [("reconcile", ""), ("resync", "")]
+                   if len(race.waiting) < 3 and len(race.actors) < 12 else [],
+                   "cluster": cluster_moves(kube, deletion)}
+        kinds = [kind for kind, found in options.items() if found for _ in range(1 + weights[kind])]
+        if not kinds:
+            break
+        choice = data.draw(st.sampled_from(options[data.draw(st.sampled_from(kinds))]))
+        log.append(f"{choice[0]} {choice[1]}")
+        if choice[0] == "step":
+            race.step(next(actor for actor in race.actors if actor.name == choice[1]))
+        elif choice[0] in ("reconcile", "resync"):
+            race.spawn(f"r{len(race.actors)}", lambda work=reconcile if choice[0] == "reconcile" else resync:
+                       work(stepped))
+        else:
+            carry_out(kube, choice, shape=shape)
+    race.finish()
+    for _ in range(40):  # the race is over: Volcano runs everything to the end, one reconcile at a time
+        moves, writes = [move for move in cluster_moves(kube, deletion) if move != SUSPEND], len(kube.phases)
+        if suspended(kube):
+            carry_out(kube, SUSPEND, shape=shape)
+        for move in moves:
+            carry_out(kube, move, shape=shape)
+        reconcile(kube)
+        if not moves and len(kube.phases) == writes and kube.phases[-1:] == ["Succeed"]:
+            break
+        kube.now += timedelta(seconds=30)  # retry backoffs run out
+    errors = [f"{actor.name}: {actor.error!r}" for actor in race.actors if actor.error is not None]
+    assert not errors, errors
+    twice = {name: count for name, count in kube.creates.items() if count > 1}
+    assert not twice, f"created more than once: {twice} after {log}"
+    after = kube.phases[kube.phases.index("Succeed"):] if "Succeed" in kube.phases else []
+    assert set(after) <= {"Succeed"}, f"phases written: {kube.phases} after {log}"
+    assert kube.phases and kube.phases[-1] == "Succeed", f"phases written: {kube.phases} after {log}"
