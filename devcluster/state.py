@@ -23,7 +23,7 @@ class ClusterState:
     token: str
     components: list[Component] = field(default_factory=list)
     pod_network: int | None = None
-    """``n`` of the pod node's network (devcluster/pods/network.py) when the cluster has one."""
+    """``n`` of the pod node's network (devcluster/node/network.py) when the cluster has one."""
 
     @property
     def server(self) -> str:
