@@ -11,7 +11,8 @@ One reconcile, one attempt after another (at most :data:`MAX_ATTEMPTS`):
    end is written), and, once all is done, hand the status's notifications to the sink.
 
 What sends a reconcile back to step 1, with what it learned kept in :class:`_Learned`: its status write lost a race
-(:class:`~handlers.writes.Replan`; a snapshot older than the handler's own last write ends here too), a create
+(:class:`~handlers.writes.Replan`; a snapshot older than the handler's own last write ends here too), a vcjob's
+finalizers changed since they were listed, a create
 answered AlreadyExists (the holder is read, so the planner can tell whose it is), a create refused (Volcano's
 webhook, an admission policy: the planner then says why the flow does not start), or a plan made from a JobFlow
 read before its vcjobs that would create a vcjob while the JobFlow changed since (see :mod:`handlers.reads`).
@@ -152,7 +153,10 @@ class Reconciler:
                     self.kube.delete_vcjob(namespace, job_name)
                     outcome.deleted.append(job_name)
                 case Release(job=job):
-                    self.kube.remove_finalizer(job.to_wire(), RECORD_FINALIZER)
+                    try:
+                        self.kube.remove_finalizer(job.to_wire(), RECORD_FINALIZER)
+                    except Conflict as lost:  # its finalizers changed since the list (e.g. the GC's foreground one)
+                        raise Replan(f"vcjob {job.name}: {lost}") from lost
                     outcome.released.append(job.name)
         self._notify(raw, outcome, held=held, now=now)
 

@@ -6,13 +6,16 @@ real :class:`~handlers.reconciler.Reconciler` taking turns with the others at ev
 garbage collector deletes a Completed vcjob past its ``ttlSecondsAfterFinished``, or a user deletes a Completed
 vcjob whose end the status records. The JobFlow itself deletes its vcjobs when it succeeds with
 ``jobRetainPolicy: delete``; a user may suspend and resume it; the first attempt of a retried flow fails. Hypothesis
-draws the interleaving; every one must keep three promises:
+draws the interleaving; every one must keep these promises:
 
 * no vcjob name is created twice (a Completed vcjob deleted by any of these paths is never made again);
 * once a status says ``Succeed``, no later status says anything else;
 * after the race, the JobFlow reaches ``Succeed``.
 
-Reconciles come as single JobFlow events and as resyncs (which hand each JobFlow on as read by their LIST).
+Reconciles come as single JobFlow events, as resyncs (which hand each JobFlow on as read by their LIST), and as
+events carrying a snapshot (issue 25): the JobFlow as it was at one moment of the run so far and its vcjobs as at
+another, earlier or later, as two watches may give them (duplicated, reordered, older than the handler's own
+writes). A fourth promise: no vcjob is created before every vcjob of its flow's targets had Completed.
 
 Two things are not drawn. A user deleting a Completed vcjob whose end was never recorded: the engine cannot know it
 ended, and creates it again (docs/reference.md says so; a ``ttlSecondsAfterFinished`` deletion is held by our
@@ -40,6 +43,7 @@ from handlers.reconciler import Reconciler
 from handlers.writes import Writes
 from interleaving import Interleaving, SteppedKube
 from jobflow_core.api import JOBFLOW, JOBTEMPLATE, VCJOB
+from jobflow_core.snapshots import trim
 from memory_kube import MemoryKube
 from scenario import TEMPLATE_SPEC
 
@@ -70,8 +74,15 @@ class CountingKube(MemoryKube):
         self.witnesses: dict[str, set[str]] = {}
         """vcjob name -> the reconciles under way when it was (last) created: it ends only after they did."""
         self.under_way: Callable[[], set[str]] = set
+        self.early: list[str] = []
+        """vcjobs created before every vcjob of their flow's targets had Completed."""
 
     def create_vcjob(self, body: dict) -> None:
+        flow = body["metadata"]["name"].split("-")[1]
+        spec = {f["name"]: f for f in self.stored(JOBFLOW, NS, "f")["spec"]["flows"]}
+        targets = (spec[flow].get("dependsOn") or {}).get("targets") or ()
+        if not all(completed(self, target) for target in targets):
+            self.early.append(body["metadata"]["name"])
         super().create_vcjob(body)
         self.creates[body["metadata"]["name"]] += 1
         self.witnesses[body["metadata"]["name"]] = self.under_way()
@@ -107,6 +118,26 @@ def recorded_completed(kube: MemoryKube) -> set[str]:
     status = kube.stored(JOBFLOW, NS, "f").get("status") or {}
     return {entry["name"] for entry in status.get("jobStatusList") or () if entry.get("state") == "Completed"} | \
         set(status.get("completedJobs") or ())
+
+
+def completed(kube: MemoryKube, flow: str) -> bool:
+    """Whether every vcjob of ``flow`` (each item and iteration at its last attempt) is Completed, live or as the
+    status records it."""
+    status = kube.stored(JOBFLOW, NS, "f").get("status") or {}
+    known = {entry["name"]: entry.get("state") or "" for entry in status.get("jobStatusList") or ()}
+    known |= dict.fromkeys(status.get("completedJobs") or (), "Completed")
+    known |= {job["metadata"]["name"]: phase_of(job) for job in live_jobs(kube)}
+    ours = {name: phase for name, phase in known.items() if name == f"f-{flow}" or name.startswith(f"f-{flow}-")}
+    last = [name for name in ours if not any(other.startswith(f"{name}-r") for other in ours)]
+    return bool(last) and all(ours[name] == "Completed" for name in last)
+
+
+def snapshot_of(history: list[tuple[dict, list[dict]]], *, flow_at: int, jobs_at: int) -> dict:
+    """A snapshot as two watches give it: the JobFlow as it was at one moment, its vcjobs as at another."""
+    jobflow, jobs = history[flow_at][0], history[jobs_at][1]
+    uid = jobflow["metadata"]["uid"]
+    return trim(jobflow, [job for job in jobs
+                          if any(ref.get("uid") == uid for ref in job["metadata"].get("ownerReferences") or ())])
 
 
 def cluster_moves(kube: CountingKube, deletion: str) -> list[tuple[str, str]]:
@@ -150,9 +181,9 @@ def reconciler(kube: SteppedKube | MemoryKube) -> Reconciler:
     return Reconciler(kube, clock=lambda: kube.now, writes=Writes())
 
 
-def reconcile(kube: SteppedKube | MemoryKube) -> None:
+def reconcile(kube: SteppedKube | MemoryKube, snapshot: dict | None = None) -> None:
     try:
-        reconciler(kube).jobflow(NS, "f")
+        reconciler(kube).jobflow(NS, "f", snapshot=snapshot)
     except Conflict:  # lost every race it ran: the bus delivers the event again, and the next reconcile goes on
         pass
 
@@ -172,13 +203,14 @@ def test_racing_reconciles_never_create_a_vcjob_twice_nor_move_a_phase_back(shap
     stepped = SteppedKube(kube, race)
     kube.under_way = lambda: {actor.name for actor in race.waiting}
     log: list[str] = []
+    history = [(kube.stored(JOBFLOW, NS, "f"), live_jobs(kube))]
     # Swarm testing: each example favours some kinds of choice over others (many reconciles at once, or a busy
     # Volcano), which reaches the rare interleavings far sooner than one uniform mix would.
     weights = {kind: data.draw(st.integers(min_value=0, max_value=4), label=f"weight of {kind}")
                for kind in ("step", "reconcile", "cluster")}
     for _ in range(data.draw(st.integers(min_value=10, max_value=150), label="steps")):
         options = {"step": [("step", actor.name) for actor in race.waiting],
-                   "reconcile": [("reconcile", ""), ("resync", "")]
+                   "reconcile": [("reconcile", ""), ("resync", ""), ("snapshot", "")]
                    if len(race.waiting) < 3 and len(race.actors) < 12 else [],
                    "cluster": cluster_moves(kube, deletion)}
         kinds = [kind for kind, found in options.items() if found for _ in range(1 + weights[kind])]
@@ -191,8 +223,13 @@ def test_racing_reconciles_never_create_a_vcjob_twice_nor_move_a_phase_back(shap
         elif choice[0] in ("reconcile", "resync"):
             race.spawn(f"r{len(race.actors)}", lambda work=reconcile if choice[0] == "reconcile" else resync:
                        work(stepped))
+        elif choice[0] == "snapshot":  # an event carrying a signed snapshot, as old as the watches may be
+            moments = st.integers(min_value=0, max_value=len(history) - 1)
+            seen = snapshot_of(history, flow_at=data.draw(moments), jobs_at=data.draw(moments))
+            race.spawn(f"r{len(race.actors)}", lambda seen=seen: reconcile(stepped, seen))
         else:
             carry_out(kube, choice, shape=shape)
+        history.append((kube.stored(JOBFLOW, NS, "f"), live_jobs(kube)))
     race.finish()
     for _ in range(40):  # the race is over: Volcano runs everything to the end, one reconcile at a time
         moves, writes = [move for move in cluster_moves(kube, deletion) if move != SUSPEND], len(kube.phases)
@@ -206,6 +243,7 @@ def test_racing_reconciles_never_create_a_vcjob_twice_nor_move_a_phase_back(shap
         kube.now += timedelta(seconds=30)  # retry backoffs run out
     errors = [f"{actor.name}: {actor.error!r}" for actor in race.actors if actor.error is not None]
     assert not errors, errors
+    assert not kube.early, f"created before their targets completed: {kube.early} after {log}"
     twice = {name: count for name, count in kube.creates.items() if count > 1}
     assert not twice, f"created more than once: {twice} after {log}"
     after = kube.phases[kube.phases.index("Succeed"):] if "Succeed" in kube.phases else []
