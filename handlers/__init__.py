@@ -24,15 +24,16 @@ if TYPE_CHECKING:  # imported in create_app: gunicorn's master imports this pack
 
 
 def snapshot_key(environ: Mapping[str, str]) -> bytes | None:
-    """The key snapshots are signed with: ``SNAPSHOT_KEY_FILE`` (a mounted Secret's file), else ``SNAPSHOT_KEY``;
-    none: no snapshot is ever believed (:mod:`jobflow_core.snapshots`)."""
+    """The key snapshots are signed with: the contents of ``SNAPSHOT_KEY_FILE`` (a mounted Secret's key, optional:
+    no file, no key), else ``SNAPSHOT_KEY``; none: no snapshot is ever believed, or sent, and every reconcile reads
+    the API server (:mod:`jobflow_core.snapshots`)."""
     path = environ.get("SNAPSHOT_KEY_FILE")
     if path:
-        with open(path, "rb") as file:
-            key = file.read().strip()
-        if not key:
-            raise ValueError(f"SNAPSHOT_KEY_FILE {path} is empty: put the shared key there (a Secret's key)")
-        return key
+        try:
+            with open(path, "rb") as file:
+                return file.read().strip() or None
+        except FileNotFoundError:
+            return None
     return environ.get("SNAPSHOT_KEY", "").encode() or None
 
 

@@ -9,7 +9,7 @@ from flask import Blueprint, current_app, jsonify, request
 from kubernetes.client.rest import ApiException
 from pydantic import ValidationError
 
-from jobflow_core.api import JOBFLOW, JOBTEMPLATE
+from jobflow_core.api import JOBFLOW, JOBTEMPLATE, VCJOB
 
 from handlers import metrics
 from handlers.events import BadEvent, Hint, hint_from_request
@@ -39,7 +39,7 @@ def _error(status: int, message: str, **extra: object):
 
 def dispatch(dispatcher: Dispatcher, hint: Hint) -> Result:
     """Hand the hint to the dispatcher method for its object type."""
-    if hint.snapshot_state != "signed":
+    if hint.snapshot_state != "signed" and hint.about in (JOBFLOW, VCJOB):  # the events that could carry one
         metrics.SNAPSHOTS.labels(hint.snapshot_state).inc()
     if hint.about is None:
         return dispatcher.resync()

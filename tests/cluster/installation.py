@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import secrets
 import shutil
 import subprocess
 import sys
@@ -62,6 +63,9 @@ def install(cluster: LocalCluster, *, kustomization: Path = MANIFESTS) -> None:
     endpoints of the pods make-cert.sh restarted reach kube-proxy a moment after the roll-out; with
     ``failurePolicy: Fail`` every JobFlow write fails meanwhile)."""
     kubectl(cluster, "apply", "--server-side", "--force-conflicts", "-k", str(kustomization))
+    kubectl(cluster, "-n", NAMESPACE, "create", "secret", "generic", "jobflow-snapshot-key",
+            f"--from-literal=key={secrets.token_urlsafe(32)}")
+    kubectl(cluster, "-n", NAMESPACE, "rollout", "restart", "deployment", "jobflow-handler", "jobflow-eventsource")
     kubectl(cluster, "apply", "-k", str(MANIFESTS / "webhook"))
     make_cert(cluster)
     wait_rolled_out(cluster)
