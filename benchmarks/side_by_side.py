@@ -14,7 +14,10 @@ first one). Both engines pay the same for that extra hop.
 
 The workload, in a fresh namespace per run: JobTemplates a..e of one pod each
 (``kwok.jobflow.dev/run-for``, default 1s), then N seed diamonds a -> b -> {c, d} -> e (``jobRetainPolicy: retain``)
-created at once (8 client threads). Measured:
+created at once (8 client threads). With ``--templates before`` (the default) the JobTemplates exist before the
+engine starts, outside the measured window; with ``--templates inside`` they are created inside it, right before
+the JobFlows, as a user's ``kubectl apply -f folder/`` does. With N=1 the diamond is run ``--repeat`` times one after
+another (each alone), so that N=1's latency has enough samples (4 per diamond). Measured:
 
 - dependency latency: a watch on the namespace's vcjobs (this process, against the first API server) notes when a
   vcjob is first seen ``Completed`` and when each vcjob is first seen at all; a sample is "the last target seen
@@ -23,7 +26,10 @@ created at once (8 client threads). Measured:
   it stopped (a watch is counted when it ends); vcjob creates answered 409 (AlreadyExists) and JobFlow status
   writes answered 409 (Conflict) from the same counter;
 - CPU and peak memory: user + system CPU time and ``VmHWM`` of every process of the engine, summed;
-- wall time: from the first JobFlow created to all of them ``Succeed``.
+- wall time: from the first JobFlow created to all of them ``Succeed``;
+- ours only, from the handler's and the event source's ``/metrics`` at the end: reconciles by the source they
+  planned from (snapshots used, stale, none), the handler's answer time (the reconcile histogram's p99 bucket), event
+  deliveries retried (a timeout or a 503).
 
 Run: ``.venv/bin/python -m benchmarks.side_by_side [--sizes 1,50,200] [--runs 2] [--run-for 1s]`` on a running
 ``make cluster``; ``--sizes 1000 --run-for 0s --name side_by_side-1000`` for the large run, ``--engines
@@ -126,15 +132,55 @@ def start_upstream(local: LocalCluster, server: EngineApiServer, log_dir: Path) 
 
 
 def start_ours(local: LocalCluster, server: EngineApiServer, log_dir: Path, *, workers: int = 1) -> list[Component]:
-    port = free_port()
-    env = {"PORT": str(port), "KUBECONFIG": str(server.kubeconfig)}
+    port, metrics_port = free_port(), free_port()
+    env = {"PORT": str(port), "KUBECONFIG": str(server.kubeconfig), "METRICS_PORT": str(metrics_port),
+           "METRICS_ADDRESS": "127.0.0.1"}
     web_command = procfile_command("web")
     if workers != 1:
         assert "--workers 1 " in web_command, f"the Procfile's web line has no --workers 1 to change: {web_command}"
         web_command = web_command.replace("--workers 1 ", f"--workers {workers} ")
     web = spawn("web", web_command, log_dir=log_dir, env=env)
     wait_healthy(f"http://127.0.0.1:{port}/", web)
-    return [web, spawn("eventsource", procfile_command("eventsource"), log_dir=log_dir, env=env)]
+    web.metrics_url = f"http://127.0.0.1:{port}/metrics"  # type: ignore[attr-defined]
+    source = spawn("eventsource", procfile_command("eventsource"), log_dir=log_dir, env=env)
+    source.metrics_url = f"http://127.0.0.1:{metrics_port}/metrics"  # type: ignore[attr-defined]
+    return [web, source]
+
+
+def scrape(components: list[Component]) -> dict[str, float]:
+    """Every sample of our processes' ``/metrics`` (name{labels} -> value); none for upstream."""
+    samples: dict[str, float] = {}
+    for component in components:
+        url = getattr(component, "metrics_url", None)
+        if url is None:
+            continue
+        try:
+            with urllib.request.urlopen(url, timeout=10) as reply:
+                text = reply.read().decode()
+        except OSError:
+            continue
+        for line in text.splitlines():
+            if line and not line.startswith("#"):
+                name, _, value = line.rpartition(" ")
+                samples[name] = samples.get(name, 0.0) + float(value)
+    return samples
+
+
+def ours_figures(samples: dict[str, float]) -> dict:
+    """Snapshots used against reconciles, the answer time's p99 bucket, deliveries retried."""
+    def total(prefix: str, label: str = "") -> float:
+        return sum(v for k, v in samples.items() if k.startswith(prefix) and label in k)
+
+    snapshots = {o: total("jobflow_handler_snapshots_total", f'outcome="{o}"') for o in ("used", "stale", "none")}
+    buckets = sorted((float(k.split('le="')[1].split('"')[0].replace("+Inf", "inf")), v) for k, v in samples.items()
+                     if k.startswith("jobflow_handler_reconcile_duration_seconds_bucket"))
+    count = total("jobflow_handler_reconcile_duration_seconds_count")
+    p99 = next((le for le, seen in buckets if count and seen >= 0.99 * count), None)
+    return {"snapshots": snapshots,
+            "snapshots_used_share": round(snapshots["used"] / max(1.0, sum(snapshots.values())), 3),
+            "answer_p99_bucket_seconds": p99,
+            "deliveries_retried": total("jobflow_eventsource_events_sent_total", 'outcome="retried"'),
+            "template_writes_409": total("jobflow_handler_conflicts_total", 'kind="JobTemplate"')}
 
 
 def processes_of(components: list[Component]) -> list[int]:
@@ -159,15 +205,18 @@ def all_succeeded(local: LocalCluster, namespace: str, n: int) -> bool:
     return sum(((i.get("status") or {}).get("state") or {}).get("phase") == "Succeed" for i in items) == n
 
 
-def run_once(local: LocalCluster, engine: str, n: int, *, run_for: str, timeout: float) -> dict:
+def run_once(local: LocalCluster, engine: str, n: int, *, run_for: str, timeout: float, templates: str,
+             repeat: int) -> dict:
     log_dir = Path(tempfile.mkdtemp(prefix=f"side-{engine}-{n}-"))
     namespace = new_namespace(local, f"side-{engine[:2]}")
     server = EngineApiServer(local, log_dir)
     components: list[Component] = []
     watcher = None
+    rounds = repeat if n == 1 else 1
     try:
-        for name, _ in DIAMOND:
-            create(local, namespace, job_template(name, run_for=run_for))
+        if templates == "before":
+            for name, _ in DIAMOND:
+                create(local, namespace, job_template(name, run_for=run_for))
         before = server.requests()
         if engine == "upstream":
             components = start_upstream(local, server, log_dir)
@@ -176,20 +225,26 @@ def run_once(local: LocalCluster, engine: str, n: int, *, run_for: str, timeout:
         time.sleep(3)  # informers synced, first lists done, the templates' announcements through
         watcher = VcJobWatch(local, namespace)
         started = time.monotonic()
-        with ThreadPoolExecutor(8) as pool:
-            list(pool.map(lambda i: create(local, namespace, diamond(f"d{i}")), range(n)))
-        deadline = time.monotonic() + timeout
-        while not all_succeeded(local, namespace, n):
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"{engine}: not every one of {n} JobFlows Succeed after {timeout:.0f} s")
-            for component in components:
-                if not component.alive():
-                    raise RuntimeError(f"{component.name} exited:\n{component.log_tail()}")
-            time.sleep(0.5)
+        if templates == "inside":  # as kubectl apply -f folder/ does: the templates first, then the JobFlows
+            for name, _ in DIAMOND:
+                create(local, namespace, job_template(name, run_for=run_for))
+        for round_ in range(rounds):
+            names = [f"d{i}" if rounds == 1 else f"d{round_}" for i in range(n)]
+            with ThreadPoolExecutor(8) as pool:
+                list(pool.map(lambda name: create(local, namespace, diamond(name)), names))
+            deadline = time.monotonic() + timeout
+            while not all_succeeded(local, namespace, n + (round_ if rounds > 1 else 0)):
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"{engine}: not every one of {n} JobFlows Succeed after {timeout:.0f} s")
+                for component in components:
+                    if not component.alive():
+                        raise RuntimeError(f"{component.name} exited:\n{component.log_tail()}")
+                time.sleep(0.2 if rounds > 1 else 0.5)
         wall = time.monotonic() - started
         pids = processes_of(components)
         cpu = sum(cpu_seconds(p) for p in pids)
         rss = sum(kib(proc_status(p, "VmHWM")) for p in pids) / 1024
+        ours = ours_figures(scrape(components)) if engine != "upstream" else {}
         after = server.requests()
         # Deleted while the engine still runs: ours keeps a finalizer on its vcjobs until it has recorded them.
         local.delete_namespace(namespace)
@@ -203,7 +258,7 @@ def run_once(local: LocalCluster, engine: str, n: int, *, run_for: str, timeout:
         server.stop()
 
     latencies = []
-    for i in range(n):
+    for i in range(n * rounds):
         for flow, targets in DIAMOND[1:]:
             done = max(watcher.seen(f"d{i}-{t}", "Completed")[0] for t in targets)
             latencies.append(watcher.seen(f"d{i}-{flow}", "ADDED")[0] - done)
@@ -220,6 +275,7 @@ def run_once(local: LocalCluster, engine: str, n: int, *, run_for: str, timeout:
         "status_writes_409": int(sum(v for (verb, res, sub, code), v in delta.items()
                                      if verb == "PUT" and res == "jobflows" and sub == "status" and code == "409")),
         "cpu_seconds": round(cpu, 2), "peak_rss_mib": round(rss, 1), "wall_seconds": round(wall, 1),
+        "templates": templates, "rounds": rounds, **ours,
     }
 
 
@@ -233,13 +289,14 @@ ROWS = [
     ("dependency latency p50 (ms)", lambda r: r["dependency_latency_ms"]["p50"]),
     ("dependency latency p90 (ms)", lambda r: r["dependency_latency_ms"]["p90"]),
     ("API requests", lambda r: r["api_requests"]),
-    ("API requests per JobFlow", lambda r: r["api_requests"] / r["n"]),
+    ("API requests per JobFlow", lambda r: r["api_requests"] / (r["n"] * r.get("rounds", 1))),
     ("vcjob creates answered 409", lambda r: r["vcjob_creates_409"]),
     ("status writes", lambda r: r["status_writes"]),
     ("status writes answered 409", lambda r: r["status_writes_409"]),
     ("CPU (s)", lambda r: r["cpu_seconds"]),
     ("peak RSS, all processes (MiB)", lambda r: r["peak_rss_mib"]),
     ("wall time to all Succeed (s)", lambda r: r["wall_seconds"]),
+    ("template status writes answered 409", lambda r: r["api_requests_by_kind"].get("PUT jobtemplates status 409", 0)),
 ]
 
 
@@ -265,6 +322,9 @@ def main() -> None:
     parser.add_argument("--engines", default=",".join(ENGINES), help=f"of upstream, ours, {OURS_3}")
     parser.add_argument("--timeout", type=float, default=1800)
     parser.add_argument("--name", default="side_by_side", help="result file name")
+    parser.add_argument("--templates", choices=("before", "inside"), default="before",
+                        help="create the JobTemplates before the engine starts, or inside the measured window")
+    parser.add_argument("--repeat", type=int, default=13, help="N=1: diamonds run one after another per run")
     args = parser.parse_args()
     local = connect()
     engines = args.engines.split(",")
@@ -272,7 +332,8 @@ def main() -> None:
     for n in map(int, args.sizes.split(",")):
         for run in range(args.runs):
             for engine in engines if run % 2 == 0 else reversed(engines):
-                result = run_once(local, engine, n, run_for=args.run_for, timeout=args.timeout)
+                result = run_once(local, engine, n, run_for=args.run_for, timeout=args.timeout,
+                                  templates=args.templates, repeat=args.repeat)
                 print(f"N={n} run {run + 1} {engine}: p50/p90 {result['dependency_latency_ms'].get('p50')}/"
                       f"{result['dependency_latency_ms'].get('p90')} ms, {result['api_requests']} requests, "
                       f"{result['cpu_seconds']} s CPU, {result['peak_rss_mib']} MiB, {result['wall_seconds']} s",

@@ -4,12 +4,19 @@ An event about a JobFlow, or about one of its vcjobs, concerns one JobFlow: it i
 the event's snapshot when it carries one for that JobFlow). An event about a JobTemplate, and a resync, may concern
 any number of JobFlows; reconciling them all inside one request made its work unbounded (the last of a template's
 200 JobFlows was reached after more than 10 s, and the event source's retries raced the JobFlows' own reconciles).
-So when the event came from our event source (it says so with the ``jobflowreply`` extension and reads the
-answer), **such an event reconciles no JobFlow itself**: the answer names them (:attr:`Result.handed`), the event
-source queues one event per JobFlow, coalesced with what it already queues for each, and sends each with its
-snapshot. Its answer comes at once; the bound is one LIST of the namespace's JobFlows (a resync: one per served
-namespace, plus the vcjob LIST that finds orphans). An event from any other sender (Knative's ApiServerSource
-adapter, a PingSource, a curl) is reconciled inline as before: nothing else would take the work.
+So:
+
+* when the event came from our event source (it says so with the ``jobflowreply`` extension and reads the answer),
+  **such an event reconciles no JobFlow itself**: the answer names them (:attr:`Result.handed`), the event source
+  queues one event per JobFlow, coalesced with what it already queues for each, and sends each with its snapshot;
+* from any other sender, with a sink (``K_SINK``: on Knative the Broker), it reconciles at most
+  :data:`INLINE_LIMIT` JobFlows and hands the rest out, one small event each to the sink
+  (:meth:`handlers.notify.Notifier.hand_out`), which brings each back as a JobFlow's own event;
+* with neither (a curl, a test), every one is reconciled inline as before: nothing else would take the work.
+
+The bound: besides the LISTs that find the JobFlows (one of the namespace's; a resync one per served namespace,
+plus the vcjob LIST that finds orphans), no reconcile at all, or at most :data:`INLINE_LIMIT`, and one POST per
+JobFlow handed out.
 
 A vcjob's event finds its JobFlow with one GET when the event names it (``controller``: our event source's
 extension, or a Resource-mode payload's ownerReference), else a GET of the vcjob to read its controller; only a
@@ -39,6 +46,9 @@ from jobflow_core.templates import template_status
 
 log = logging.getLogger("handlers.dispatch")
 
+INLINE_LIMIT = 20
+"""JobFlows an event from a sender that reads no answer reconciles itself when the rest can be handed out."""
+
 
 class PartlyFailed(RuntimeError):
     """Some of the JobFlows an event concerned could not be reconciled; the others were. ``failures`` maps each
@@ -61,6 +71,7 @@ class Result:
 class Dispatcher:
     def __init__(self, reconciler: Reconciler, *, hand_back: bool = False) -> None:
         self.reconciler, self.kube, self.hand_back = reconciler, reconciler.kube, hand_back
+        self.sink = reconciler.notifier  # where the rest is handed out, if anywhere
 
     @property
     def writes(self) -> Writes:
@@ -127,6 +138,11 @@ class Dispatcher:
         (:class:`PartlyFailed`)."""
         if self.hand_back and not inline:
             return Result(handed=[(raw["metadata"]["namespace"], raw["metadata"]["name"]) for raw in listed])
+        if self.sink is not None and not inline:
+            listed = list(listed)
+            self.sink.hand_out([(raw["metadata"]["namespace"], raw["metadata"]["name"])
+                                for raw in listed[INLINE_LIMIT:]])
+            listed = listed[:INLINE_LIMIT]
         result, failures, retry = Result(), {}, False
         for raw in listed:
             namespace, name = raw["metadata"]["namespace"], raw["metadata"]["name"]

@@ -8,6 +8,9 @@ Events go out in binary HTTP mode, one POST each, in the order they were recorde
 one the sink does not accept (a non-2xx reply, a timeout, no connection), so a consumer sees them in order. Only
 the ids the sink accepted are returned: the reconciler then removes exactly those from the status; the rest are
 sent again by a later reconcile (:mod:`jobflow_core.notifications` says when that comes).
+
+The same sink takes the JobFlows an event hands out (:meth:`Notifier.hand_out`, :mod:`handlers.dispatch`): on
+Knative it is the Broker, whose JobFlow Trigger brings each back to the handler as an event of its own.
 """
 
 from __future__ import annotations
@@ -23,8 +26,12 @@ from cloudevents.core.v1.event import CloudEvent
 
 from eventsource.cloudevent import parse_overrides
 from handlers import metrics
+from jobflow_core.api import JOBFLOW
 from jobflow_core.models import Notification
 from jobflow_core.notifications import source
+
+HAND_OUT_SOURCE = "/apis/flow.volcano.sh/v1alpha1/handler"
+"""The ``source`` of the events the handler hands out (the sender is the handler, not an API server)."""
 
 log = logging.getLogger("handlers.notify")
 
@@ -59,6 +66,24 @@ class Notifier:
             metrics.NOTIFICATIONS.labels("delivered").inc()
             accepted.add(notification.id)
         return accepted
+
+    def hand_out(self, jobflows: Sequence[tuple[str, str]]) -> None:
+        """POST one event per JobFlow, each as ApiServerSource announces a JobFlow's update (Reference mode), so
+        every bus routes it to the handler as it routes those; raises Unavailable at the first the sink refuses."""
+        from eventsource.cloudevent import Change, Envelope, Mode, encode
+        from handlers.kube import Unavailable
+
+        for namespace, name in jobflows:
+            headers, body = encode(Envelope(JOBFLOW, Change.UPDATE, {"metadata": {"namespace": namespace,
+                                                                                  "name": name}}),
+                                   mode=Mode.REFERENCE, source=HAND_OUT_SOURCE, overrides=self.overrides)
+            request = urllib.request.Request(self.sink, data=body, headers=headers, method="POST")
+            try:
+                with urllib.request.urlopen(request, timeout=self.timeout):
+                    pass
+            except (urllib.error.URLError, OSError) as error:
+                raise Unavailable(f"the sink {self.sink} did not take the event for JobFlow {namespace}/{name} "
+                                  f"({error}); the whole event is asked for again") from error
 
     def encode(self, namespace: str, jobflow: str, notification: Notification) -> tuple[dict[str, str], bytes]:
         attributes = {

@@ -204,3 +204,45 @@ def test_trimming_keeps_what_the_planner_reads_and_drops_pod_templates_and_manag
     assert trimmed["vcjobs"][0] == {"metadata": {"name": "j", "annotations": {"keep": "me"}},
                                     "spec": {"tasks": [{"name": "t", "replicas": 2}]},
                                     "status": {"state": {"phase": "Running"}}}
+
+
+def flow_at(version: int, phase: str = "Running") -> dict:
+    return {"apiVersion": JOBFLOW.api_version, "kind": JOBFLOW.kind,
+            "metadata": {"name": "f", "namespace": NS, "uid": "u", "resourceVersion": str(version)},
+            "spec": {"flows": [{"name": "a"}]}, "status": {"state": {"phase": phase}}}
+
+
+def test_the_cache_keeps_a_written_jobflow_until_the_watch_brings_a_newer_one():
+    cache = WatchCache()
+    cache.note(JOBFLOW, flow_at(10), deleted=False)
+    assert cache.written([flow_at(12, "Succeed")]) == 1
+    cache.note(JOBFLOW, flow_at(11), deleted=False)  # the watch, late: older than what the handler wrote
+    assert cache.snapshot(NS, "f")["jobflow"]["status"]["state"]["phase"] == "Succeed"
+    cache.note(JOBFLOW, flow_at(13, "Succeed"), deleted=False)
+    assert cache.snapshot(NS, "f")["jobflow"]["metadata"]["resourceVersion"] == "13"
+    assert cache.written([flow_at(12, "Running")]) == 0  # an answer older than the watch is not kept
+
+
+def test_the_cache_never_brings_back_a_jobflow_the_watch_saw_go_nor_one_it_never_saw():
+    cache = WatchCache()
+    assert cache.written([flow_at(5)]) == 0 and cache.snapshot(NS, "f") is None
+    cache.note(JOBFLOW, flow_at(6), deleted=False)
+    cache.note(JOBFLOW, flow_at(7), deleted=True)
+    assert cache.written([flow_at(8)]) == 0 and cache.snapshot(NS, "f") is None
+
+
+def test_a_snapshot_holds_only_the_vcjobs_its_jobflow_controls_as_they_now_are():
+    cache = WatchCache()
+    cache.note(JOBFLOW, flow_at(1), deleted=False)
+
+    def job(name: str, uid: str, phase: str) -> dict:
+        return {"metadata": {"name": name, "namespace": NS, "ownerReferences": [
+            {"kind": "JobFlow", "name": "f", "controller": True, "uid": uid}]}, "status": {"state": {"phase": phase}}}
+
+    cache.note(VCJOB, job("f-a", "u", "Running"), deleted=False)
+    cache.note(VCJOB, job("f-a", "u", "Completed"), deleted=False)
+    cache.note(VCJOB, job("f-b", "u", "Pending"), deleted=False)
+    cache.note(VCJOB, job("f-c", "an earlier JobFlow of that name", "Running"), deleted=False)
+    cache.note(VCJOB, job("f-b", "u", "Pending"), deleted=True)
+    assert [(j["metadata"]["name"], j["status"]["state"]["phase"]) for j in cache.snapshot(NS, "f")["vcjobs"]] == \
+        [("f-a", "Completed")]
