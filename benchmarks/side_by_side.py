@@ -141,17 +141,21 @@ def start_ours(local: LocalCluster, server: EngineApiServer, log_dir: Path, *, w
         web_command = web_command.replace("--workers 1 ", f"--workers {workers} ")
     web = spawn("web", web_command, log_dir=log_dir, env=env)
     wait_healthy(f"http://127.0.0.1:{port}/", web)
-    web.metrics_url = f"http://127.0.0.1:{port}/metrics"  # type: ignore[attr-defined]
     source = spawn("eventsource", procfile_command("eventsource"), log_dir=log_dir, env=env)
-    source.metrics_url = f"http://127.0.0.1:{metrics_port}/metrics"  # type: ignore[attr-defined]
+    METRICS_URLS[web.pid] = f"http://127.0.0.1:{port}/metrics"
+    METRICS_URLS[source.pid] = f"http://127.0.0.1:{metrics_port}/metrics"
     return [web, source]
+
+
+METRICS_URLS: dict[int, str] = {}
+"""Where each of our processes serves ``/metrics``, by PID."""
 
 
 def scrape(components: list[Component]) -> dict[str, float]:
     """Every sample of our processes' ``/metrics`` (name{labels} -> value); none for upstream."""
     samples: dict[str, float] = {}
     for component in components:
-        url = getattr(component, "metrics_url", None)
+        url = METRICS_URLS.get(component.pid)
         if url is None:
             continue
         try:

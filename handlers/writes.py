@@ -148,7 +148,7 @@ class Writes:
             status = template.status
             for change in changes:
                 status = change(template.model_copy(update={"status": status}))
-            if (status or JobTemplateStatus()) == (template.status or JobTemplateStatus()):
+            if _same(status, template.status):
                 return
             try:
                 kube.replace_jobtemplate_status({**raw, "status": status.to_wire()})
@@ -156,6 +156,14 @@ class Writes:
             except Conflict:
                 metrics.CONFLICTS.labels("JobTemplate").inc()
         raise Conflict(f"JobTemplate {namespace}/{name} kept changing; retry later")
+
+
+def _same(new: JobTemplateStatus | None, old: JobTemplateStatus | None) -> bool:
+    """Whether writing ``new`` over ``old`` changes nothing (an empty list is as good as none)."""
+    def normal(status: JobTemplateStatus | None) -> JobTemplateStatus:
+        status = status or JobTemplateStatus()
+        return status.model_copy(update={"job_depends_on_list": status.job_depends_on_list or None})
+    return normal(new) == normal(old)
 
 
 WRITES = Writes()
