@@ -5,7 +5,7 @@ import shlex
 
 import pytest
 
-from jobflow_core import Reason, plan
+from jobflow_core import plan
 from jobflow_core.failures import FAILURE_RULES, rerun_advice
 from jobflow_core.models import JobFlowPhase, VcJobPhase
 from scenario import T0, Cluster, jobflow, templates_for, vcjob
