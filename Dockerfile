@@ -1,21 +1,29 @@
 # syntax=docker/dockerfile:1
-# The engine's one image: the handler (gunicorn, the default command) and the event source (`python -m eventsource`)
-# run from it; manifests/ references it as ghcr.io/volcano-jobflow/jobflow-engine:0.1.0.
-# Not built in this repository's CI: the development machine has no Docker engine. Build it with
+# The engine's one image: the handler (gunicorn, the default command), the event source (`python -m eventsource`)
+# and the admission webhook run from it; manifests/ and knative/ reference it as
+# ghcr.io/volcano-jobflow/jobflow-engine:0.1.0. Build it with either of
 #   docker build -t ghcr.io/volcano-jobflow/jobflow-engine:0.1.0 .
+#   make image        (podman, no registry needed: a local Debian base instead of python:3.11-slim; docs/image.md)
 # Two stages, so the image holds the installed packages but not the sources or the build tools' caches.
-FROM python:3.11-slim AS build
+# BASE is only a build argument: `make image` passes a locally built base; everyone else gets python:3.11-slim.
+ARG BASE=python:3.11-slim
+
+FROM ${BASE} AS build
 WORKDIR /src
 COPY pyproject.toml ./
+# Every package the three programs import (handlers/kube.py and eventsource/__main__.py import apiclient).
 COPY jobflow_core ./jobflow_core
+COPY apiclient ./apiclient
 COPY handlers ./handlers
 COPY eventsource ./eventsource
 RUN pip wheel --no-cache-dir --wheel-dir /wheels .
 
-FROM python:3.11-slim
+FROM ${BASE}
 # No .pyc writes (the root filesystem is read-only in manifests/), logs unbuffered, and a HOME on the /tmp
-# volume for whatever wants one (gunicorn's control socket).
+# volume for whatever wants one (gunicorn's control socket, the metrics directory of gunicorn_config).
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 HOME=/tmp PORT=8080
+# The wheels are bind-mounted from the build stage, so they never land in a layer. (buildah 1.28, Debian 12's,
+# reuses a cached layer here even when the build stage changed: `make image` builds with --no-cache.)
 RUN --mount=type=bind,from=build,source=/wheels,target=/wheels \
     pip install --no-cache-dir --no-index --find-links=/wheels volcano-jobflow-serverless \
  && groupadd --gid 10001 jobflow \
@@ -23,5 +31,7 @@ RUN --mount=type=bind,from=build,source=/wheels,target=/wheels \
 # Numeric, so the kubelet can verify runAsNonRoot without reading /etc/passwd.
 USER 10001:10001
 EXPOSE 8080
-# The Procfile's web line; gunicorn binds 0.0.0.0:$PORT when no --bind is given.
-CMD ["gunicorn", "--workers", "1", "--threads", "4", "--access-logfile", "-", "handlers:create_app()"]
+# The Procfile's web line: the same gunicorn config (multiprocess /metrics), bound to 0.0.0.0:$PORT (gunicorn's
+# default when PORT is set and no --bind is given).
+CMD ["gunicorn", "-c", "python:handlers.gunicorn_config", "--workers", "1", "--threads", "4", \
+     "--access-logfile", "-", "handlers:create_app()"]

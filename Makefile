@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: venv build cluster cluster-down cluster-status knative test unit demo clean
+.PHONY: venv build image cluster cluster-down cluster-status knative test unit demo clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -16,6 +16,9 @@ venv: $(VENV)/.installed
 
 build: venv  ## build (or find cached) etcd, kube-apiserver, Volcano and kwok binaries
 	$(PY) -m devcluster build
+
+image: venv  ## the engine's image from the Dockerfile, with podman (installed if missing; needs root), tagged as manifests/ deploy it
+	$(PY) -m devcluster image
 
 cluster: venv  ## start (or reuse) the local control plane; prints `export KUBECONFIG=...`
 	$(PY) -m devcluster up

@@ -1,18 +1,18 @@
-"""``python -m devcluster build|up|down|status|knative``: the command line behind ``make cluster``, ``make
-cluster-down`` and ``make knative`` (``knative-run`` is the background process ``knative`` starts)."""
+"""``python -m devcluster build|up|down|status|knative|image``: the command line behind ``make cluster``, ``make
+cluster-down``, ``make knative`` and ``make image`` (``knative-run`` is the background process ``knative`` starts)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from devcluster import build, cluster, knative_eventing
+from devcluster import build, cluster, image, knative_eventing
 from devcluster.state import ClusterState
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m devcluster", description=__doc__)
-    parser.add_argument("command", choices=["build", "up", "down", "status", "knative", "knative-run"])
+    parser.add_argument("command", choices=["build", "up", "down", "status", "knative", "knative-run", "image"])
     parser.add_argument("--handler-port", type=int, default=8080,
                         help="where the handler listens, for knative (default 8080, the demo's)")
     args = parser.parse_args(argv)
@@ -25,14 +25,17 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if args.command == "build":
             return build.main()
+        if args.command == "image":
+            return image.main()
         if args.command == "up":
             state, _ = cluster.up()
             print(f"export KUBECONFIG={state.kubeconfig}")
             return 0
         if args.command == "down":
             cluster.down()
-            if cluster.TEST_ROOT.joinpath("state.json").exists():  # one the tests kept (JOBFLOW_KEEP_CLUSTER=1)
-                cluster.down(cluster.TEST_ROOT)
+            for kept in (cluster.TEST_ROOT, cluster.INSTALL_ROOT):  # the tests kept them (JOBFLOW_KEEP_CLUSTER=1)
+                if kept.joinpath("state.json").exists():
+                    cluster.down(kept)
             return 0
         state = ClusterState.load(cluster.DEFAULT_ROOT)
         if state is None:

@@ -11,6 +11,9 @@ No kubelet, node-lifecycle or service-account controller runs, so the API server
 TaintNodesByCondition admission plugins are off (otherwise pods are rejected for lack of a default service account,
 and new nodes keep a not-ready taint that nothing removes).
 
+With ``pods=True`` the cluster also has a node that really runs pods, and what that needs
+(``devcluster/pod_node.py``): the install tier's cluster, in ``.devcluster/tests-install/``.
+
 Everything listens on free loopback ports chosen at start. State (ports, token, PIDs) is saved in
 ``.devcluster/state.json``; the kubeconfig is ``.devcluster/kubeconfig``; logs are in ``.devcluster/logs/``.
 """
@@ -25,9 +28,10 @@ import urllib.request
 from pathlib import Path
 
 from kubernetes import client
+from kubernetes.client.rest import ApiException
 
 from apiclient import connect
-from devcluster import objects, pki, processes
+from devcluster import objects, pki, pod_node, processes
 from devcluster.build import ensure_binaries, module_source_dir
 from devcluster.components import module_named
 from devcluster.state import ClusterState, write_kubeconfig
@@ -37,6 +41,8 @@ DEFAULT_ROOT = REPO / ".devcluster"
 """The cluster of ``make cluster`` and ``make demo``."""
 TEST_ROOT = DEFAULT_ROOT / "tests"
 """The tests' own cluster: the demo's handler and event source, which outlive ``make demo``, never see it."""
+INSTALL_ROOT = DEFAULT_ROOT / "tests-install"
+"""The install tier's cluster, with the pod node (``pods=True``)."""
 CONFIG = Path(__file__).parent / "config"
 POD_CIDR = "127.1.0.0/16"  # loopback, so tests can listen on a fake pod's IP
 READY_TIMEOUT = 90.0
@@ -96,14 +102,15 @@ def _failure(component: processes.Component, problem: str) -> ClusterError:
 class _Starter:
     """One start of the cluster: starts processes, records them, and fails with the right component's log."""
 
-    def __init__(self, root: Path, binaries: dict[str, Path], log) -> None:
-        self.root, self.binaries, self.log = root, binaries, log
+    def __init__(self, root: Path, binaries: dict[str, Path], log, *, pods: bool = False) -> None:
+        self.root, self.binaries, self.log, self.pods = root, binaries, log, pods
+        self.network: pod_node.NodeNetwork | None = None
         self.state = ClusterState(root=str(root), apiserver_port=processes.free_port(),
                                   etcd_port=processes.free_port(), webhook_port=processes.free_port(),
                                   token=secrets.token_hex(16))
 
-    def start(self, name: str, args: list[str], **kwargs) -> processes.Component:
-        component = processes.start(name, self.binaries[name], args, log_dir=self.state.log_dir, **kwargs)
+    def start(self, name: str, args: list[str], *, binary: Path | None = None, **kwargs) -> processes.Component:
+        component = processes.start(name, binary or self.binaries[name], args, log_dir=self.state.log_dir, **kwargs)
         self.state.components.append(component)
         self.state.save()
         return component
@@ -138,7 +145,11 @@ class _Starter:
 
         sa_key, sa_pub = pki.service_account_keys(data / "pki")
         (data / "tokens.csv").write_text(f"{state.token},admin,admin,system:masters\n")
-        apiserver = self.start("kube-apiserver", [
+        if self.pods:
+            self.network = pod_node.claim_network(log=self.log)
+            state.pod_network = self.network.n
+            state.save()
+        apiserver = self.start("kube-apiserver", self._with_pod_node([
             f"--etcd-servers=http://127.0.0.1:{state.etcd_port}",
             "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", f"--secure-port={state.apiserver_port}",
             f"--cert-dir={data / 'pki'}", f"--token-auth-file={data / 'tokens.csv'}", "--authorization-mode=RBAC",
@@ -147,7 +158,7 @@ class _Starter:
             "--service-cluster-ip-range=10.96.0.0/24", "--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
             "--allow-privileged=true", "--endpoint-reconciler-type=none", "--profiling=false",
             "--enable-priority-and-fairness=false", "--v=1",
-        ])
+        ], pod_node.apiserver_flags))
         self.wait("kube-apiserver /readyz", lambda: _http_ok(f"{state.server}/readyz", state.token), apiserver)
         write_kubeconfig(state)
 
@@ -158,11 +169,12 @@ class _Starter:
             names = objects.create_crds(api, docs)
             self.wait("CRDs Established", lambda: objects.crds_established(api, names), apiserver)
 
-            self.start("kube-controller-manager", [
+            self.start("kube-controller-manager", self._with_pod_node([
                 f"--kubeconfig={admin}", "--controllers=garbage-collector-controller,namespace-controller",
                 "--leader-elect=false", "--secure-port=0", "--concurrent-gc-syncs=5",
                 "--concurrent-namespace-syncs=2", "--v=1",
-            ])
+            ], lambda _: [f"--controllers={pod_node.CONTROLLER_MANAGER_CONTROLLERS}",
+                          f"--root-ca-file={data / 'pki' / 'apiserver.crt'}"]))
 
             kwok_home = data / "kwok-home"
             kwok_home.mkdir(parents=True, exist_ok=True)
@@ -180,10 +192,10 @@ class _Starter:
             ])
             self.wait("queue `default` created", lambda: objects.queue_state(api, "default") is not None,
                       scheduler)
-            controllers = self.start("vc-controller-manager", [
+            controllers = self.start("vc-controller-manager", self._with_pod_node([
                 f"--kubeconfig={admin}", "--leader-elect=false", "--scheduler-name=volcano", "--worker-threads=3",
                 "--controllers=job-controller,pg-controller,queue-controller,gc-controller", "--v=2",
-            ])
+            ], lambda _: [f"--controllers={pod_node.VOLCANO_CONTROLLERS}"]))
             self.wait("queue `default` Open", lambda: objects.queue_state(api, "default") == "Open", controllers)
 
             cert = pki.loopback_serving_cert(data / "pki", "volcano-webhook")
@@ -196,11 +208,52 @@ class _Starter:
             ])
             self.wait("Volcano's webhook defaulting a dry-run vcjob", lambda: objects.volcano_webhook_answers(api),
                       webhook)
+            if self.network is not None:
+                self._start_pod_node(api)
         return state
 
+    def _with_pod_node(self, args: list[str], flags) -> list[str]:
+        """``args`` with the pod node's ``flags(network)`` in place of the flags of the same names."""
+        if self.network is None:
+            return args
+        replacements = flags(self.network)
+        names = {flag.split("=", 1)[0] for flag in replacements}
+        return [arg for arg in args if arg.split("=", 1)[0] not in names] + replacements
 
-def up(root: Path = DEFAULT_ROOT, *, log=print) -> tuple[ClusterState, bool]:
-    """Start the cluster, or reuse a healthy one. Returns (state, started_here)."""
+    def _start_pod_node(self, api: client.ApiClient) -> None:
+        """The node's programs in order, each once the one before is ready (devcluster/pod_node.py)."""
+        state, network = self.state, self.network
+        node = pod_node.node_name(network)
+        binary, args = pod_node.relay_command(state, network)
+        self.start("api-relay", args, binary=binary)
+        binary, args = pod_node.dns_command(state, network)
+        self.start("cluster-dns", args, binary=binary, cwd=REPO)
+        binary, args = pod_node.containerd_command(state, network)
+        runtime = self.start("containerd", args, binary=binary)
+        self.wait("containerd answering", lambda: pod_node.containerd.answers(Path(state.root)), runtime)
+        pod_node.load_pause(state, log=self.log)
+        binary, args = pod_node.scheduler_command(state, log=self.log)
+        self.start("kube-scheduler", args, binary=binary)
+        binary, args = pod_node.kubelet_command(state, network, log=self.log)
+        kubelet = self.start("kubelet", args, binary=binary)
+        self.wait(f"node {node} Ready", lambda: _node_ready(api, node), kubelet)
+        binary, args = pod_node.kube_proxy_command(state, network, log=self.log)
+        proxy = self.start("kube-proxy", args, binary=binary)
+        kubernetes = client.CoreV1Api(api).read_namespaced_service("kubernetes", "default").spec.cluster_ip
+        self.wait("kube-proxy routing the kubernetes Service", lambda: pod_node.service_routed(network, kubernetes),
+                  proxy)
+
+
+def _node_ready(api: client.ApiClient, name: str) -> bool:
+    try:
+        return objects.nodes_ready(api, [name])
+    except ApiException as error:
+        if error.status == 404:  # not registered yet
+            return False
+        raise
+
+def up(root: Path = DEFAULT_ROOT, *, log=print, pods: bool = False) -> tuple[ClusterState, bool]:
+    """Start the cluster, or reuse a healthy one. Returns (state, started_here). ``pods``: with the pod node."""
     existing = ClusterState.load(root)
     if existing is not None:
         if healthy(existing):
@@ -214,12 +267,13 @@ def up(root: Path = DEFAULT_ROOT, *, log=print) -> tuple[ClusterState, bool]:
     shutil.rmtree(root / "data", ignore_errors=True)
     root.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    starter = _Starter(root, binaries, log)
+    starter = _Starter(root, binaries, log, pods=pods)
     try:
         state = starter.run()
     except BaseException:
         for component in reversed(starter.state.components):
             component.stop()
+        pod_node.remove(starter.state)
         (root / "state.json").unlink(missing_ok=True)
         raise
     log(f"devcluster: cluster ready in {time.monotonic() - started:.1f} s")
@@ -236,6 +290,7 @@ def down(root: Path = DEFAULT_ROOT, *, log=print) -> None:
         if component.alive():
             log(f"devcluster: stopping {component.name} (pid {component.pid})")
         component.stop()
+    pod_node.remove(state)
     (root / "state.json").unlink(missing_ok=True)
     state.kubeconfig.unlink(missing_ok=True)
     shutil.rmtree(root / "data", ignore_errors=True)

@@ -153,6 +153,33 @@ KUBE_STATE_METRICS = GoModule(
     ldflags=f"-s -w -X github.com/prometheus/common/version.Version={KUBE_STATE_METRICS_VERSION.lstrip('v')}",
 )
 
+# Not in MODULES either: only the install tier runs these (``devcluster/pod_node.py``), on the node that really runs
+# pods. Modules of their own (same Kubernetes release and replaces as gomod/kubernetes/), because they need modules
+# (knftables, ipvs, cadvisor, the CRI client) the API server does not, and adding them there would rebuild the
+# control plane. Built on first use.
+KUBERNETES_NODE = GoModule(
+    name="kubernetes-node",
+    upstream=f"k8s.io/kubernetes {KUBERNETES_VERSION} (cmd/kube-proxy, cmd/kube-scheduler)",
+    binaries={"kube-proxy": "k8s.io/kubernetes/cmd/kube-proxy",
+              "kube-scheduler": "k8s.io/kubernetes/cmd/kube-scheduler"},
+    ldflags=_k8s_ldflags(KUBERNETES_VERSION),
+)
+
+# The kubelet, with one patch: where it would set three host-wide kernel parameters (vm.overcommit_memory=1,
+# kernel.panic=10, kernel.panic_on_oops=1) it only warns that they differ. Unpatched, its choice is to set them
+# (changing the machine the tests run on) or, with protectKernelDefaults, to refuse to start.
+KUBELET = GoModule(
+    name="kubelet",
+    upstream=f"k8s.io/kubernetes {KUBERNETES_VERSION} (cmd/kubelet)",
+    binaries={"kubelet": "k8s.io/kubernetes/cmd/kubelet"},
+    ldflags=_k8s_ldflags(KUBERNETES_VERSION),
+    patches=(SourcePatch(
+        module="k8s.io/kubernetes",
+        file="pkg/kubelet/cm/container_manager_linux.go",
+        replace=(("b := KernelTunableModify", "b := KernelTunableWarn"),),
+    ),),
+)
+
 
 def module_named(name: str) -> GoModule:
     for module in MODULES:

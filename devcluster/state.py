@@ -22,6 +22,8 @@ class ClusterState:
     webhook_port: int
     token: str
     components: list[Component] = field(default_factory=list)
+    pod_network: int | None = None
+    """``n`` of the pod node's network (devcluster/node/network.py) when the cluster has one."""
 
     @property
     def server(self) -> str:

@@ -9,7 +9,6 @@ a Warning event carry:
 when                                                                    verdict  reason
 ======================================================================  =======  ====================
 the JobFlow is being deleted, or its spec is invalid                    held
-the JobFlow already succeeded (only a rerun starts it again)            held
 its deadline passed (:mod:`jobflow_core.deadlines`)                     held
 the JobFlow failed fast (an unhandled failure), unless the flow is      held
 ``finally``
@@ -24,6 +23,7 @@ its items are not known yet (a ``forEach`` over a result not read yet)  wait
 its items cannot be worked out (:mod:`jobflow_core.items`)              blocked  InvalidItems
 its ``forEach`` already runs ``parallelism`` items                      wait
 a vcjob that this JobFlow does not control holds its vcjob name         blocked  JobNameConflict
+the JobFlow already succeeded (its spec was edited since)               held
 its JobTemplate does not exist                                          blocked  TemplateNotFound
 its JobTemplate, with the flow's patch, would make an invalid vcjob     blocked  InvalidTemplate
 the API server refused its vcjob (e.g. Volcano's webhook)               blocked  JobRejected
@@ -238,7 +238,6 @@ def _refused(facts: FlowFacts) -> str | None:
 
 READINESS_RULES: Final = (
     StartRule("the JobFlow is being deleted, or its spec is invalid", Verdict.HELD, None, _starts_nothing),
-    StartRule("the JobFlow already succeeded", Verdict.HELD, None, _already_succeeded),
     StartRule("its deadline passed", Verdict.HELD, None, _deadline_passed),
     StartRule("the JobFlow failed fast, and the flow is not finally", Verdict.HELD, None, _stopped),
     StartRule("its dependencies can no longer be met", Verdict.SKIPPED, Reason.DEPENDENCY_NOT_MET,
@@ -254,6 +253,7 @@ READINESS_RULES: Final = (
     StartRule("its forEach already runs parallelism items", Verdict.WAIT, None, _no_free_slot),
     StartRule("a vcjob this JobFlow does not control holds its name", Verdict.BLOCKED, Reason.JOB_NAME_CONFLICT,
               _name_taken),
+    StartRule("the JobFlow already succeeded", Verdict.HELD, None, _already_succeeded),
 )
 """The rules decided from the observation alone."""
 

@@ -54,8 +54,6 @@ KEEP_GOING = jobflow("spec: {failurePolicy: KeepGoing, flows: [{name: a}, {name:
 ROWS = {
     "the JobFlow is being deleted, or its spec is invalid":
         lambda: decision_of(INVALID_SPEC, "a"),
-    "the JobFlow already succeeded":
-        lambda: decision_of(EDITED_AFTER_SUCCESS, "b"),
     "its deadline passed":
         lambda: decision_of(PAST_DEADLINE, "b", vcjob(PAST_DEADLINE, "a", P.RUNNING)),
     "the JobFlow failed fast, and the flow is not finally":
@@ -85,6 +83,8 @@ ROWS = {
                  if d.view.name == "shard"][1],
     "a vcjob this JobFlow does not control holds its name":
         lambda: decision_of(A_THEN_B, "a", vcjob(A_THEN_B, "a", owner_uid="someone-else")),
+    "the JobFlow already succeeded":
+        lambda: decision_of(EDITED_AFTER_SUCCESS, "b"),
     "its JobTemplate does not exist":
         lambda: decision_of(A_THEN_B, "a", templates={}),
     "its JobTemplate, patched, would make an invalid vcjob":

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import subprocess
 import sys
 import time
@@ -76,12 +77,25 @@ def test_every_deployment_runs_as_a_bound_service_account_in_its_namespace() -> 
             assert (doc["metadata"]["namespace"], account) in bound
 
 
+def image_cmd() -> list[str]:
+    """The Dockerfile's CMD (exec form, possibly continued over several lines)."""
+    cmd = re.search(r"^CMD ((?:.*\\\n)*.*)$", (REPO / "Dockerfile").read_text(), re.MULTILINE).group(1)
+    return json.loads(cmd.replace("\\\n", " "))
+
+
 def test_the_image_runs_the_same_server_as_the_handler_deployment() -> None:
-    cmd = re.search(r"^CMD (.+)$", (REPO / "Dockerfile").read_text(), re.MULTILINE).group(1)
     command = container(installed()[("Deployment", "jobflow-handler")])["command"]
 
     # gunicorn binds 0.0.0.0:$PORT when no --bind is given, which is what the Deployment spells out.
-    assert json.loads(cmd) == [arg for arg in command if arg not in ("--bind", "0.0.0.0:$(PORT)")]
+    assert image_cmd() == [arg for arg in command if arg not in ("--bind", "0.0.0.0:$(PORT)")]
+
+
+def test_the_image_runs_the_procfiles_web_line() -> None:
+    [web] = [line.split(":", 1)[1] for line in (REPO / "Procfile").read_text().splitlines() if line.startswith("web:")]
+    procfile = shlex.split(web)
+    bind = procfile.index("--bind")
+
+    assert image_cmd() == procfile[:bind] + procfile[bind + 2:]
 
 
 def test_the_handler_deployments_command_answers_healthz(tmp_path: Path) -> None:
@@ -107,3 +121,14 @@ def test_the_handler_deployments_command_answers_healthz(tmp_path: Path) -> None
     finally:
         server.terminate()
         server.wait(timeout=10)
+
+
+def test_every_manifest_deploys_the_image_make_image_tags_at_the_projects_version() -> None:
+    from devcluster.image import manifest_image
+
+    version = re.search(r'^version = "([^"]+)"', (REPO / "pyproject.toml").read_text(), re.MULTILINE).group(1)
+    named = {match for path in [*(REPO / "manifests").rglob("*.yaml"), *(REPO / "knative").rglob("*.yaml")]
+             for match in re.findall(r"image: (ghcr\.io/volcano-jobflow/\S+)", path.read_text())}
+
+    assert named == {manifest_image()}
+    assert manifest_image().endswith(f":{version}")

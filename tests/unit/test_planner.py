@@ -246,3 +246,14 @@ def test_a_flow_removed_from_the_spec_keeps_its_job_reported_and_starts_nothing(
     assert result.status.running_jobs == ["test-gone"]
     assert result.status.state.phase is JobFlowPhase.SUCCEED
     assert result.status.progress == "1/1"
+
+
+def test_a_succeeded_jobflow_keeps_its_skipped_flows_and_waiting_list_when_planned_again():
+    """Issue 23 regression: the rule that holds back a succeeded JobFlow's flows must not hide why a flow was
+    skipped (it comes after the skip rules of the start table)."""
+    flow = jobflow("spec: {flows: [{name: a}, {name: b, dependsOn: {targets: [a], outcome: Failed}}]}")
+    jobs = [vcjob(flow, "a", VcJobPhase.COMPLETED)]
+    first = plan(flow, templates=templates_for(flow), jobs=jobs, now=T0)
+    assert first.status.state.phase is JobFlowPhase.SUCCEED and first.status.skipped_flows
+    again = plan(flow.model_copy(update={"status": first.status}), templates=templates_for(flow), jobs=jobs, now=T0)
+    assert again.status == first.status and not again.status_changed
