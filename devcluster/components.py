@@ -31,6 +31,7 @@ ETCD_VERSION = "v3.6.5"
 KWOK_VERSION = "v0.8.0"
 KUBE_STATE_METRICS_VERSION = "v2.16.0"
 KNATIVE_EVENTING_VERSION = "v0.49.2"  # knative-v1.22.2, as gomod/knative pins
+KNATIVE_SERVING_VERSION = "v0.49.1"  # knative-v1.22.1: the same release train (knative.dev/pkg, k8s 0.35.4)
 
 
 @dataclass(frozen=True)
@@ -180,6 +181,18 @@ KUBELET = GoModule(
     ),),
 )
 
+
+# Not in MODULES either: only the Serving tier runs them (``devcluster/knative_serving.py``), as pods on the pod node,
+# from images made of these binaries. Upstream's five mains, unchanged: each runs in a pod of its own, so their
+# hard-coded ports (8080, 8012, 8022, 9090, ...) collide with nothing. v0.49.1, not the v0.50.0 whose CRDs
+# gomod/knative pins for the manifest tests: it shares Eventing v0.49.2's knative.dev/pkg and Kubernetes libraries,
+# so a build after Eventing's reuses most of its compiled packages.
+KNATIVE_SERVING = GoModule(
+    name="knative-serving",
+    upstream=f"knative.dev/serving {KNATIVE_SERVING_VERSION}",
+    binaries={name: f"knative.dev/serving/cmd/{name}"
+              for name in ("controller", "webhook", "autoscaler", "activator", "queue")},
+)
 
 def module_named(name: str) -> GoModule:
     for module in MODULES:
