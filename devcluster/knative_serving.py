@@ -104,25 +104,27 @@ def image_name(program: str) -> str:
     return f"localhost/knative-serving/{program}:{KNATIVE_SERVING_VERSION}-{cache_key(KNATIVE_SERVING, go_version())}"
 
 
+def ko_image(binary: Path, *, program: str, name: str, log=print) -> str:
+    """``name`` in podman's storage: ``binary`` alone at ``/ko-app/<program>``, as ko lays out an image (made when
+    missing)."""
+    if podman("image", "exists", name, check=False).returncode != 0:
+        with tempfile.TemporaryDirectory(dir=cache_root()) as scratch:
+            layout = Path(scratch) / "ko-app"
+            layout.mkdir()
+            (layout / program).hardlink_to(binary)
+            tar = Path(scratch) / "layer.tar"
+            subprocess.run(["tar", "-C", scratch, "-cf", str(tar), "ko-app"], check=True)
+            podman("import", "--change", f'ENTRYPOINT ["/ko-app/{program}"]', "--change", f"USER {KO_USER}",
+                   "--change", "ENV KO_DATA_PATH=/var/run/ko", str(tar), name)
+        log(f"serving: image {name}")
+    return name
+
+
 def images(*, log=print) -> dict[str, str]:
-    """program -> image in podman's storage, for the five programs (built and packed when missing; module
-    docstring)."""
+    """program -> image in podman's storage, for the five programs (module docstring)."""
     built = build_module(KNATIVE_SERVING, go_version(), log=log)
-    found = {}
-    for program in KNATIVE_SERVING.binaries:
-        name = image_name(program)
-        if podman("image", "exists", name, check=False).returncode != 0:
-            with tempfile.TemporaryDirectory(dir=cache_root()) as scratch:
-                layout = Path(scratch) / "ko-app"
-                layout.mkdir()
-                (layout / program).hardlink_to(built.path(program))
-                tar = Path(scratch) / "layer.tar"
-                subprocess.run(["tar", "-C", scratch, "-cf", str(tar), "ko-app"], check=True)
-                podman("import", "--change", f'ENTRYPOINT ["/ko-app/{program}"]', "--change", f"USER {KO_USER}",
-                       "--change", "ENV KO_DATA_PATH=/var/run/ko", str(tar), name)
-            log(f"serving: image {name}")
-        found[program] = name
-    return found
+    return {program: ko_image(built.path(program), program=program, name=image_name(program), log=log)
+            for program in KNATIVE_SERVING.binaries}
 
 
 def release_documents(dirs: dict[str, Path], images_by_program: dict[str, str]) -> list[dict]:
