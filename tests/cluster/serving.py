@@ -22,8 +22,22 @@ from devcluster.apiserversource_pod import METRICS_PORT
 from devcluster.node.kubelet import cgroup_root
 from devcluster.node.network import NodeNetwork
 from devcluster.testing import LocalCluster
+from installation import DEPLOYMENTS, NAMESPACE, kubectl
 
 HANDLER_PORT = 8080  # the user container's port in knative/base/handler.yaml
+
+
+def remove_plain_install(cluster: LocalCluster) -> None:
+    """The install tier's engine (manifests/), without waiting for its pods to go: its handler and event source would
+    be a second engine, its Service has the ksvc's name, and its webhook would judge the tests' JobFlows. The
+    namespace stays (deleting it would wait for every pod in it)."""
+    kubectl(cluster, "delete", "validatingwebhookconfiguration", "jobflow-admission", "--ignore-not-found")
+    kubectl(cluster, "delete", "--namespace", NAMESPACE, "--ignore-not-found", "--wait=false",
+            *(f"deployment/{name}" for name in DEPLOYMENTS), "service/jobflow-admission")
+    plain = [service.metadata.name for service in cluster.core.list_namespaced_service(NAMESPACE).items
+             if service.metadata.name == "jobflow-handler" and service.spec.selector]  # not the Route's
+    for name in plain:
+        kubectl(cluster, "delete", "--namespace", NAMESPACE, "--wait=false", f"service/{name}")
 
 
 def wait_at_zero(cluster: LocalCluster, *, timeout: float = 150) -> None:
@@ -51,9 +65,9 @@ def ready_handler_pods(cluster: LocalCluster) -> set[str]:
             and any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions or [])}
 
 
-def scrape(url: str) -> dict[str, list[tuple[dict[str, str], float]]]:
+def scrape(url: str, *, timeout: float = 3) -> dict[str, list[tuple[dict[str, str], float]]]:
     """Prometheus samples by name: (labels, value)."""
-    with urllib.request.urlopen(url, timeout=3) as response:
+    with urllib.request.urlopen(url, timeout=timeout) as response:
         text = response.read().decode()
     samples: dict[str, list[tuple[dict[str, str], float]]] = {}
     for family in text_string_to_metric_families(text):
@@ -99,20 +113,23 @@ class EventCounts:
         return adapter_sent(scrape(f"http://{pod.status.pod_ip}:{METRICS_PORT}/metrics"))
 
     def _scrape_handlers(self, *, into: dict[str, Counter]) -> None:
+        """Each pod whose handler container runs (a stopped one's IP may already be another pod's)."""
         for pod in serving_engine.handler_pods(self.cluster.api):
-            if pod.status.pod_ip:
+            running = any(status.name == "handler" and status.state.running
+                          for status in pod.status.container_statuses or [])
+            if running and pod.status.pod_ip:
                 try:
                     into[pod.metadata.uid] = handler_received(
-                        scrape(f"http://{pod.status.pod_ip}:{HANDLER_PORT}/metrics"))
-                except OSError:  # not listening yet, or gone
+                        scrape(f"http://{pod.status.pod_ip}:{HANDLER_PORT}/metrics", timeout=1))
+                except Exception:  # not listening yet, or just stopped: its last scrape stands
                     continue
 
     def _run(self) -> None:
         while not self._stop.wait(0.5):
             try:
+                self.adapter_last = self._adapter()
                 self.most_pods = max(self.most_pods, len(ready_handler_pods(self.cluster)))
                 self._scrape_handlers(into=self.handler)
-                self.adapter_last = self._adapter()
             except Exception:  # an API hiccup: the next round
                 continue
 
@@ -136,6 +153,9 @@ class EventCounts:
             elif time.monotonic() - since >= quiet and self.received() == now:
                 break
             time.sleep(0.5)
+        else:
+            print(f"the counts did not settle in {timeout:.0f} s: sent {dict(self.sent())}, received "
+                  f"{dict(self.received())}")
         time.sleep(1)  # one more scrape of every pod
         self._stop.set()
         self._thread.join(timeout=10)

@@ -28,9 +28,9 @@ from kubernetes import client
 
 from devcluster import knative_serving, pod_node, serving_engine
 from devcluster.testing import LocalCluster
-from installation import KUBECTL, uninstall
+from installation import KUBECTL
 from objects import DIAMOND, History, apply, diamond_templates, flow_phase
-from serving import EventCounts, handler_processes, wait_at_zero
+from serving import EventCounts, handler_processes, remove_plain_install, wait_at_zero
 
 pytestmark = pytest.mark.cluster
 BURST = 20
@@ -38,11 +38,10 @@ BURST = 20
 
 @pytest.fixture(scope="module")
 def serving(pods_cluster: LocalCluster) -> Iterator[LocalCluster]:
-    """Serving installed, the handler's ksvc Ready and the adapter sending to it. The plain install goes first: its
-    handler would be a second engine, and its Service has the ksvc's name."""
+    """Serving installed, the handler's ksvc Ready and the adapter sending to it (the plain install removed first)."""
     log = lambda line: print(line, flush=True)  # noqa: E731
     load = partial(pod_node.load_image, pods_cluster.state)
-    uninstall(pods_cluster)
+    remove_plain_install(pods_cluster)
     try:
         knative_serving.start(pods_cluster.state, pods_cluster.api, load_image=load, log=log)
         serving_engine.deploy(pods_cluster.api, load_image=load, log=log)
