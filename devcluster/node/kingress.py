@@ -166,6 +166,7 @@ def handler_class(table: Table) -> type[BaseHTTPRequestHandler]:
             LOG.debug(format, *args)
 
         def forward(self) -> None:
+            arrived = time.time()
             host = (self.headers.get("Host") or "").split(":")[0].lower()
             chosen = choose(table.routes.get(host, []), self.path, random.uniform(0, 100))
             body = self.read_body()
@@ -187,6 +188,9 @@ def handler_class(table: Table) -> type[BaseHTTPRequestHandler]:
                 answer = upstream.getresponse()
                 self.reply(answer.status, answer.read(), {k: v for k, v in answer.getheaders()
                                                            if k.lower() not in HOP_BY_HOP})
+                # The access log, read by benchmarks/serving_cold_start.py: when each request came, how it ended.
+                LOG.info("%s %s%s arrived=%.3f -> %d in %.3f s", self.command, host, self.path, arrived,
+                         answer.status, time.time() - arrived)
             except OSError as error:
                 self.reply(502, f"{target}: {error}\n".encode(), {})
             finally:
