@@ -14,6 +14,11 @@ Version notes (measured on the module proxy this project can reach, 2026-11):
 - Knative is not built, only downloaded (``KNATIVE``): its Go modules carry its CRD YAMLs, which the Knative
   manifest tests install (``devcluster/knative.py``). Serving v0.50.0 is knative-v1.23.0; eventing v0.49.2 is
   knative-v1.22.2, the newest eventing release the proxy serves.
+- Knative Serving's programs are built from v0.49.1 (knative-v1.22.1; served, as are v0.48.0, v0.49.0, v0.50.0 and
+  v0.51.0, while v0.48.3, v0.49.2, v0.49.3 and v0.50.1 answer 403): the release train of eventing v0.49.2, whose
+  knative.dev/pkg and Kubernetes libraries it shares. Its knative.dev/networking and knative.dev/caching
+  pseudo-versions are served as zips, but their ``.info`` answers 403 (``go list -m`` fails on them; the build does
+  not need it).
 - kube-state-metrics is pinned to v2.16.0, the newest release the proxy serves (v2.13.0, v2.15.0 and v2.16.0 are
   served; v2.14.0 and v2.17.0 answer 403). Its main package is the module root.
 """
