@@ -6,9 +6,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 import yaml
 
-from devcluster import apiserversource_pod, serving_engine
+from devcluster import apiserversource_pod, knative_serving, serving_engine
 from devcluster.node.dns import service_addresses
 from devcluster.node.kingress import DOMAIN_INTERNAL, choose, is_ready, ready_status, routes
 
@@ -95,3 +96,45 @@ def test_the_handlers_ksvc_is_applied_exactly_as_knative_base_ships_it_and_nothi
     assert ksvc["metadata"]["name"] == "jobflow-handler"
     assert not [doc for doc in docs if doc["apiVersion"].split("/")[0] in (
         "eventing.knative.dev", "sources.knative.dev")]
+
+
+def fake_release(tmp_path: Path, *, programs: tuple[str, ...]) -> dict[str, Path]:
+    """Module directories laid out as the release's, with one Deployment per program and two ConfigMaps."""
+    serving = tmp_path / "serving"
+    (serving / "config/core/deployments").mkdir(parents=True)
+    (serving / "config/core/configmaps").mkdir(parents=True)
+    for program in programs:
+        (serving / f"config/core/deployments/{program}.yaml").write_text(
+            f"apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: {program}}}\n"
+            f"spec: {{template: {{spec: {{containers: [{{image: 'ko://knative.dev/serving/cmd/{program}'}}]}}}}}}\n")
+    (serving / "config/core/configmaps/deployment.yaml").write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: config-deployment}\n"
+        "data: {queue-sidecar-image: 'ko://knative.dev/serving/cmd/queue', _example: keep}\n")
+    (serving / "config/core/configmaps/autoscaler.yaml").write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: config-autoscaler}\ndata: {_example: keep}\n")
+    dirs = {"knative.dev/serving": serving}
+    for module, names in knative_serving.LINKED_FILES.items():
+        dirs[module] = tmp_path / module.split("/")[1]
+        for name in names:
+            (dirs[module] / name).parent.mkdir(parents=True, exist_ok=True)
+            (dirs[module] / name).write_text(f"apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {Path(name).stem}}}\n")
+    return dirs
+
+
+def test_the_release_gets_the_local_images_where_ko_would_write_its_own_and_only_the_named_settings(
+        tmp_path: Path) -> None:
+    images = {program: f"localhost/{program}:1" for program in ("controller", "activator", "queue")}
+    docs = knative_serving.release_documents(fake_release(tmp_path, programs=("controller", "activator")), images)
+    by_name = {doc["metadata"]["name"]: doc for doc in docs}
+
+    assert by_name["activator"]["spec"]["template"]["spec"]["containers"][0]["image"] == "localhost/activator:1"
+    assert by_name["config-deployment"]["data"]["queue-sidecar-image"] == "localhost/queue:1"
+    assert by_name["config-autoscaler"]["data"] == {"_example": "keep", **knative_serving.SETTINGS["config-autoscaler"]}
+    assert "config-network" in by_name  # linked in from knative.dev/networking
+
+
+def test_a_program_the_build_does_not_make_fails_the_install_loudly(tmp_path: Path) -> None:
+    dirs = fake_release(tmp_path, programs=("controller", "new-program"))
+
+    with pytest.raises(knative_serving.ServingError, match="new-program"):
+        knative_serving.release_documents(dirs, {"controller": "localhost/controller:1", "queue": "q"})
