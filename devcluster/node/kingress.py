@@ -82,7 +82,7 @@ def routes(ingresses: list[dict]) -> dict[str, list[dict]]:
     return found
 
 
-def choose(paths: list[dict], request_path: str, roll: float) -> tuple[dict, dict] | None:
+def choose(paths: list[dict], request_path: str, *, roll: float) -> tuple[dict, dict] | None:
     """(path, split) for a request: the longest matching path prefix, the split whose percentage ``roll`` (0..100)
     falls in."""
     for path in paths:
@@ -168,7 +168,7 @@ def handler_class(table: Table) -> type[BaseHTTPRequestHandler]:
         def forward(self) -> None:
             arrived = time.time()
             host = (self.headers.get("Host") or "").split(":")[0].lower()
-            chosen = choose(table.routes.get(host, []), self.path, random.uniform(0, 100))
+            chosen = choose(table.routes.get(host, []), self.path, roll=random.uniform(0, 100))
             body = self.read_body()
             if chosen is None:
                 self.reply(404, f"no KIngress of class {CLASS} routes {host}{self.path}\n".encode(), {})

@@ -68,7 +68,7 @@ def kubectl_get_ksvc(cluster: LocalCluster) -> dict:
     return json.loads(result.stdout)
 
 
-def run_burst(cluster: LocalCluster, namespace: str, names: list[str], *, timeout: float = 240) -> History:
+def run_burst(cluster: LocalCluster, namespace: str, *, names: list[str], timeout: float = 240) -> History:
     """Create a diamond of each name at once, wait until all Succeed, and return what was seen
     meanwhile."""
     history = History(cluster, namespace)
@@ -109,7 +109,7 @@ def test_a_jobflow_created_at_zero_wakes_the_handler_runs_the_diamond_once_and_t
     wait_at_zero(serving)
     counts = EventCounts(serving)
 
-    history = run_burst(serving, user_namespace, ["wake"])
+    history = run_burst(serving, user_namespace, names=["wake"])
     counts.settle()
 
     assert_each_flow_once(history, ["wake"])
@@ -126,7 +126,7 @@ def test_twenty_jobflows_created_in_one_burst_at_zero_all_succeed_and_no_event_i
     started = time.monotonic()
     names = [f"burst-{i}" for i in range(BURST)]
 
-    history = run_burst(serving, user_namespace, names)
+    history = run_burst(serving, user_namespace, names=names)
     counts.settle()
 
     print(f"{BURST} diamonds from zero: all Succeed after {time.monotonic() - started:.1f} s; at most "
@@ -148,7 +148,7 @@ def test_under_a_burst_the_autoscaler_runs_more_than_one_handler_pod_with_no_dup
     counts = EventCounts(serving)
     names = [f"out-{i}" for i in range(BURST)]
 
-    history = run_burst(serving, user_namespace, names)
+    history = run_burst(serving, user_namespace, names=names)
     counts.settle()
 
     print(f"target 1: at most {counts.most_pods} handler pods Ready at once; events {dict(counts.sent())}")

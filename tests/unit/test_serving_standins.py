@@ -26,7 +26,7 @@ INGRESS = {"metadata": {"name": "jobflow-handler", "namespace": "volcano-jobflow
 def test_a_request_for_a_host_of_the_rule_goes_to_its_split_with_the_headers_the_activator_reads() -> None:
     table = routes([INGRESS])
 
-    path, split = choose(table["jobflow-handler.volcano-jobflow.svc.cluster.local"], "/resync", 42.0)
+    path, split = choose(table["jobflow-handler.volcano-jobflow.svc.cluster.local"], "/resync", roll=42.0)
 
     assert split["serviceName"] == "jobflow-handler-00001"
     assert split["appendHeaders"]["Knative-Serving-Revision"] == "jobflow-handler-00001"
@@ -39,9 +39,9 @@ def test_the_longest_path_prefix_wins_and_the_roll_picks_the_split_by_percentage
         {"splits": [SPLIT]}, {"path": "/resync", "splits": [old, new]}]}}]}}
     paths = routes([ingress])["h"]
 
-    assert choose(paths, "/resync", 89.9)[1]["serviceName"] == "old"
-    assert choose(paths, "/resync", 90.0)[1]["serviceName"] == "new"
-    assert choose(paths, "/", 99.0)[1]["serviceName"] == "jobflow-handler-00001"
+    assert choose(paths, "/resync", roll=89.9)[1]["serviceName"] == "old"
+    assert choose(paths, "/resync", roll=90.0)[1]["serviceName"] == "new"
+    assert choose(paths, "/", roll=99.0)[1]["serviceName"] == "jobflow-handler-00001"
 
 
 def test_the_status_says_ready_for_this_generation_with_the_stand_ins_service_as_load_balancer() -> None:
