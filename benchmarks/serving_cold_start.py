@@ -83,12 +83,13 @@ class Steps:
 
 
 def first_request(log: Path, since: float) -> tuple[float, int, float]:
-    """(arrived, status, seconds) of the first request for the ksvc the KIngress stand-in saw after ``since``."""
-    for line in log.read_text().splitlines():
-        match = ACCESS.search(line)
-        if match and float(match[1]) >= since:
-            return float(match[1]), int(match[2]), float(match[3])
-    raise AssertionError(f"no request for the ksvc in {log} since {since}")
+    """(arrived, status, seconds) of the first request for the ksvc the KIngress stand-in saw after ``since`` (the
+    log is in the order requests ended: a request held through a cold start is logged after later ones)."""
+    found = [(float(m[1]), int(m[2]), float(m[3])) for m in map(ACCESS.search, log.read_text().splitlines())
+             if m and float(m[1]) >= since]
+    if not found:
+        raise AssertionError(f"no request for the ksvc in {log} since {since}")
+    return min(found)
 
 
 def dependency_latency(local: LocalCluster) -> tuple[float, int]:
@@ -122,7 +123,7 @@ def pod_memory(local: LocalCluster) -> dict[str, float]:
     return {key: round(value, 1) for key, value in found.items()}
 
 
-def diamond(local: LocalCluster, namespace: str, name: str) -> float:
+def diamond(local: LocalCluster, namespace: str, *, name: str) -> float:
     """Create the diamond ``name``; seconds until it succeeded."""
     text = ("apiVersion: flow.volcano.sh/v1alpha1\nkind: JobFlow\nmetadata: {name: %s}\nspec:\n  flows:\n"
             "  - {name: a}\n  - {name: b, dependsOn: {targets: [a]}}\n  - {name: c, dependsOn: {targets: [b]}}\n"
@@ -159,10 +160,10 @@ def main(argv: list[str] | None = None) -> int:
         local.wait_until("the handler at zero", lambda: serving_engine.at_zero(local.api), timeout=300, interval=1)
         time.sleep(2)  # the watches have seen the last pod go
         steps.reset()
-        cold = diamond(local, namespace, f"cold-{run}")
+        cold = diamond(local, namespace, name=f"cold-{run}")
         arrived, status, seconds = first_request(access_log, steps.since)
         cold_latency = dependency_latency(local)
-        warm = diamond(local, namespace, f"warm-{run}")
+        warm = diamond(local, namespace, name=f"warm-{run}")
         warm_latency = dependency_latency(local)
         record = {"created": steps.since, "first_event": arrived - steps.since, "status": status,
                   "to_202": arrived + seconds - steps.since,
