@@ -100,9 +100,10 @@ def test_idle_the_revision_has_no_pod_and_no_handler_process_while_the_ksvc_stay
     wait_at_zero(serving)
 
     assert handler_processes(serving) == []
-    ready = {c["type"]: c["status"] for c in kubectl_get_ksvc(serving)["status"]["conditions"]}
-    assert ready == {"ConfigurationsReady": "True", "Ready": "True", "RoutesReady": "True"}
-    [revision] = [pa["metadata"]["name"] for pa in serving_engine.autoscalers(serving.api)]
+    status = kubectl_get_ksvc(serving)["status"]
+    assert {c["type"]: c["status"] for c in status["conditions"]} == {
+        "ConfigurationsReady": "True", "Ready": "True", "RoutesReady": "True"}
+    revision = status["latestReadyRevisionName"]
     activators = {pod.status.pod_ip for pod in serving.core.list_namespaced_pod(
         knative_serving.SYSTEM_NAMESPACE, label_selector="app=activator").items}
     public = serving.core.read_namespaced_endpoints(revision, serving_engine.NAMESPACE)
