@@ -6,7 +6,7 @@ and activator, HPAs and a PodDisruptionBudget, the webhook configurations and th
 caching ``Image``), with each ``ko://knative.dev/serving/cmd/<name>`` replaced by the image ko built and pushed.
 The Go module zip holds every file of ``config/core/`` but the CRDs that the repository links in from
 ``knative.dev/networking`` and ``knative.dev/caching`` (a module zip drops symbolic links); those modules are the
-ones Serving's go.mod pins, so :func:`release_documents` reads them from there. The same set, in the same order.
+ones Serving's go.mod pins, so :func:`release_documents` reads them from there: the same set of objects.
 
 What ko does is done here without a registry (:func:`images`): the five programs are built from the pinned module
 (``gomod/knative-serving``, like every other binary), each is put alone in an image the way ko lays it out
