@@ -17,8 +17,6 @@ import logging
 
 from flask import Blueprint, jsonify, request
 
-from jobflow_core.admission import KINDS, BadReview, review
-
 log = logging.getLogger("handlers.admission")
 bp = Blueprint("admission", __name__)
 
@@ -34,6 +32,9 @@ def _freeze_what_is_loaded(_state) -> None:
 
 @bp.post("/validate/<any(jobflows, jobtemplates):resource>")
 def validate(resource: str):
+    # Imported on the first review: a handler that only reconciles (the usual one) never loads the webhooks' core.
+    from jobflow_core.admission import KINDS, BadReview, review
+
     try:
         answer = review(json.loads(request.get_data()), kind=KINDS[resource])
     # JSONDecodeError and UnicodeDecodeError for a body that is not JSON; RecursionError is the json module's

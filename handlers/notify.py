@@ -21,7 +21,6 @@ from collections.abc import Mapping, Sequence
 from cloudevents.core.bindings.http import to_binary_event
 from cloudevents.core.v1.event import CloudEvent
 
-from eventsource.cloudevent import parse_overrides
 from handlers import metrics
 from jobflow_core.models import Notification
 from jobflow_core.notifications import source
@@ -39,6 +38,9 @@ class Notifier:
         sink = (env.get("K_SINK") or "").strip()
         if not sink:
             return None
+        # Imported only with a sink: eventsource's package brings its watch loop, which a handler never runs.
+        from eventsource.cloudevent import parse_overrides
+
         return cls(sink, overrides=parse_overrides(env.get("K_CE_OVERRIDES")),
                    timeout=float(env.get("K_SINK_TIMEOUT_SECONDS", "2")))
 

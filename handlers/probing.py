@@ -11,7 +11,6 @@ from __future__ import annotations
 import http.client
 import socket
 from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
 
 from jobflow_core import CheckKind, CheckResult, NetworkCheck
 from jobflow_core.naming import pods_of_task_selector
@@ -67,5 +66,8 @@ class Prober:
         checks = list(checks)
         if not checks:
             return {}
+        # Imported here: only a JobFlow with an HTTP or TCP probe gets this far, and a cold start need not pay it.
+        from concurrent.futures import ThreadPoolExecutor
+
         with ThreadPoolExecutor(max_workers=min(8, len(checks))) as pool:
             return dict(zip(checks, pool.map(self.check, checks), strict=True))

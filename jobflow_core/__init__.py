@@ -6,25 +6,74 @@ decides *what should happen*; the shell (``handlers/``) reads the cluster, plans
 :func:`plan_observation`), and carries out the plan's actions in order. Nothing here imports a web framework or a Kubernetes client, reads a clock, or draws random
 numbers, so every decision can be tested from YAML alone and repeated safely.
 
-Where each fact is decided:
+Where each fact is decided: every module of the package, with the one decision it owns (the same list as
+docs/architecture.md's table; ``tests/unit/test_decision_maps.py`` fails when a module is missing from either).
 
-* :mod:`~jobflow_core.models`: the API objects, field for field, with upstream's JSON names.
-* :mod:`~jobflow_core.naming`: vcjob names, ``createdBy`` labels, owner references, ownership.
-* :mod:`~jobflow_core.validation`: whether a spec is a DAG of well-named flows with well-formed probes;
-  :mod:`~jobflow_core.template_validation`: whether a JobTemplate would make a valid vcjob;
-  :mod:`~jobflow_core.admission` and :mod:`~jobflow_core.update_warnings`: the webhooks' AdmissionReview core.
+The objects:
+
+* :mod:`~jobflow_core.models`: the API objects, one import for every model.
+* :mod:`~jobflow_core.models.base`: how Kubernetes JSON becomes Python objects and back: JSON names, timestamps,
+  unknown fields kept.
+* :mod:`~jobflow_core.models.jobflow`: the JobFlow, field for field, with upstream's JSON names.
+* :mod:`~jobflow_core.models.jobtemplate`: the JobTemplate, field for field.
+* :mod:`~jobflow_core.models.vcjob`: the Volcano job (vcjob), the fields the engine reads and keeps.
+* :mod:`~jobflow_core.api`: the API identity: group, version, kind, plural, label and annotation keys.
+* :mod:`~jobflow_core.naming`: vcjob names, ``createdBy`` labels, owner references, whether a vcjob is ours.
+* :mod:`~jobflow_core.durations`: how a duration is written (Go's ``time.Duration.String``).
+
+Checking a spec:
+
+* :mod:`~jobflow_core.validation`: whether a JobFlow spec is a DAG of well-named flows with well-formed probes.
+* :mod:`~jobflow_core.validation_rules`: Kubernetes' naming rules (DNS-1123 labels).
+* :mod:`~jobflow_core.spec_errors`: what a spec error says: what is wrong and what to do.
+* :mod:`~jobflow_core.template_validation`: whether a JobTemplate would make a vcjob Volcano accepts.
+* :mod:`~jobflow_core.admission`: the admission webhooks' answer, an AdmissionReview in and out.
+* :mod:`~jobflow_core.update_warnings`: which spec updates warn, because vcjobs created earlier will not see them.
+
+Observing a JobFlow:
+
+* :mod:`~jobflow_core.observation`: each flow next to its vcjob and its previous record, gathered once per attempt.
+* :mod:`~jobflow_core.views`: what a flow is made of: its units (a vcjob and its attempts) and its node in the DAG.
+* :mod:`~jobflow_core.parameters`: ``spec.parameters`` and placeholders: the values one run uses.
+* :mod:`~jobflow_core.items`: a ``forEach`` flow's items: how they are worked out, named and counted.
+* :mod:`~jobflow_core.loops`: a ``repeat`` flow's iterations: whether another one runs.
+* :mod:`~jobflow_core.retries`: whether a failed vcjob runs again, and after which backoff.
+* :mod:`~jobflow_core.reruns`: which flows a rerun request runs again, and from which attempt.
+* :mod:`~jobflow_core.deadlines`: when time alone ends a wait or a vcjob: ``activeDeadlineSeconds``,
+  ``timeoutSeconds``, probe timeouts.
+
+Deciding:
+
+* :mod:`~jobflow_core.graph`: a JobFlow's flows as a DAG: order, edges and levels.
+* :mod:`~jobflow_core.dependencies`: whether a flow's targets let it start now, and what it waits for.
+* :mod:`~jobflow_core.probes`: whether ``dependsOn.probe`` passes, and which network checks the shell makes for it.
+* :mod:`~jobflow_core.conditions`: the value of a flow's ``when`` condition (CEL).
+* :mod:`~jobflow_core.skips`: why a flow is Skipped, from one table.
+* :mod:`~jobflow_core.outcomes`: each flow's outcome, which failures are handled, when a JobFlow that fails fast
+  stops.
 * :mod:`~jobflow_core.phase`: the JobFlow phase, from one table.
-* :mod:`~jobflow_core.dependencies`: whether a flow may start; :mod:`~jobflow_core.probes`: ``dependsOn.probe``.
-* :mod:`~jobflow_core.jobs`: the vcjob manifest of a flow; :mod:`~jobflow_core.patching`: ``patch.jobSpec``.
-* :mod:`~jobflow_core.templates`: a JobTemplate's ``jobDependsOnList``.
-* :mod:`~jobflow_core.graph` and :mod:`~jobflow_core.conversion`: DAG order and JobTemplate <-> vcjob, for the CLI.
-* :mod:`~jobflow_core.observation`: each flow next to its vcjob and its previous record, gathered once.
-* :mod:`~jobflow_core.decisions`: whether each flow starts, waits or is blocked, from one table.
+* :mod:`~jobflow_core.decisions`: whether each flow starts, waits, is held or is blocked, from one table.
+* :mod:`~jobflow_core.failures`: why a JobFlow failed (``state.reason`` and its advice), from one table.
+* :mod:`~jobflow_core.jobs`: the vcjob manifest of a flow, and the command that aborts a vcjob.
+* :mod:`~jobflow_core.patching`: how a flow's ``patch.jobSpec`` merges into its JobTemplate's spec.
+
+Writing it down:
+
 * :mod:`~jobflow_core.status`: the status, from one observation.
-* :mod:`~jobflow_core.events`: the events and reason words.
-* :mod:`~jobflow_core.planner`: all of the above, as a list of actions for the shell: :func:`plan`.
+* :mod:`~jobflow_core.events`: the Kubernetes Events a plan records, and every reason word.
+* :mod:`~jobflow_core.eta`: when each waiting flow is expected to start, the expected completion and the critical
+  path.
+* :mod:`~jobflow_core.run_stats`: a JobTemplate's statistics (runs, failure rate, durations), each run counted once.
+* :mod:`~jobflow_core.templates`: a JobTemplate's ``jobDependsOnList``.
+* :mod:`~jobflow_core.notifications`: which transitions become CloudEvents out, kept in the status until delivered.
+* :mod:`~jobflow_core.planner`: all of the above as a list of actions for the shell: ``plan``, ``plan_observation``.
+
+Around the planner:
+
+* :mod:`~jobflow_core.relevance`: which changes to an object can matter to the engine, which may wait a moment,
+  which JobFlow a vcjob's change is about.
 * :mod:`~jobflow_core.routing`: which JobFlows an incoming event concerns, and what a resync looks at.
-* :mod:`~jobflow_core.api`: the API identity (group, version, kind, plural, label keys) every component uses.
+* :mod:`~jobflow_core.conversion`: JobTemplate <-> vcjob, the same spec under two kinds, for the CLI.
 """
 
 from jobflow_core.decisions import templates_needed

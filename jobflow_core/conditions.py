@@ -26,7 +26,9 @@ is Skipped (``ConditionFalse``), and skipping propagates as for any skipped flow
 
 A condition that does not compile is refused at admission (:func:`compile_error`); one that fails when evaluated
 (a field the target does not have, a type mismatch) blocks its flow with ``ConditionError`` and the CEL message,
-until the JobFlow is fixed. Compiled programs are cached by their text: a reconcile compiles nothing twice.
+until the JobFlow is fixed. Compiled programs are cached by their text, the :data:`CACHED_PROGRAMS` most recently
+used: a reconcile compiles nothing twice, and a handler fed conditions it never saw (admission reviews, anyone's
+JobFlows) holds at most that many (a program is some 50 KiB; a compile takes 1-2 ms).
 """
 
 import json
@@ -86,7 +88,11 @@ def _number_or_text(value: str) -> Any:
     return int(number) if number.is_integer() and "." not in value and "e" not in value.lower() else number
 
 
-@lru_cache(maxsize=512)
+CACHED_PROGRAMS = 64
+"""At most ~3 MiB of compiled conditions; more distinct conditions than this in use at once are compiled again."""
+
+
+@lru_cache(maxsize=CACHED_PROGRAMS)
 def _program(expression: str) -> Any:
     import celpy  # here: a JobFlow without conditions never pays for loading the CEL implementation
 

@@ -12,7 +12,7 @@ the JobFlow is being deleted, or its spec is invalid                    held
 its deadline passed (:mod:`jobflow_core.deadlines`)                     held
 the JobFlow failed fast (an unhandled failure), unless the flow is      held
 ``finally``
-its dependencies can no longer be met (:mod:`jobflow_core.outcomes`)    skipped  DependencyNotMet
+its dependencies can no longer be met (:mod:`jobflow_core.skips`)       skipped  DependencyNotMet
 its ``when`` condition is false (:mod:`jobflow_core.conditions`)         skipped  ConditionFalse
 the JobFlow is suspended (``spec.suspend``)                             held
 its next attempt waits out the retry backoff (:mod:`jobflow_core.retries`) wait
@@ -144,11 +144,11 @@ def _stopped(facts: FlowFacts) -> str | None:
 
 
 def _dependency_lost(facts: FlowFacts) -> str | None:
-    return facts.readiness.skip if not facts.readiness.skip_by_condition else None
+    return facts.readiness.skip if facts.readiness.skip_reason is Reason.DEPENDENCY_NOT_MET else None
 
 
 def _condition_false(facts: FlowFacts) -> str | None:
-    return facts.readiness.skip if facts.readiness.skip_by_condition else None
+    return facts.readiness.skip if facts.readiness.skip_reason is Reason.CONDITION_FALSE else None
 
 
 def _condition_error(facts: FlowFacts) -> str | None:

@@ -1,11 +1,11 @@
-"""When a flow's dependencies let it start, and when they never will.
+"""When a flow's dependencies let it start, and what it waits for until then.
 
 A flow with no ``dependsOn``, or with no targets, is ready at once. Otherwise its ``dependsOn.outcome`` says what
 it waits for, over the outcomes of its targets (:class:`~jobflow_core.phase.FlowOutcome`: Succeeded, Failed,
 Skipped, or none yet):
 
 =====================  ==========================================  ==========================================
-``outcome``            ready when                                  skipped when
+``outcome``            ready when                                  skipped when (:mod:`jobflow_core.skips`)
 =====================  ==========================================  ==========================================
 Succeeded (default)    every target Succeeded (its vcjob           a target Failed or was Skipped
                        Completed, as upstream)
@@ -18,14 +18,17 @@ A flow with ``dependsOn.probe`` is ready when its probe passes against every tar
 (:mod:`jobflow_core.probes`); its targets need not be Completed. It is skipped when a target ends (or was skipped)
 before its probe passed: a server that finished before it ever answered will not answer any more.
 
-The answer is a :class:`Readiness` value rather than a bare bool, so that the status can say what a flow waits
-for, whether it is a probe that should be looked at again, what can never pass as written, and why a flow will
-never run.
+This module answers the "ready when" column: whether the flow may start now, and if not, what it waits for. The
+"skipped when" column, whether it never will, is one table of its own (:data:`jobflow_core.skips.SKIP_RULES`),
+consulted first; for a flow it skips, the answer here is only what the flow was waiting for. The answer is a
+:class:`Readiness` value rather than a bare bool, so that the status can say what a flow waits for, whether it is a
+probe that should be looked at again, what can never pass as written, and why a flow will never run.
 """
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from jobflow_core.events import Reason
 from jobflow_core.models import AwaitedOutcome, Flow, VcJob
 from jobflow_core.phase import FlowOutcome
 from jobflow_core.probes import CheckResult, NetworkCheck, evaluate
@@ -42,9 +45,9 @@ class Readiness:
     errors: tuple[str, ...] = ()
     """Why the flow's probe can never pass as written (e.g. a task name its target does not have)."""
     skip: str | None = None
-    """Why the flow will never run (its dependencies can no longer be met); None while it still may."""
-    skip_by_condition: bool = False
-    """The skip is its ``when`` condition's doing, not its dependencies'."""
+    """Why the flow will never run (:mod:`jobflow_core.skips`); None while it still may."""
+    skip_reason: Reason | None = None
+    """The reason word of the skip rule that holds: its dependencies' doing, or its ``when`` condition's."""
     condition_error: str | None = None
     """Its dependencies are met but its ``when`` condition cannot be evaluated: what is wrong."""
 
@@ -56,12 +59,15 @@ def _quoted(names: tuple[str, ...] | list[str]) -> str:
     return ", ".join(f'"{name}"' for name in names)
 
 
-def _ended(target: str, outcome: FlowOutcome) -> str:
-    return f'"{target}" was Skipped' if outcome is FlowOutcome.SKIPPED else f'"{target}" {outcome}'
+def describe_ended(outcomes: Mapping[str, FlowOutcome | None]) -> str:
+    """Targets that ended, and how, in words: ``"a" Failed; "b" was Skipped``."""
+    return "; ".join(f'"{target}" was Skipped' if outcome is FlowOutcome.SKIPPED else f'"{target}" {outcome}'
+                     for target, outcome in outcomes.items())
 
 
 def check_dependencies(flow: Flow, *, outcome_of: OutcomeOf) -> Readiness:
-    """Whether ``flow``'s targets let it start, by its ``dependsOn.outcome`` (the table of the module docstring)."""
+    """Whether ``flow``'s targets let it start now, by its ``dependsOn.outcome`` (the "ready when" column of the
+    module docstring), and if not, what it waits for."""
     targets = tuple(dict.fromkeys(flow.depends_on.targets or ())) if flow.depends_on else ()
     if not targets:
         return Readiness(ready=True, waiting_for=(), message="no dependencies")
@@ -69,31 +75,23 @@ def check_dependencies(flow: Flow, *, outcome_of: OutcomeOf) -> Readiness:
     undecided = tuple(target for target, outcome in outcomes.items() if outcome is None)
     awaited = flow.depends_on.outcome or AwaitedOutcome.SUCCEEDED
     if awaited is AwaitedOutcome.FAILED:
-        if FlowOutcome.FAILED in outcomes.values():
-            failed = [target for target, outcome in outcomes.items() if outcome is FlowOutcome.FAILED]
+        failed = [target for target, outcome in outcomes.items() if outcome is FlowOutcome.FAILED]
+        if failed:
             return Readiness(ready=True, waiting_for=(), message=f"{_quoted(failed)} Failed")
-        if undecided:
-            return Readiness(ready=False, waiting_for=undecided,
-                             message=f"waiting for {_quoted(undecided)} to end (this flow runs if one of them fails)")
-        ended = "; ".join(_ended(target, outcome) for target, outcome in outcomes.items())
-        return Readiness(ready=False, waiting_for=(), message=f"skipped: no target failed ({ended})",
-                         skip=f"no target failed ({ended}), and this flow runs only if one does")
+        return Readiness(ready=False, waiting_for=undecided,
+                         message=f"waiting for {_quoted(undecided)} to end (this flow runs if one of them fails)"
+                         if undecided else "waiting for a target to fail")
     if awaited is AwaitedOutcome.FINISHED:
         if undecided:
             return Readiness(ready=False, waiting_for=undecided, message=f"waiting for {_quoted(undecided)} to end")
         return Readiness(ready=True, waiting_for=(), message="every target has ended")
-    lost = [(target, outcome) for target, outcome in outcomes.items()
-            if outcome in (FlowOutcome.FAILED, FlowOutcome.SKIPPED)]
-    if lost:
-        ended = "; ".join(_ended(target, outcome) for target, outcome in lost)
-        return Readiness(ready=False, waiting_for=(), message=f"skipped: {ended}",
-                         skip=f"{ended}, and this flow runs only if its targets succeed")
-    if undecided:
-        return Readiness(ready=False, waiting_for=undecided, message=f"waiting for {_quoted(undecided)} to be Completed")
+    pending = tuple(target for target, outcome in outcomes.items() if outcome is not FlowOutcome.SUCCEEDED)
+    if pending:
+        return Readiness(ready=False, waiting_for=pending, message=f"waiting for {_quoted(pending)} to be Completed")
     return Readiness(ready=True, waiting_for=(), message="all targets are Completed")
 
 
-def check_probe(flow: Flow, *, live_job: Callable[[str], VcJob | None], outcome_of: OutcomeOf,
+def check_probe(flow: Flow, *, live_job: Callable[[str], VcJob | None],
                 results: Mapping[NetworkCheck, CheckResult]) -> Readiness:
     """Whether ``flow``'s probe passes against each of its targets; ``live_job`` gives a flow's live vcjob."""
     targets = tuple(dict.fromkeys(flow.depends_on.targets or ())) if flow.depends_on else ()
@@ -102,11 +100,6 @@ def check_probe(flow: Flow, *, live_job: Callable[[str], VcJob | None], outcome_
     errors = tuple(error for verdict in verdicts.values() for error in verdict.errors)
     if not waiting_for:
         return Readiness(ready=True, waiting_for=(), message="every probe passed")
-    lost = [(target, outcome) for target in waiting_for if (outcome := outcome_of(target)) is not None]
-    if lost and not errors:
-        ended = "; ".join(_ended(target, outcome) for target, outcome in lost)
-        return Readiness(ready=False, waiting_for=waiting_for, message=f"skipped: {ended} before its probe passed",
-                         skip=f"{ended} before its probe passed, so the probe never will")
     details = "; ".join(wait for verdict in verdicts.values() for wait in verdict.waiting)
     return Readiness(ready=False, waiting_for=waiting_for, message=f"waiting for probes: {details}" if details
                      else "a probe cannot pass as written", probing=not errors, errors=errors)

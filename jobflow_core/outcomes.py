@@ -1,41 +1,40 @@
 """Each flow's outcome (Succeeded, Failed, Skipped, or not yet), which failures are handled, and when to stop.
 
 Outcomes are decided flow by flow in dependency order (:func:`jobflow_core.graph.flow_graph`), because a skip
-propagates: a flow whose targets can no longer do what it waits for is Skipped (:mod:`jobflow_core.dependencies`),
-and so may be the flows that wait for it.
+propagates: a flow whose targets can no longer do what it waits for is Skipped (:mod:`jobflow_core.skips`), and so
+may be the flows that wait for it.
 
 * A flow with a vcjob (live, or recorded in the previous status) has the outcome of its effective job phase:
   Completed succeeded; Failed, Terminated and Aborted failed; any other phase has not ended. A flow whose last
   attempt failed but will be retried (:mod:`jobflow_core.retries`) has not ended either: dependents see only the
   last attempt's outcome.
-* A flow that needs a vcjob is Skipped when its dependencies say it can never start; otherwise it has not ended.
+* A flow that needs a vcjob is Skipped when a rule of :data:`jobflow_core.skips.SKIP_RULES` holds for it (what it
+  waits for can no longer happen, or its ``when`` condition is false); otherwise it has not ended.
 * A failure is **handled** when some flow waits for that flow to fail or to finish (``dependsOn.outcome: Failed``
   or ``Finished``). An unhandled failure of a flow that is not ``finally`` **stops** a JobFlow that fails fast (the
   default): nothing new starts but its ``finally`` flows.
 * ``finally`` flows come last: each also waits until every other flow has ended, or will never start because the
   JobFlow stopped, and then follows its own ``dependsOn`` (on other ``finally`` flows only).
-* A flow whose dependencies are met and that has a ``when`` condition (:mod:`jobflow_core.conditions`) is Skipped
-  when it is false, and waits, blocked, when it cannot be evaluated.
-* A probe that has not passed when its ``timeoutSeconds`` ran out (:mod:`jobflow_core.deadlines`) never will: the
-  flow is Skipped.
+* A flow whose dependencies are met and that has a ``when`` condition (:mod:`jobflow_core.conditions`) waits,
+  blocked, while it cannot be evaluated (this module evaluates it, in the context of the flow's targets).
 
 For each flow that needs a vcjob the pass also keeps its :class:`~jobflow_core.dependencies.Readiness`, which the
 start table (:mod:`jobflow_core.decisions`) reads.
 """
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from jobflow_core.conditions import evaluate, parse_result, reads_results
 from jobflow_core.parameters import values
-from jobflow_core.deadlines import passed, probe_deadline
-from jobflow_core.dependencies import Readiness, check_dependencies, check_probe
+from jobflow_core.dependencies import Readiness
 from jobflow_core.graph import flow_graph
 from jobflow_core.models import AwaitedOutcome, FailurePolicy, Flow, JobFlow, VcJob, VcJobPhase
 from jobflow_core.phase import FlowOutcome, outcome_of_phase
 from jobflow_core.probes import CheckResult, NetworkCheck
+from jobflow_core.skips import ConditionCheck, SkipFacts, settle_readiness
 
 
 @dataclass(frozen=True)
@@ -88,16 +87,16 @@ def handled_failures(flows: Sequence[Flow]) -> frozenset[str]:
     )
 
 
-def _condition(jobflow: JobFlow, flow: Flow, ready: Readiness, *, fates: Mapping[str, FlowFate],
-               outcomes: Mapping[str, FlowOutcome | None]) -> Readiness:
-    """Whether a flow whose dependencies are met runs, by its ``when`` (:mod:`jobflow_core.conditions`)."""
+def _condition(jobflow: JobFlow, flow: Flow, *, fates: Mapping[str, FlowFate],
+               outcomes: Mapping[str, FlowOutcome | None]) -> ConditionCheck:
+    """The ``when`` of a flow whose dependencies are met (:mod:`jobflow_core.conditions`)."""
     targets = list(dict.fromkeys(flow.depends_on.targets or ())) if flow.depends_on else []
     unread = [target for target in targets if target in fates and _unread(fates[target])] \
         if reads_results(flow.when or "") else []
     if unread:
         names = ", ".join(f'"{target}"' for target in unread)
-        return replace(ready, ready=False, message=f"waiting for the result of {names} (its pods' termination "
-                                                   "message) to evaluate its condition")
+        return ConditionCheck(holds=None, message=f"waiting for the result of {names} (its pods' termination "
+                                                  "message) to evaluate its condition")
     variables = {
         "targets": {target: _target_variables(fates[target], outcomes.get(target)) for target in targets
                     if target in fates},
@@ -107,12 +106,10 @@ def _condition(jobflow: JobFlow, flow: Flow, ready: Readiness, *, fates: Mapping
     }
     verdict = evaluate(flow.when or "", variables=variables)
     if verdict.error is not None:
-        return replace(ready, ready=False, condition_error=f'flow "{flow.name}": its condition {flow.when!r} '
-                                                           f"{verdict.error} (fix flows[].when)",
-                       message=f"its condition {verdict.error}")
-    if not verdict.holds:
-        return replace(ready, ready=False, skip=f"its condition {flow.when!r} is false", skip_by_condition=True)
-    return ready
+        return ConditionCheck(holds=None, message=f"its condition {verdict.error}",
+                              error=f'flow "{flow.name}": its condition {flow.when!r} {verdict.error} '
+                                    "(fix flows[].when)")
+    return ConditionCheck(holds=verdict.holds)
 
 
 def _unread(fate: FlowFate) -> bool:
@@ -178,18 +175,9 @@ def decide_outcomes(jobflow: JobFlow, fates: Mapping[str, FlowFate], *,
             outcomes[name] = outcome_of_phase(fate.phase)
             return
         flow = fate.flow
-        if flow.depends_on is not None and flow.depends_on.probe is not None:
-            ready = check_probe(flow, live_job=live.get, outcome_of=outcomes.get, results=probe_results)
-            targets = [live.get(target) for target in dict.fromkeys(flow.depends_on.targets or ())]
-            gave_up = probe_deadline(flow, targets)
-            if not ready.ready and ready.skip is None and not ready.errors and passed(gave_up, now):
-                seconds = flow.depends_on.probe.timeout_seconds
-                ready = replace(ready, probing=False, skip=f"its probe did not pass within {seconds}s of its "
-                                f"last target's vcjob being created ({ready.message})")
-        else:
-            ready = check_dependencies(flow, outcome_of=outcomes.get)
-        if ready.ready and flow.when:
-            ready = _condition(jobflow, flow, ready, fates=fates, outcomes=outcomes)
+        ready = settle_readiness(SkipFacts(
+            flow, outcome_of=outcomes.get, live_job=live.get, probe_results=probe_results, now=now,
+            condition=lambda: _condition(jobflow, flow, fates=fates, outcomes=outcomes)))
         readiness[name] = ready
         if ready.skip is not None:
             outcomes[name] = FlowOutcome.SKIPPED

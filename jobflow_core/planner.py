@@ -16,7 +16,7 @@ Where each decision lives: the JobFlow phase in :mod:`jobflow_core.phase` (one t
 waits or is blocked in :mod:`jobflow_core.decisions` (one table); the status in :mod:`jobflow_core.status`; the
 events in :mod:`jobflow_core.events`. This module only puts them together:
 
-* JobFlow-level blockers come first (an invalid spec, a failed job), then each blocked flow's reason, grouped in
+* JobFlow-level blockers come first (why it failed, from :mod:`jobflow_core.failures`), then each blocked flow's reason, grouped in
   the order of the start table; the first blocker's reason is ``status.state.reason``, all messages joined its
   ``message``;
 * the actions, in the order the shell carries them out: :class:`Create` (each with upstream's ``Created`` event,
@@ -44,6 +44,7 @@ from jobflow_core.deadlines import attempt_deadline, passed
 from jobflow_core.deadlines import recheck_seconds as deadline_recheck
 from jobflow_core.decisions import START_RULES, FlowDecision, Verdict, decide_all
 from jobflow_core.events import Event, EventType, Reason, job_created, phase_changed
+from jobflow_core.failures import why_failed
 from jobflow_core import notifications
 from jobflow_core.jobs import abort_command
 from jobflow_core.models import (
@@ -63,12 +64,11 @@ from jobflow_core.models import (
 )
 from jobflow_core.naming import has_record_finalizer, template_of
 from jobflow_core.observation import Observation, observe
-from jobflow_core.phase import FlowOutcome, JobCategory, category_of, is_final
+from jobflow_core.phase import JobCategory, category_of, is_final
 from jobflow_core.probes import DEFAULT_RECHECK_SECONDS, CheckResult, NetworkCheck
 from jobflow_core.eta import Forecast, estimates_of, forecast
 from jobflow_core.run_stats import Run, expected_seconds, newly_ended
 from jobflow_core.status import build_status
-from jobflow_core.views import FlowNode
 
 
 @dataclass(frozen=True)
@@ -279,51 +279,13 @@ def _ready_since(observation: Observation, flow: Flow) -> datetime | None:
 
 def _blockers(observation: Observation, decisions: Sequence[FlowDecision]) -> list[Blocker]:
     """JobFlow-level failures first, then the blocked flows, grouped by reason in the order of the start table."""
-    blockers = _failure_blockers(observation)
+    failure = why_failed(observation)
+    blockers = [Blocker(failure.reason, failure.message)] if failure else []
     for rule in START_RULES:
         messages = [decision.message for decision in decisions if decision.rule is rule]
         if rule.verdict is Verdict.BLOCKED and rule.reason is not None and messages:
             blockers.append(Blocker(rule.reason, "; ".join(messages)))
     return blockers
-
-
-def _failure_blockers(observation: Observation) -> list[Blocker]:
-    """An invalid spec, a deadline that passed, or failures no flow handles (a handled failure is no problem: it was
-    planned for)."""
-    if observation.jobflow.metadata.deletion_timestamp is not None:
-        return []
-    if observation.errors:
-        return [Blocker(Reason.INVALID_SPEC, "; ".join(str(error) for error in observation.errors))]
-    if observation.deadline_exceeded:
-        spec = observation.jobflow.spec
-        return [Blocker(Reason.DEADLINE_EXCEEDED,
-                        f"activeDeadlineSeconds ({spec.active_deadline_seconds}) passed before every flow ended: "
-                        "what still ran was aborted (raise activeDeadlineSeconds, or find out what took so long)")]
-    namespace = observation.jobflow.namespace
-    outcomes = observation.outcomes
-    failed = [
-        _failure(node, namespace=namespace) for node in observation.nodes
-        if outcomes.of.get(node.name) is FlowOutcome.FAILED and node.name not in outcomes.handled
-    ]
-    if not failed:
-        return []
-    advice = "a JobFlow fails when one of its jobs fails: fix the cause, then delete and re-create the JobFlow"
-    return [Blocker(Reason.JOB_FAILED, f"{'; '.join(failed)} ({advice})")]
-
-
-def _failure(node: FlowNode, *, namespace: str) -> str:
-    if not node.fan_out:
-        return f'vcjob "{namespace}/{node.only.job_name}" of flow "{node.name}" is {node.phase}'
-    if node.repeats:
-        last = node.units[-1]
-        why = node.items_error or f'its iteration {last.item.index if last.item else 0} failed: vcjob ' \
-                                  f'"{namespace}/{last.job_name}" is {last.phase}'
-        return f'flow "{node.name}" (repeat) failed: {why}'
-    failed = [unit for unit in node.units if category_of(unit.phase) is JobCategory.FAILED]
-    shown = ", ".join(str(unit.item.index) for unit in failed[:10] if unit.item) + (", ..." if len(failed) > 10
-                                                                                   else "")
-    return (f'{len(failed)} of {len(node.units)} items of flow "{node.name}" failed (index {shown}; first: vcjob '
-            f'"{namespace}/{failed[0].job_name}" is {failed[0].phase})')
 
 
 ENDING = frozenset({VcJobPhase.ABORTING, VcJobPhase.TERMINATING, VcJobPhase.COMPLETING})

@@ -61,3 +61,22 @@ spec:
     observation = observe(flow, jobs=[vcjob(flow, "train", VcJobPhase.COMPLETED, retry_count=0)])
     assert observation.results_needed() == ["test-train"]
     assert observation.readiness["notify"].ready and not observation.readiness["deploy"].ready
+
+
+def test_conditions_a_sender_makes_up_do_not_grow_memory_past_the_programs_cache():
+    # Every admission review or JobFlow may carry a condition never seen before: a compiled program is ~50 KiB, so
+    # an unbounded (or large) cache keyed by that text grows the handler by as much as its senders like.
+    import gc
+    import tracemalloc
+
+    from jobflow_core.conditions import CACHED_PROGRAMS
+
+    compile_error("true")  # the CEL implementation loaded, its parser built
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    for index in range(4 * CACHED_PROGRAMS):
+        assert compile_error(f"targets.a.result.accuracy >= {index} && jobflow.name != 'x{index}'") is None
+    gc.collect()
+    grown = tracemalloc.get_traced_memory()[0] - before
+    tracemalloc.stop()
+    assert grown < 5 * 2**20, f"{grown / 2**20:.1f} MiB kept by {4 * CACHED_PROGRAMS} conditions"

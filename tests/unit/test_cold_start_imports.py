@@ -1,0 +1,43 @@
+"""A cold start imports only what reconciling an event needs (docs/knative.md, "Cold start and memory").
+
+Scaled to zero, the handler pays its imports on every wake, before the first event is answered. What only some
+requests need is imported when one first needs it: the admission webhooks' core, the event source's package (for
+``K_CE_OVERRIDES``, only with a ``K_SINK``), CEL (only for a ``when`` condition) and the thread pool of HTTP/TCP
+probes. Each check runs in a fresh interpreter, as gunicorn's worker starts.
+"""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).parents[2]
+LAZY = ("jobflow_core.admission", "jobflow_core.update_warnings", "eventsource", "eventsource.runner", "celpy",
+        "concurrent.futures")
+
+
+def loaded_after(code: str, env: dict[str, str] | None = None) -> set[str]:
+    probe = f"import json, sys\n{code}\nprint(json.dumps(sorted(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=REPO,
+                         env={"PATH": "/usr/bin:/bin", **(env or {})})
+    return set(json.loads(out.stdout.splitlines()[-1]))
+
+
+def test_creating_the_app_imports_the_planner_but_nothing_only_some_requests_need():
+    loaded = loaded_after("from handlers import create_app; create_app()")
+    assert {"jobflow_core.planner", "handlers.reconciler", "prometheus_client"} <= loaded
+    assert loaded.isdisjoint(LAZY), sorted(loaded & set(LAZY))
+
+
+@pytest.mark.parametrize("code, needed", [
+    ("from handlers import create_app\n"
+     "create_app().test_client().post('/validate/jobflows', json={'apiVersion': 'admission.k8s.io/v1', "
+     "'kind': 'AdmissionReview', 'request': {'uid': '1', 'operation': 'CREATE', 'object': {}}})",
+     "jobflow_core.admission"),
+    ("from handlers import create_app; create_app()", "eventsource"),
+])
+def test_what_a_request_or_a_setting_needs_is_imported_when_it_first_does(code, needed):
+    sink = {"K_SINK": "http://127.0.0.1:1/", "K_CE_OVERRIDES": '{"extensions": {"team": "a"}}'}
+    assert needed in loaded_after(code, env=sink if needed == "eventsource" else None)
