@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: venv build image cluster cluster-down cluster-status knative test unit demo clean
+.PHONY: venv build image cluster cluster-down cluster-status knative knative-serving test unit demo clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +32,9 @@ cluster-status: venv
 
 knative: venv  ## Knative Eventing's real programs wired from knative/ to the handler on HANDLER_PORT (default 8080, the demo's)
 	$(PY) -m devcluster knative --handler-port=$${HANDLER_PORT:-8080}
+
+knative-serving: venv  ## as root: Knative Serving's real programs on a cluster with the pod node, the handler a Knative Service that scales to zero, fed by the real ApiServerSource adapter
+	$(PY) -m devcluster knative-serving
 
 demo: venv  ## set up everything, run the seed JobFlow to Succeed, watched live
 	$(PY) -m demo

@@ -42,7 +42,9 @@ DEFAULT_ROOT = REPO / ".devcluster"
 TEST_ROOT = DEFAULT_ROOT / "tests"
 """The tests' own cluster: the demo's handler and event source, which outlive ``make demo``, never see it."""
 INSTALL_ROOT = DEFAULT_ROOT / "tests-install"
-"""The install tier's cluster, with the pod node (``pods=True``)."""
+"""The install tier's cluster, with the pod node (``pods=True``); the Serving tier's too."""
+SERVING_ROOT = DEFAULT_ROOT / "serving"
+"""``make knative-serving``'s cluster: the pod node with Knative Serving and the handler as a Knative Service."""
 CONFIG = Path(__file__).parent / "config"
 POD_CIDR = "127.1.0.0/16"  # loopback, so tests can listen on a fake pod's IP
 READY_TIMEOUT = 90.0

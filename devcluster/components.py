@@ -14,6 +14,11 @@ Version notes (measured on the module proxy this project can reach, 2026-11):
 - Knative is not built, only downloaded (``KNATIVE``): its Go modules carry its CRD YAMLs, which the Knative
   manifest tests install (``devcluster/knative.py``). Serving v0.50.0 is knative-v1.23.0; eventing v0.49.2 is
   knative-v1.22.2, the newest eventing release the proxy serves.
+- Knative Serving's programs are built from v0.49.1 (knative-v1.22.1; served, as are v0.48.0, v0.49.0, v0.50.0 and
+  v0.51.0, while v0.48.3, v0.49.2, v0.49.3 and v0.50.1 answer 403): the release train of eventing v0.49.2, whose
+  knative.dev/pkg and Kubernetes libraries it shares. Its knative.dev/networking and knative.dev/caching
+  pseudo-versions are served as zips, but their ``.info`` answers 403 (``go list -m`` fails on them; the build does
+  not need it).
 - kube-state-metrics is pinned to v2.16.0, the newest release the proxy serves (v2.13.0, v2.15.0 and v2.16.0 are
   served; v2.14.0 and v2.17.0 answer 403). Its main package is the module root.
 """
@@ -31,6 +36,7 @@ ETCD_VERSION = "v3.6.5"
 KWOK_VERSION = "v0.8.0"
 KUBE_STATE_METRICS_VERSION = "v2.16.0"
 KNATIVE_EVENTING_VERSION = "v0.49.2"  # knative-v1.22.2, as gomod/knative pins
+KNATIVE_SERVING_VERSION = "v0.49.1"  # knative-v1.22.1: the same release train (knative.dev/pkg, k8s 0.35.4)
 
 
 @dataclass(frozen=True)
@@ -180,6 +186,18 @@ KUBELET = GoModule(
     ),),
 )
 
+
+# Not in MODULES either: only the Serving tier runs them (``devcluster/knative_serving.py``), as pods on the pod node,
+# from images made of these binaries. Upstream's five mains, unchanged: each runs in a pod of its own, so their
+# hard-coded ports (8080, 8012, 8022, 9090, ...) collide with nothing. v0.49.1, not the v0.50.0 whose CRDs
+# gomod/knative pins for the manifest tests: it shares Eventing v0.49.2's knative.dev/pkg and Kubernetes libraries,
+# so a build after Eventing's reuses most of its compiled packages.
+KNATIVE_SERVING = GoModule(
+    name="knative-serving",
+    upstream=f"knative.dev/serving {KNATIVE_SERVING_VERSION}",
+    binaries={name: f"knative.dev/serving/cmd/{name}"
+              for name in ("controller", "webhook", "autoscaler", "activator", "queue")},
+)
 
 def module_named(name: str) -> GoModule:
     for module in MODULES:

@@ -7,8 +7,8 @@ them what a real cluster has and the plain test cluster leaves out:
   advertises the host's end of the node link and keeps the ``kubernetes`` Service's endpoints itself
   (``--endpoint-reconciler-type=lease``), takes Service IPs from the node network's own range
   (devcluster/node/network.py), and reaches kubelets by their InternalIP;
-- kube-controller-manager also runs the **deployment, replicaset, endpoints, endpointslice, serviceaccount** and
-  **root-ca-certificate-publisher** controllers;
+- kube-controller-manager also runs the **deployment, replicaset, endpoints, endpointslice, endpointslice-mirroring,
+  clusterrole-aggregation, serviceaccount** and **root-ca-certificate-publisher** controllers;
 - vc-controller-manager runs with the flag that docs/install.md tells users of an upstream Volcano to set before
   installing this engine (:data:`VOLCANO_CONTROLLERS`: everything but Volcano's own JobFlow controllers);
 - **a node**, ``pods-<n>``: **containerd** (Debian's), the **kubelet** and **kube-proxy** (built from the pinned
@@ -38,7 +38,11 @@ from devcluster.state import ClusterState
 
 CONTROLLER_MANAGER_CONTROLLERS = ("garbage-collector-controller,namespace-controller,deployment-controller,"
                                   "replicaset-controller,endpoints-controller,endpointslice-controller,"
+                                  "endpointslice-mirroring-controller,clusterrole-aggregation-controller,"
                                   "serviceaccount-controller,root-ca-certificate-publisher-controller")
+"""On by default in any cluster. Knative Serving needs the last two added for the plain install: the Endpoints it
+writes for a revision's public Service reach kube-proxy (which reads EndpointSlices) through the mirroring
+controller, and its controller's ClusterRole ``knative-serving-admin`` is an aggregated one."""
 VOLCANO_CONTROLLERS = "*,-sharding-controller,-jobflow-controller,-jobtemplate-controller"
 """vc-controller-manager's default (``*,-sharding-controller``) without its JobFlow and JobTemplate controllers."""
 NODE_TOOLS = {"containerd": "containerd", "ctr": "containerd", "socat": "socat", "nsenter": "util-linux",

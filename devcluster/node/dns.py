@@ -7,9 +7,12 @@ a pod's resolver tries them. What this server answers, over UDP:
 
 - ``A`` for ``<service>.<namespace>.svc.cluster.local``: the Service's ClusterIP (every Service listed once a
   second from the API server); ``NXDOMAIN`` for any other name, so the resolver moves on to its next search domain;
+- for an ``ExternalName`` Service whose external name is another Service's cluster name (what Knative Serving makes
+  of a Route: ``jobflow-handler.volcano-jobflow.svc.cluster.local`` -> the networking layer's Service), ``A`` with
+  that Service's ClusterIP: the ``CNAME`` CoreDNS would answer, flattened into the address it leads to;
 - no records for other types of a known name (``AAAA`` included: the answer is empty, not an error).
 
-Not done: TCP, headless Services' pod records, SRV, PTR, ``<ip>.<ns>.pod`` names, forwarding names outside the
+Not done: ``CNAME`` records (an external name outside the cluster is ``NXDOMAIN``), TCP, headless Services' pod records, SRV, PTR, ``<ip>.<ns>.pod`` names, forwarding names outside the
 cluster (pods here reach nothing outside it anyway).
 """
 
@@ -45,6 +48,17 @@ def question(packet: bytes) -> tuple[str, int, int]:
     return ".".join(labels), qtype, offset + 5
 
 
+def service_addresses(services: list[dict]) -> dict[str, str]:
+    """``<svc>.<ns>.svc.cluster.local`` -> the address it resolves to, from a list of Services (module docstring)."""
+    addresses = {f"{s['metadata']['name']}.{s['metadata']['namespace']}.{DOMAIN}": s["spec"]["clusterIP"]
+                 for s in services if s["spec"].get("clusterIP") not in (None, "", "None")}
+    for service in services:
+        target = (service["spec"].get("externalName") or "").lower().rstrip(".")
+        if service["spec"].get("type") == "ExternalName" and target in addresses:
+            addresses[f"{service['metadata']['name']}.{service['metadata']['namespace']}.{DOMAIN}"] = addresses[target]
+    return addresses
+
+
 def answer(packet: bytes, addresses: dict[str, str]) -> bytes:
     """The reply to one query, from ``addresses`` (``<svc>.<ns>.svc.cluster.local`` -> ClusterIP)."""
     ident, flags = struct.unpack("!HH", packet[:4])
@@ -69,9 +83,7 @@ class Server:
         while True:
             try:
                 items = json.loads(self.core.list_service_for_all_namespaces(_preload_content=False).data)["items"]
-                self.addresses = {f"{s['metadata']['name']}.{s['metadata']['namespace']}.{DOMAIN}":
-                                  s["spec"]["clusterIP"] for s in items
-                                  if s["spec"].get("clusterIP") not in (None, "", "None")}
+                self.addresses = service_addresses(items)
             except Exception as error:  # the API server restarting: keep the last names
                 LOG.warning("cannot list Services (%s); answering from the last list", error)
             time.sleep(1)
