@@ -38,7 +38,7 @@ from urllib3.exceptions import HTTPError
 
 from apiclient import connect
 from handlers import metrics
-from jobflow_core.api import COMMAND, JOBFLOW, JOBTEMPLATE, VCJOB, ApiType
+from jobflow_core.api import COMMAND, JOBFLOW, JOBTEMPLATE, QUEUE, VCJOB, ApiType
 
 COMPONENT = "volcano-jobflow-handler"
 
@@ -226,6 +226,17 @@ class KubeApi:
 
     def delete_vcjob(self, namespace: str, name: str) -> None:
         self._custom("delete", VCJOB, namespace, name, propagation_policy="Background", missing_ok=True)
+
+    # What a queue can hold (jobflow_core.queueing): reads only, each None when missing
+    def get_queue(self, name: str) -> dict | None:
+        return self._custom("get", QUEUE, None, name, missing_ok=True)
+
+    def list_nodes(self) -> list[dict]:
+        return self._call(self._core, "GET", "/api/v1/nodes", namespace="").get("items", [])
+
+    def get_priority_class(self, name: str) -> dict | None:
+        return self._call(self._core, "GET", f"/apis/scheduling.k8s.io/v1/priorityclasses/{name}", namespace="",
+                          missing_ok=True)
 
     # Pods (for the HTTP and TCP probes)
     def list_pods(self, namespace: str, label_selector: str) -> list[dict]:

@@ -3,7 +3,8 @@
 One reconcile, one attempt after another (at most :data:`MAX_ATTEMPTS`):
 
 1. **read** (:mod:`handlers.reads`): the JobFlow and its vcjobs, from the event's signed snapshot or the API
-   server; the probes, results and JobTemplates the observation asks for;
+   server; the probes, results and JobTemplates the observation asks for; the Volcano queues the vcjobs about to
+   be created join (:mod:`handlers.queues`);
 2. **plan**: ``jobflow_core.plan_observation`` (pure, no I/O);
 3. **act**: carry out the plan's actions in order. Status writes go through :mod:`handlers.writes` (one conflict
    loop); the rest are single requests: create vcjobs (recording each creation event), abort vcjobs past a
@@ -30,6 +31,7 @@ from itertools import takewhile
 from handlers import metrics
 from handlers.kube import Conflict, Exists, KubeApi, Rejected
 from handlers.notify import Notifier
+from handlers.queues import QueueReader
 from handlers.reads import Read, Reader, Source
 from handlers.writes import WRITES, Replan, Writes
 from jobflow_core import Abort, Create, Delete, Event, Plan, Release, UpdateTemplate, WriteStatus, notifications
@@ -78,6 +80,7 @@ class Reconciler:
         self.kube, self.clock, self.recheck_seconds = kube, clock, recheck_seconds
         self.namespaces = namespaces  # served; empty: every namespace (the resync's lists are cluster-wide)
         self.reader = Reader(kube, probe_timeout=probe_timeout)
+        self.queues = QueueReader(kube, namespaces=namespaces)
         self.notifier, self.writes = notifier, writes
 
     def jobflow(self, namespace: str, name: str, *, known: dict | None = None,
@@ -109,9 +112,10 @@ class Reconciler:
         now = self.clock()
         observation = self.reader.observation(read, holders=learned.holders, now=now)
         templates = self.reader.templates(observation)
-        plan = plan_observation(observation, templates=self.reader.models(templates),
-                                recheck_seconds=self.recheck_seconds, rejections=learned.rejections,
-                                notify=self.notifier is not None, creates_first=read.explained)
+        models = self.reader.models(templates)
+        plan = plan_observation(observation, templates=models, recheck_seconds=self.recheck_seconds,
+                                rejections=learned.rejections, notify=self.notifier is not None,
+                                creates_first=read.explained, queues=self.queues.views(observation, models))
         held = {n.id for n in notifications.pending(observation.jobflow.status)} if self.notifier else set()
         self._act(read, plan, outcome, learned, now=now, templates=templates, held=held)
 

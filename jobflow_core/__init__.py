@@ -56,6 +56,9 @@ Deciding:
 * :mod:`~jobflow_core.failures`: why a JobFlow failed (``state.reason`` and its advice), from one table.
 * :mod:`~jobflow_core.jobs`: the vcjob manifest of a flow, and the command that aborts a vcjob.
 * :mod:`~jobflow_core.patching`: how a flow's ``patch.jobSpec`` merges into its JobTemplate's spec.
+* :mod:`~jobflow_core.resources`: what a vcjob's gang requests at once, in Kubernetes quantities.
+* :mod:`~jobflow_core.queueing`: when a JobFlow may start on a Volcano queue it shares: started JobFlows and older
+  ones first, what can never run never started.
 
 Writing it down:
 

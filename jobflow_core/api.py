@@ -43,6 +43,8 @@ JOBFLOW: Final = ApiType("flow.volcano.sh", "v1alpha1", "JobFlow", "jobflows")
 JOBTEMPLATE: Final = ApiType("flow.volcano.sh", "v1alpha1", "JobTemplate", "jobtemplates")
 VCJOB: Final = ApiType("batch.volcano.sh", "v1alpha1", "Job", "jobs")
 COMMAND: Final = ApiType("bus.volcano.sh", "v1alpha1", "Command", "commands")
+QUEUE: Final = ApiType("scheduling.volcano.sh", "v1beta1", "Queue", "queues")
+"""Volcano's queue (cluster-scoped): the engine reads its ``capability`` (:mod:`jobflow_core.queueing`)."""
 """Volcano's: an action for its job controller to carry out on a vcjob (we send ``AbortJob``)."""
 
 API_TYPES: Final = (JOBFLOW, JOBTEMPLATE, VCJOB)
@@ -68,6 +70,9 @@ RERUN: Final = "flow.volcano.sh/rerun"
 """Ours, an annotation of a JobFlow: a new value asks to run its failed flows again (``kubectl jobflow retry``)."""
 RERUN_FLOWS: Final = "flow.volcano.sh/rerun-flows"
 """Ours, an annotation of a JobFlow: which flows a rerun runs again (comma-separated; default: the failed ones)."""
+GANG_REQUESTS: Final = "flow.volcano.sh/gang-requests"
+"""Ours, an annotation on each vcjob: what its gang requests at once (JSON ``{resource: quantity}``), which the
+JobFlow reserves in its queue while the vcjob runs and charges for once it ended."""
 RECORD_FINALIZER: Final = "flow.volcano.sh/keep-record"
 """Ours, additive: holds a deleted vcjob until its final phase is in the JobFlow's status (see ``jobs``)."""
 

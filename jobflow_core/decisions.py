@@ -27,6 +27,9 @@ the JobFlow already succeeded (its spec was edited since)               held
 its JobTemplate does not exist                                          blocked  TemplateNotFound
 its JobTemplate, with the flow's patch, would make an invalid vcjob     blocked  InvalidTemplate
 the API server refused its vcjob (e.g. Volcano's webhook)               blocked  JobRejected
+its gang asks more than its Volcano queue can ever hold                 blocked  Unschedulable
+its JobFlow has not started, and its queue has no room for it yet       wait
+(:mod:`jobflow_core.queueing`: started JobFlows and older ones first)
 otherwise                                                               start
 ======================================================================  =======  ====================
 
@@ -44,7 +47,9 @@ from typing import Any, Final
 
 from jobflow_core.dependencies import Readiness
 from jobflow_core.events import Reason
+from jobflow_core import resources
 from jobflow_core.jobs import build_job
+from jobflow_core.queueing import DEFAULT_QUEUE, RECHECK_SECONDS, Admission, QueueView, admit, never_fits
 from jobflow_core.models import JobSpec, JobTemplate, format_time
 from jobflow_core.observation import Observation
 from jobflow_core.views import FlowView
@@ -70,10 +75,14 @@ class FlowFacts:
     worked out only when a rule first asks, so flows that wait never touch a template."""
 
     def __init__(self, view: FlowView, *, observation: Observation, templates: Mapping[str, JobTemplate],
-                 rejections: Mapping[str, str]) -> None:
+                 rejections: Mapping[str, str], queues: Mapping[str, QueueView] | None = None,
+                 admission: Admission | None = None) -> None:
         self.view, self.observation = view, observation
         self.readiness: Readiness = observation.readiness[view.name]
         self._templates, self._rejections = templates, rejections
+        self.queues = queues or {}
+        self.admission = admission
+        """For a JobFlow that has not started: whether its queue lets it start now (None: not asked)."""
 
     @property
     def namespace(self) -> str:
@@ -94,8 +103,22 @@ class FlowFacts:
     def manifest(self) -> dict[str, Any]:
         """The vcjob this flow would create (its template must exist)."""
         assert self.template is not None, "only rules after the template check read the manifest"
+        # The PriorityClass is one for the whole cluster: any queue read says whether it is installed.
+        queue = next(iter(self.queues.values()), None)
+        priority = queue.priority_class if queue is not None and self.observation.started else None
         return build_job(self.observation.jobflow, flow=self.view.name, template=self.template,
-                         attempt=self.view.next_attempt, item=self.view.item)
+                         attempt=self.view.next_attempt, item=self.view.item, priority_class=priority)
+
+    @property
+    def queue(self) -> QueueView | None:
+        """The queue this flow's vcjob would join, as the shell read it (None: not read)."""
+        assert self.template is not None, "only rules after the template check read the queue"
+        return self.queues.get(queue_of(self.manifest["spec"]))
+
+    @cached_property
+    def gang(self) -> resources.Resources:
+        """What this flow's vcjob needs at once to start (its first ``minAvailable`` pods' requests)."""
+        return resources.gang_requests(self.manifest["spec"])
 
     @cached_property
     def template_errors(self) -> list[SpecError]:
@@ -236,6 +259,17 @@ def _refused(facts: FlowFacts) -> str | None:
             f'(fix JobTemplate "{facts.namespace}/{facts.view.name}" or the cluster; the flow will retry)')
 
 
+def _never_fits(facts: FlowFacts) -> str | None:
+    why = never_fits(facts.queue, request=facts.gang)
+    return f'flow "{facts.view.name}" of JobFlow "{facts.namespace}/{facts.observation.jobflow.name}": {why}' \
+        if why else None
+
+
+def _no_room(facts: FlowFacts) -> str | None:
+    admission = facts.admission
+    return admission.message if admission is not None and not admission.start else None
+
+
 READINESS_RULES: Final = (
     StartRule("the JobFlow is being deleted, or its spec is invalid", Verdict.HELD, None, _starts_nothing),
     StartRule("its deadline passed", Verdict.HELD, None, _deadline_passed),
@@ -265,9 +299,17 @@ TEMPLATE_RULES: Final = (
 )
 """The rules that read the flow's JobTemplate."""
 
+QUEUE_RULES: Final = (
+    StartRule("its gang asks more than its queue can ever hold", Verdict.BLOCKED, Reason.UNSCHEDULABLE,
+              _never_fits),
+    NO_ROOM := StartRule("its JobFlow has not started, and its queue has no room for it yet", Verdict.WAIT, None,
+                         _no_room, lambda facts: RECHECK_SECONDS),
+)
+"""The rules that read the flow's Volcano queue (:mod:`jobflow_core.queueing`); without a queue read, none holds."""
+
 START: Final = StartRule("otherwise", Verdict.START, None, lambda facts: "starts now")
 
-START_RULES: Final = (*READINESS_RULES, *TEMPLATE_RULES, START)
+START_RULES: Final = (*READINESS_RULES, *TEMPLATE_RULES, *QUEUE_RULES, START)
 """The whole table of the module docstring, in order."""
 
 
@@ -283,6 +325,8 @@ class FlowDecision:
     """The vcjob to create, for a flow that starts."""
     recheck_seconds: int | None = None
     """For a wait on time (a backoff): how often to look again."""
+    admission: Admission | None = None
+    """For a JobFlow that has not started, what its queue said (:mod:`jobflow_core.queueing`)."""
 
     @property
     def verdict(self) -> Verdict:
@@ -300,20 +344,52 @@ def decide(facts: FlowFacts, rules: tuple[StartRule, ...] = START_RULES) -> Flow
         if message is not None:
             manifest = facts.manifest if rule.verdict is Verdict.START else None
             return FlowDecision(view=facts.view, rule=rule, message=message, readiness=facts.readiness,
-                                manifest=manifest, recheck_seconds=rule.recheck(facts) if rule.recheck else None)
+                                manifest=manifest, recheck_seconds=rule.recheck(facts) if rule.recheck else None,
+                                admission=facts.admission)
     return None
 
 
 def decide_all(observation: Observation, *, templates: Mapping[str, JobTemplate],
-               rejections: Mapping[str, str] | None = None) -> list[FlowDecision]:
-    """A decision for every flow that needs a vcjob, in spec order."""
-    decisions = []
-    for view in observation.undecided:
-        facts = FlowFacts(view, observation=observation, templates=templates, rejections=rejections or {})
-        decision = decide(facts)
-        assert decision is not None, "the last rule always holds"
-        decisions.append(decision)
-    return decisions
+               rejections: Mapping[str, str] | None = None,
+               queues: Mapping[str, QueueView] | None = None) -> list[FlowDecision]:
+    """A decision for every flow that needs a vcjob, in spec order. ``queues``: the Volcano queues of the flows
+    that would start, as the shell read them (:mod:`jobflow_core.queueing`; none: nothing is held back)."""
+    def decide_each(admission: Admission | None) -> list[FlowDecision]:
+        decisions = []
+        for view in observation.undecided:
+            facts = FlowFacts(view, observation=observation, templates=templates, rejections=rejections or {},
+                              queues=queues, admission=admission)
+            decision = decide(facts)
+            assert decision is not None, "the last rule always holds"
+            decisions.append(decision)
+        return decisions
+
+    decisions = decide_each(None)
+    admission = first_stages_admission(observation, decisions, queues=queues or {})
+    return decisions if admission is None or admission.start else decide_each(admission)
+
+
+def first_stages_admission(observation: Observation, decisions: list[FlowDecision], *,
+                           queues: Mapping[str, QueueView]) -> Admission | None:
+    """For a JobFlow that has not started and would start flows now: whether each queue they join has room for
+    them (the first queue that has not, when one has not); None when the question does not arise."""
+    if observation.started or not queues:
+        return None
+    needs: dict[str, list[resources.Resources]] = {}
+    for decision in decisions:
+        if decision.verdict is Verdict.START and decision.manifest is not None:
+            needs.setdefault(queue_of(decision.manifest["spec"]), []).append(
+                resources.gang_requests(decision.manifest["spec"]))
+    jobflow = observation.jobflow
+    answers = [admit(queues[name], namespace=jobflow.namespace, name=jobflow.name,
+                     created=jobflow.metadata.creation_timestamp, needs=resources.add(*gangs))
+               for name, gangs in needs.items() if name in queues]
+    return next((answer for answer in answers if not answer.start), answers[0] if answers else None)
+
+
+def queue_of(spec: Mapping[str, Any]) -> str:
+    """The Volcano queue a vcjob spec (JSON) joins (Volcano's default when it names none)."""
+    return spec.get("queue") or DEFAULT_QUEUE
 
 
 def templates_needed(observation: Observation) -> list[str]:

@@ -36,22 +36,27 @@ template field, including ones we do not model, reaches the vcjob.
 """
 
 import copy
+import json
 from collections.abc import Mapping
 from typing import Any
 
 from jobflow_core.models import Flow, JobFlow, JobTemplate, VcJob
-from jobflow_core.api import ATTEMPT, COMMAND, ITEM_INDEX, ITERATION, RECORD_FINALIZER, VCJOB
+from jobflow_core import resources
+from jobflow_core.api import ATTEMPT, COMMAND, GANG_REQUESTS, ITEM_INDEX, ITERATION, RECORD_FINALIZER, VCJOB
 from jobflow_core.naming import attempt_job_name, created_by, owner_reference
 from jobflow_core.parameters import Item, substitute, values
 from jobflow_core.patching import merge_job_spec
 
 
 def build_job(jobflow: JobFlow, *, flow: str, template: JobTemplate, attempt: int = 1,
-              item: Item | None = None) -> dict[str, Any]:
-    """The vcjob manifest for attempt ``attempt`` of ``flow`` (of its ``item``) of ``jobflow``, ready to POST."""
+              item: Item | None = None, priority_class: str | None = None) -> dict[str, Any]:
+    """The vcjob manifest for attempt ``attempt`` of ``flow`` (of its ``item``) of ``jobflow``, ready to POST;
+    ``priority_class`` is set as its ``priorityClassName`` unless the template names one."""
     spec_flow = _flow_named(jobflow, flow)
     keys = created_by(jobflow, flow)
     spec = job_spec(template, flow=spec_flow, params=values(jobflow), item=item)
+    if priority_class is not None and not spec.get("priorityClassName"):
+        spec["priorityClassName"] = priority_class
     pod_keys = {}
     if attempt > 1 or (spec_flow is not None and spec_flow.retry is not None):
         pod_keys[ATTEMPT] = str(attempt)
@@ -69,12 +74,31 @@ def build_job(jobflow: JobFlow, *, flow: str, template: JobTemplate, attempt: in
                                      index=item.index if item else None),
             "namespace": jobflow.namespace,
             "labels": dict(keys),
-            "annotations": dict(keys),
+            "annotations": {**keys, **gang_annotation(spec)},
             "ownerReferences": [owner_reference(jobflow)],
             **({"finalizers": [RECORD_FINALIZER]} if spec.get("ttlSecondsAfterFinished") is not None else {}),
         },
         "spec": spec,
     }
+
+
+def gang_annotation(spec: dict[str, Any]) -> dict[str, str]:
+    """The :data:`~jobflow_core.api.GANG_REQUESTS` annotation of a vcjob spec (none for a spec that requests
+    nothing, or whose quantities do not parse: the template's own check reports those)."""
+    try:
+        gang = resources.gang_requests(spec)
+    except (resources.QuantityError, TypeError, ValueError):
+        return {}
+    return {GANG_REQUESTS: json.dumps(resources.to_wire(gang), separators=(",", ":"))} if gang else {}
+
+
+def gang_of(job: VcJob) -> resources.Resources:
+    """What a vcjob's gang requests, from its annotation (none: a vcjob created before the engine wrote it)."""
+    text = (job.metadata.annotations or {}).get(GANG_REQUESTS)
+    try:
+        return resources.of_wire(json.loads(text)) if text else {}
+    except (ValueError, AttributeError, resources.QuantityError):
+        return {}
 
 
 def abort_command(job: VcJob, *, reason: str, message: str) -> dict[str, Any]:

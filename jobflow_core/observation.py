@@ -104,6 +104,11 @@ class Observation:
         return {node.name: node for node in self.nodes}
 
     @property
+    def started(self) -> bool:
+        """The JobFlow has created a vcjob before (one is live, or recorded): its next ones go first in its queue."""
+        return bool(self.owned) or bool(self.previous.job_status_list) or bool(self.previous.completed_jobs)
+
+    @property
     def starts_nothing(self) -> bool:
         """The JobFlow is being deleted or its spec is invalid: no flow starts."""
         return self.jobflow.metadata.deletion_timestamp is not None or bool(self.errors)

@@ -48,11 +48,13 @@ from typing import Any, TypeVar
 
 from jobflow_core.deadlines import attempt_deadline, passed
 from jobflow_core.deadlines import recheck_seconds as deadline_recheck
-from jobflow_core.decisions import START_RULES, FlowDecision, Verdict, decide_all
+from jobflow_core import resources
+from jobflow_core.decisions import NO_ROOM, START_RULES, FlowDecision, Verdict, decide_all, queue_of
 from jobflow_core.events import Event, EventType, Reason, job_created, phase_changed
 from jobflow_core.failures import why_failed
 from jobflow_core import notifications
-from jobflow_core.jobs import abort_command
+from jobflow_core.jobs import abort_command, gang_of
+from jobflow_core.queueing import ADMITTED, DEFAULT_QUEUE, PRIORITY_CLASS, WAITING, QueueView, reserved_of
 from jobflow_core.models import (
     Estimate,
     Flow,
@@ -62,6 +64,7 @@ from jobflow_core.models import (
     JobFlowStatus,
     JobTemplate,
     JobTemplateStatus,
+    QueueStatus,
     Rerun,
     RetainPolicy,
     SkippedFlow,
@@ -199,16 +202,17 @@ def plan(
     probe_results: Mapping[NetworkCheck, CheckResult] | None = None,
     recheck_seconds: int = DEFAULT_RECHECK_SECONDS,
     rejections: Mapping[str, str] | None = None, notify: bool = False,
+    queues: Mapping[str, QueueView] | None = None,
 ) -> Plan:
     """Observe (as of ``now``) and plan in one call (see :func:`plan_observation` for the arguments)."""
     return plan_observation(observe(jobflow, jobs=jobs, now=now, probe_results=probe_results), templates=templates,
-                            recheck_seconds=recheck_seconds, rejections=rejections, notify=notify)
+                            recheck_seconds=recheck_seconds, rejections=rejections, notify=notify, queues=queues)
 
 
 def plan_observation(
     observation: Observation, /, *, templates: Mapping[str, JobTemplate],
     recheck_seconds: int = DEFAULT_RECHECK_SECONDS, rejections: Mapping[str, str] | None = None,
-    notify: bool = False, creates_first: bool = False,
+    notify: bool = False, creates_first: bool = False, queues: Mapping[str, QueueView] | None = None,
 ) -> Plan:
     """Plan one step of the observed JobFlow.
 
@@ -221,9 +225,10 @@ def plan_observation(
     is fixed. With ``notify`` (the shell has a CloudEvents sink), the status also records a notification for each
     transition it records (:mod:`jobflow_core.notifications`). ``creates_first`` says the observation's vcjob list
     can miss only vcjobs never created or whose end its JobFlow records (see the module docstring): then the creates
-    come first, before any write, for the dependency latency.
+    come first, before any write, for the dependency latency. ``queues`` are the Volcano queues the flows that would
+    start join, as the shell read them (:mod:`jobflow_core.queueing`); without them nothing is held back.
     """
-    decisions = decide_all(observation, templates=templates, rejections=rejections)
+    decisions = decide_all(observation, templates=templates, rejections=rejections, queues=queues)
     starting = [decision for decision in decisions if decision.verdict is Verdict.START]
     creating = [decision.view.next_job_name for decision in starting]
     phase = observation.flow_phase(creating=creating)
@@ -243,6 +248,7 @@ def plan_observation(
                           waiting=_waiting_flows(decisions, recheck_seconds=recheck_seconds, expected=expected),
                           skipped=skipped, recheck_seconds=pending_recheck(observation), estimates=estimates,
                           forecast=expected)
+    status = status.model_copy(update={"queue": queue_status(observation, decisions, queues=queues or {})})
     status = notifications.record(observation.jobflow, status, now=observation.now, enabled=notify)
     previous = observation.jobflow.status
     changed = status.to_wire() != (previous.to_wire() if previous else {})
@@ -281,6 +287,34 @@ def plan_observation(
         status=status,
         decisions=tuple(decisions),
     )
+
+
+def queue_status(observation: Observation, decisions: Sequence[FlowDecision], *,
+                 queues: Mapping[str, QueueView]) -> QueueStatus | None:
+    """``status.queue``: Waiting with its place in line while the queue has no room for a JobFlow that has not
+    started; once started, Admitted with what its unfinished vcjobs' gangs (and those created now) reserve. The
+    queue is the one its vcjobs join; without any, the one recorded before (none for a JobFlow no queue was read
+    for, as upstream's)."""
+    previous = observation.previous.queue
+    admission = next((d.admission for d in decisions if d.rule is NO_ROOM and d.admission is not None), None)
+    if admission is not None:
+        return QueueStatus(name=admission.queue, state=WAITING, position=admission.position,
+                           requests=resources.to_wire(admission.needs) or None, message=admission.message)
+    creating = [d.manifest for d in decisions if d.verdict is Verdict.START and d.manifest is not None]
+    live = [job for job in observation.owned if not is_final(job.phase)]
+    names = [queue_of(m["spec"]) for m in creating] + [job.spec.queue or DEFAULT_QUEUE for job in live if job.spec]
+    name = names[0] if names else (previous.name if previous else None)
+    if name is None or not (names or observation.started):
+        return previous
+    reserved = reserved_of([*(resources.gang_requests(m["spec"]) for m in creating), *(gang_of(job) for job in live)])
+    view = queues.get(name)
+    if view is None:
+        message = previous.message if previous and previous.name == name else None
+    else:
+        message = None if view.priority_class else (
+            f"PriorityClass {PRIORITY_CLASS} is not installed (or cannot be read): this JobFlow's next vcjobs get "
+            "no priority over the first stages of newer JobFlows; kubectl apply -f manifests/priorityclasses.yaml")
+    return QueueStatus(name=name, state=ADMITTED, reserved=resources.to_wire(reserved) or None, message=message)
 
 
 def _ready_since(observation: Observation, flow: Flow) -> datetime | None:

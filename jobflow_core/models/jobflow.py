@@ -316,6 +316,20 @@ class Notifications(WireModel):
     dropped: int | None = None
 
 
+class QueueStatus(WireModel):
+    """Ours: where the JobFlow stands in its Volcano queue (:mod:`jobflow_core.queueing`). ``state`` is
+    ``Waiting`` (not started: no room yet; ``position`` 1 is next, ``requests`` what its first stages need) or
+    ``Admitted`` (started; ``reserved`` is what its unfinished vcjobs' gangs request, which newer JobFlows leave
+    free)."""
+
+    name: str
+    state: str | None = None
+    position: int | None = None
+    requests: dict[str, str] | None = None
+    reserved: dict[str, str] | None = None
+    message: str | None = None
+
+
 class JobFlowStatus(WireModel):
     """``status``. Upstream's fields, with upstream's JSON names, then ours.
 
@@ -352,6 +366,9 @@ class JobFlowStatus(WireModel):
     rerun: Rerun | None = None
     notifications: Notifications | None = None
     observed_generation: int | None = Field(None, alias="observedGeneration")
+    queue: QueueStatus | None = None
+    """Ours: the JobFlow in its Volcano queue, written when the engine knows the queue (a JobFlow whose flows have
+    all started or ended keeps the last one)."""
 
 
 class JobFlow(ApiObject):

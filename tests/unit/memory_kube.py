@@ -57,6 +57,10 @@ class MemoryKube:
         """Given a vcjob about to be created, the admission webhook's refusal message, or None to let it in."""
         self.before_status_write: Callable[[dict[str, Any]], None] = lambda obj: None
         """Called with each JobFlow status about to be written, e.g. to make another writer win the race."""
+        self.queues: dict[str, dict[str, Any]] = {}
+        """Volcano queues by name (none: the queue is not known, so nothing is held back)."""
+        self.nodes: list[dict[str, Any]] = []
+        self.priority_classes: dict[str, dict[str, Any]] = {}
         self._versions = itertools.count(1)
         self._uids = itertools.count(1)
 
@@ -196,6 +200,15 @@ class MemoryKube:
     def delete_vcjob(self, namespace: str, name: str) -> None:
         self.requests += 1
         self.remove(VCJOB, namespace, name)
+
+    def get_queue(self, name: str) -> dict | None:
+        return self.queues.get(name)
+
+    def list_nodes(self) -> list[dict]:
+        return list(self.nodes)
+
+    def get_priority_class(self, name: str) -> dict | None:
+        return self.priority_classes.get(name)
 
     def list_pods(self, namespace: str, label_selector: str) -> list[dict]:
         self.requests += 1

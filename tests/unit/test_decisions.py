@@ -6,9 +6,10 @@ import pytest
 from hypothesis import given
 
 from jobflow_core import observe, plan
-from jobflow_core.decisions import READINESS_RULES, START_RULES, TEMPLATE_RULES, FlowFacts, Verdict, decide
+from jobflow_core.decisions import QUEUE_RULES, READINESS_RULES, START_RULES, TEMPLATE_RULES, FlowFacts, Verdict, decide
 from jobflow_core.events import Reason
 from jobflow_core.models import VcJobPhase
+from jobflow_core.queueing import InLine, QueueView
 from scenario import T0, jobflow, template, templates_for, vcjob
 from test_planner_properties import any_worlds
 from test_probes import BOCLOUD, templates as tf_templates, tf_job
@@ -20,9 +21,9 @@ INVALID_SPEC = jobflow("spec: {flows: [{name: a, dependsOn: {targets: [a]}}]}")
 BAD_TEMPLATE = template("b", spec="{minAvailable: 1, tasks: [{name: t, replicas: 1, minAvailable: 2}]}")
 
 
-def decision_of(flow, name, *jobs, templates=None, rejections=None):
+def decision_of(flow, name, *jobs, templates=None, rejections=None, queues=None):
     result = plan(flow, templates=templates_for(flow) if templates is None else templates, jobs=list(jobs), now=T0,
-                  rejections=rejections)
+                  rejections=rejections, queues=queues)
     return next(d for d in result.decisions if d.view.name == name)
 
 
@@ -49,6 +50,15 @@ spec:
 EDITED_AFTER_SUCCESS = jobflow("spec: {flows: [{name: a}, {name: b, dependsOn: {targets: [a]}}]}",
                                status={"state": {"phase": "Succeed"},
                                        "jobStatusList": [{"name": "test-a", "state": "Completed"}]})
+GANG_OF_8_CPU = template("a", spec="""
+minAvailable: 4
+tasks:
+- {name: t, replicas: 4, template: {spec: {containers: [{name: c, image: busybox, resources: {requests: {cpu: 2}}}]}}}
+""")
+QUEUE_OF_4_CPU = {"default": QueueView(name="default", capacity={"cpu": 4000})}
+QUEUE_FULL = {"default": QueueView(name="default", capacity={"cpu": 8000}, jobflows=(
+    InLine(namespace="default", name="older", created=None, queue="default", started=True, ended=False,
+           reserved={"cpu": 8000}),))}
 KEEP_GOING = jobflow("spec: {failurePolicy: KeepGoing, flows: [{name: a}, {name: b, dependsOn: {targets: [a]}}]}")
 
 ROWS = {
@@ -91,6 +101,10 @@ ROWS = {
         lambda: decision_of(A_THEN_B, "b", vcjob(A_THEN_B, "a", P.COMPLETED), templates={"b": BAD_TEMPLATE}),
     "the API server refused its vcjob":
         lambda: decision_of(A_THEN_B, "a", rejections={"a": "queue x is not found"}),
+    "its gang asks more than its queue can ever hold":
+        lambda: decision_of(A_THEN_B, "a", templates={"a": GANG_OF_8_CPU}, queues=QUEUE_OF_4_CPU),
+    "its JobFlow has not started, and its queue has no room for it yet":
+        lambda: decision_of(A_THEN_B, "a", templates={"a": GANG_OF_8_CPU}, queues=QUEUE_FULL),
     "otherwise":
         lambda: decision_of(A_THEN_B, "b", vcjob(A_THEN_B, "a", P.COMPLETED)),
 }
@@ -168,7 +182,7 @@ def test_a_blocked_flow_always_shows_its_reason_in_the_status(world):
 
 def test_the_template_rules_come_after_every_readiness_rule_and_start_is_last():
     assert START_RULES[: len(READINESS_RULES)] == READINESS_RULES
-    assert START_RULES[len(READINESS_RULES):-1] == TEMPLATE_RULES
+    assert START_RULES[len(READINESS_RULES):-1] == (*TEMPLATE_RULES, *QUEUE_RULES)
     assert START_RULES[-1].verdict is Verdict.START
 
 

@@ -11,6 +11,7 @@ ALLOWED = {
     *("collections", "copy", "dataclasses", "datetime", "enum", "functools", "graphlib", "math", "re", "types"),
     *("json", "typing"),
     *("hashlib", "hmac"),  # signing and checking snapshots (jobflow_core.snapshots): pure functions of bytes
+    "decimal",  # Kubernetes quantities ("1.5Gi", "500m") read exactly (jobflow_core.resources)
     "celpy",  # the CEL implementation (jobflow_core.conditions): pure evaluation, no I/O
 }
 CLOCK_READS = {"now", "utcnow", "today", "time", "monotonic", "perf_counter"}

@@ -1,0 +1,111 @@
+"""The read step's part for queues: the Volcano queues a plan's vcjobs would join, and the JobFlows in line.
+
+Only a plan that would create vcjobs asks (:func:`queues_needed`). For each queue it joins:
+
+* **capacity**: the Queue's ``spec.capability``; without one, every ready, schedulable node's allocatable added
+  up; without either (no such Queue, or the engine may not read Queues or Nodes, as the namespaced install may not),
+  unknown, and then nothing is held back (:mod:`jobflow_core.queueing`);
+* **the line**: the JobFlows the engine serves (every namespace, or those it is limited to), listed, for a JobFlow
+  that has not started yet (only it can be held back);
+* **the PriorityClass** ``volcano-jobflow-started``: whether it is installed (a vcjob naming a PriorityClass that
+  does not exist would get no pods at all: Kubernetes refuses them).
+
+What changes slowly (the Queue, the nodes, the PriorityClass) is kept :data:`CACHE_SECONDS` per process; the line
+is listed afresh every time, as it decides.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+
+from kubernetes.client.rest import ApiException
+
+from handlers.kube import KubeApi
+from jobflow_core import resources
+from jobflow_core.decisions import queue_of
+from jobflow_core.models import JobTemplate
+from jobflow_core.observation import Observation
+from jobflow_core.queueing import PRIORITY_CLASS, QueueView, in_line
+
+log = logging.getLogger("handlers.queues")
+
+CACHE_SECONDS = 5.0
+
+
+def queues_needed(observation: Observation, templates: Mapping[str, JobTemplate]) -> list[str]:
+    """The queues of the JobTemplates read for flows about to start (none read: no queue asked)."""
+    if observation.starts_nothing or not templates:
+        return []
+    return sorted({queue_of(template.spec.to_wire()) for template in templates.values()})
+
+
+class QueueReader:
+    def __init__(self, kube: KubeApi, *, namespaces: tuple[str, ...] = (),
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.kube, self.namespaces, self.clock = kube, namespaces, clock
+        self._cache: dict[str, tuple[float, object]] = {}
+        self._lock = threading.Lock()
+
+    def views(self, observation: Observation, templates: Mapping[str, JobTemplate]) -> dict[str, QueueView]:
+        names = queues_needed(observation, templates)
+        if not names:
+            return {}
+        line = () if observation.started else tuple(in_line(raw) for raw in self._jobflows())
+        priority = PRIORITY_CLASS if self._cached("priorityclass", self._priority_class_installed) else None
+        views = {}
+        for name in names:
+            capacity, source = self._cached(f"queue/{name}", lambda: self._capacity(name))
+            views[name] = QueueView(name=name, capacity=capacity, capacity_source=source, jobflows=line,
+                                    priority_class=priority)
+        return views
+
+    def _jobflows(self) -> list[dict]:
+        if not self.namespaces:
+            return self.kube.list_jobflows(None)
+        return [raw for namespace in self.namespaces for raw in self.kube.list_jobflows(namespace)]
+
+    def _cached(self, key: str, read: Callable[[], object]):
+        with self._lock:
+            hit = self._cache.get(key)
+            if hit is not None and self.clock() - hit[0] < CACHE_SECONDS:
+                return hit[1]
+        value = read()
+        with self._lock:
+            self._cache[key] = (self.clock(), value)
+        return value
+
+    def _priority_class_installed(self) -> bool:
+        try:
+            return self.kube.get_priority_class(PRIORITY_CLASS) is not None
+        except ApiException as error:  # 403: this install may not read PriorityClasses
+            log.info("PriorityClass %s cannot be read (%s): vcjobs get none", PRIORITY_CLASS, error.status)
+            return False
+
+    def _capacity(self, name: str) -> tuple[resources.Resources | None, str]:
+        try:
+            queue = self.kube.get_queue(name)
+        except ApiException as error:
+            log.info("Volcano queue %s cannot be read (%s)", name, error.status)
+            queue = None
+        capability = ((queue or {}).get("spec") or {}).get("capability")
+        if capability:
+            return resources.of_wire(capability), "capability"
+        try:
+            nodes = self.kube.list_nodes()
+        except ApiException as error:
+            log.info("nodes cannot be read (%s): the capacity of queue %s is not known", error.status, name)
+            return None, "unknown"
+        allocatable = [((node.get("status") or {}).get("allocatable") or {}) for node in nodes if _schedulable(node)]
+        if not allocatable:
+            return None, "unknown"
+        return resources.add(*(resources.of_wire(a) for a in allocatable)), "nodes' allocatable"
+
+
+def _schedulable(node: dict) -> bool:
+    if (node.get("spec") or {}).get("unschedulable"):
+        return False
+    conditions = (node.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)

@@ -1,0 +1,165 @@
+"""Flows that finish: when a JobFlow may start on a Volcano queue it shares with other JobFlows.
+
+Volcano schedules vcjob by vcjob. A JobFlow's second stage is created only when its first one ends, so on a busy
+queue it joins the back of the line, behind the first stages of every JobFlow created after it: all JobFlows
+advance in lock-step and finish late together. Volcano's own priority cannot fix that alone: it cannot order a
+vcjob that does not exist yet, and at each stage boundary a waiting first stage takes the freed capacity before the
+dependent exists. The engine has the one lever left, *when it creates a JobFlow's first stages*:
+
+* **Started JobFlows keep their room.** A JobFlow that started records in ``status.queue.reserved`` what the gangs
+  of its unfinished vcjobs request (:func:`reserved_of`): the status write that records a stage's end also names
+  the stages it creates, so between two stages the reservation never drops to nothing.
+* **New JobFlows start in the order they were created, when there is room.** A JobFlow that has not started yet
+  starts its first stages only if the queue's capacity holds what the started JobFlows reserve, plus what every
+  JobFlow ahead of it in line needs to start, plus its own first stages (:func:`admit`). The line is ordered by
+  creation time, then by name with numbers compared as numbers (``flow-2`` before ``flow-10``: creation times have
+  one-second resolution), then namespace. A JobFlow ahead of it that has not recorded its needs yet (not reconciled
+  yet) is counted as needing as much as this one. Head of line: a wide JobFlow first in line is never overtaken by
+  narrow ones, so nothing starves.
+* **Started JobFlows' vcjobs go first in Volcano.** Their vcjobs get the PriorityClass the engine installs
+  (``volcano-jobflow-started``, ``preemptionPolicy: Never``); Volcano's ``priority`` plugin orders the jobs of a
+  queue by priority, then creation time. First stages keep the template's priority.
+* **What can never run is not started.** A vcjob whose gang asks more than the queue's capacity (its
+  ``capability``, or every node's allocatable together) waits forever in Volcano; the flow is blocked instead,
+  with the numbers (``Unschedulable``).
+
+Without a known capacity (a queue without ``capability`` whose nodes the engine may not read) nothing is held
+back: the priority still orders started JobFlows first. The view is built by the shell from a LIST of JobFlows,
+the Queue and the nodes (:class:`QueueView`); everything here is pure.
+"""
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Final
+
+from jobflow_core import resources
+from jobflow_core.resources import Resources
+
+PRIORITY_CLASS: Final = "volcano-jobflow-started"
+"""The PriorityClass of the vcjobs of started JobFlows (``manifests/priorityclasses.yaml``)."""
+DEFAULT_QUEUE: Final = "default"
+RECHECK_SECONDS: Final = 1
+"""How often a JobFlow waiting for room in its queue looks again (no Kubernetes change of its own ends the wait)."""
+WAITING: Final = "Waiting"
+ADMITTED: Final = "Admitted"
+
+
+@dataclass(frozen=True)
+class InLine:
+    """Another JobFlow as the queue sees it, from its metadata and ``status.queue``."""
+
+    namespace: str
+    name: str
+    created: datetime | None
+    queue: str | None
+    """None: not known yet (never reconciled)."""
+    started: bool
+    ended: bool
+    reserved: Resources = field(default_factory=dict)
+    requests: Resources | None = None
+    """What its first stages need (recorded while it waits); None: not known yet."""
+
+    @property
+    def key(self) -> tuple:
+        return line_key(created=self.created, name=self.name, namespace=self.namespace)
+
+
+@dataclass(frozen=True)
+class QueueView:
+    """A Volcano queue as the shell read it for one plan."""
+
+    name: str
+    capacity: Resources | None
+    """What the queue can hold at once: its ``capability``, or every ready node's allocatable together; None when
+    neither is known (then nothing is held back)."""
+    capacity_source: str = "capability"
+    jobflows: tuple[InLine, ...] = ()
+    """Every JobFlow the engine can see (the JobFlow planned included or not: it is skipped by name)."""
+    priority_class: str | None = PRIORITY_CLASS
+    """The PriorityClass for started JobFlows' vcjobs; None when it is not installed (or cannot be read)."""
+
+
+def line_key(*, created: datetime | None, name: str, namespace: str) -> tuple:
+    """The order of the line: creation time, then the name with its numbers compared as numbers, then namespace."""
+    parts = tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in re.split(r"(\d+)", name) if p)
+    return (created is None, created or datetime.min, parts, namespace)
+
+
+def in_line(raw: Mapping[str, Any]) -> InLine:
+    """A JobFlow (JSON, as listed) in line: what its ``status.queue`` and phase say."""
+    meta, status = raw.get("metadata") or {}, raw.get("status") or {}
+    queue = status.get("queue") or {}
+    phase = (status.get("state") or {}).get("phase")
+    created = meta.get("creationTimestamp")
+    started = queue.get("state") == ADMITTED or bool(status.get("jobStatusList")) or phase == "Running"
+    requests = queue.get("requests")
+    return InLine(
+        namespace=meta.get("namespace", ""), name=meta.get("name", ""),
+        created=datetime.fromisoformat(created.replace("Z", "+00:00")) if isinstance(created, str) else created,
+        queue=queue.get("name"), started=started,
+        ended=phase in ("Succeed", "Failed") or meta.get("deletionTimestamp") is not None
+        or bool((raw.get("spec") or {}).get("suspend")) and not started,
+        reserved=resources.of_wire(queue.get("reserved")),
+        requests=resources.of_wire(requests) if requests is not None else None,
+    )
+
+
+@dataclass(frozen=True)
+class Admission:
+    """The answer for a JobFlow that has not started: start now, or wait, with its place in line."""
+
+    start: bool
+    position: int
+    """1: first in line (0 when it starts)."""
+    message: str
+    queue: str = DEFAULT_QUEUE
+    needs: Resources = field(default_factory=dict)
+    """What its first stages need."""
+
+
+def admit(view: QueueView, *, namespace: str, name: str, created: datetime | None,
+          needs: Resources) -> Admission:
+    """Whether the JobFlow ``namespace/name``, not started, whose first stages need ``needs``, starts now."""
+    if view.capacity is None:
+        return Admission(True, 0, "starts now (the queue's capacity is not known: nothing is held back)", view.name,
+                         needs)
+    me = line_key(created=created, name=name, namespace=namespace)
+    others = [j for j in view.jobflows if (j.namespace, j.name) != (namespace, name) and not j.ended
+              and j.queue in (view.name, None)]
+    reserved = resources.add(*(j.reserved for j in others if j.started and j.queue == view.name))
+    ahead = sorted((j for j in others if not j.started and j.key < me), key=lambda j: j.key)
+    wanted = resources.add(*(j.requests if j.requests is not None else needs for j in ahead))
+    total = resources.add(reserved, wanted, needs)
+    if not resources.exceeding(total, view.capacity):
+        return Admission(True, 0, "starts now", view.name, needs)
+    position = len(ahead) + 1
+    started = sum(1 for j in others if j.started and j.queue == view.name and j.reserved)
+    return Admission(False, position, (
+        f'waiting for room in Volcano queue "{view.name}": {_ordinal(position)} in line; its first stages need '
+        f"{resources.describe(needs)}, {started} started JobFlows reserve {resources.describe(reserved)}"
+        f"{f', {len(ahead)} created before it need {resources.describe(wanted)}' if ahead else ''}, of "
+        f"{resources.describe(view.capacity)} ({view.capacity_source})"), view.name, needs)
+
+
+def never_fits(view: QueueView | None, *, request: Resources) -> str | None:
+    """Why a gang asking ``request`` can never be scheduled on the queue, or None."""
+    if view is None or view.capacity is None:
+        return None
+    over = resources.exceeding(request, view.capacity)
+    if not over:
+        return None
+    return (f"its gang needs {resources.describe(request)} at once, more {' and '.join(over)} than Volcano queue "
+            f'"{view.name}" can ever hold ({resources.describe(view.capacity)}, its {view.capacity_source}): '
+            "lower minAvailable or the requests, or raise the queue's capability; nothing was created")
+
+
+def reserved_of(gangs: Iterable[Resources]) -> Resources:
+    """What a started JobFlow holds: the gang requests of its unfinished vcjobs, added up."""
+    return resources.add(*gangs)
+
+
+def _ordinal(n: int) -> str:
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
