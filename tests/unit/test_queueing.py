@@ -1,0 +1,258 @@
+"""Started JobFlows first on a shared Volcano queue (``jobflow_core.queueing``, ``jobflow_core.resources``): the
+gang a vcjob needs, the line, the room, and the status and manifests the planner makes of them."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+import pytest
+from hypothesis import given, strategies as st
+
+from jobflow_core import plan
+from jobflow_core.api import GANG_REQUESTS
+from jobflow_core.models import VcJobPhase
+from jobflow_core.queueing import PRIORITY_CLASS, InLine, QueueView, admit, in_line, line_key, never_fits
+from jobflow_core.resources import QuantityError, describe, gang_requests, quantity, to_wire
+from scenario import T0, jobflow, template, vcjob
+
+P = VcJobPhase
+STAGE = """
+minAvailable: 4
+queue: gpu
+tasks:
+- {name: t, replicas: 4, template: {spec: {containers: [{name: c, image: busybox,
+   resources: {requests: {cpu: 2, memory: 1Gi}}}]}}}
+"""
+CHAIN = "spec: {flows: [{name: a}, {name: b, dependsOn: {targets: [a]}}]}"
+
+
+def chain(name: str = "test", *, created: datetime = T0, status: dict | None = None):
+    return jobflow(f"metadata: {{name: {name}, creationTimestamp: '{created.isoformat()}'}}\n{CHAIN}", status=status)
+
+
+def stage_templates() -> dict:
+    return {"a": template("a", spec=STAGE), "b": template("b", spec=STAGE)}
+
+
+def queue(capacity: dict | None = None, *line: InLine, priority: str | None = PRIORITY_CLASS) -> dict:
+    return {"gpu": QueueView(name="gpu", capacity={"cpu": 32000} if capacity is None else capacity,
+                             jobflows=tuple(line), priority_class=priority)}
+
+
+def started(name: str, cpu: int, *, created: datetime = T0) -> InLine:
+    return InLine(namespace="default", name=name, created=created, queue="gpu", started=True, ended=False,
+                  reserved={"cpu": cpu * 1000})
+
+
+def waiting(name: str, *, created: datetime = T0, cpu: int | None = 8) -> InLine:
+    return InLine(namespace="default", name=name, created=created, queue="gpu", started=False, ended=False,
+                  requests=None if cpu is None else {"cpu": cpu * 1000})
+
+
+# --- what a gang needs ------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text, resource, amount", [
+    ("2", "cpu", 2000), ("500m", "cpu", 500), ("1.5", "cpu", 1500), ("1Gi", "memory", 2**30),
+    ("1G", "memory", 10**9), ("1e3", "memory", 1000), ("2", "nvidia.com/gpu", 2)])
+def test_quantities_are_read_as_kubernetes_writes_them(text, resource, amount):
+    assert quantity(resource, text) == amount
+
+
+def test_a_quantity_that_is_not_one_says_what_one_looks_like():
+    with pytest.raises(QuantityError, match='"two" is not a Kubernetes quantity'):
+        quantity("cpu", "two")
+
+
+def test_a_gang_needs_its_first_min_available_pods_in_task_order():
+    spec = {"minAvailable": 3, "tasks": [
+        {"replicas": 1, "template": {"spec": {"containers": [{"resources": {"requests": {"cpu": "4"}}}]}}},
+        {"replicas": 8, "template": {"spec": {"containers": [{"resources": {"limits": {"cpu": "1",
+                                                                                       "nvidia.com/gpu": "1"}}}]}}}]}
+    assert gang_requests(spec) == {"cpu": 6000, "nvidia.com/gpu": 2}
+    assert describe(gang_requests(spec)) == "6 CPU, 2 nvidia.com/gpu"
+    assert to_wire({"cpu": 1500, "memory": 2**31}) == {"cpu": "1500m", "memory": "2Gi"}
+
+
+def test_without_min_available_every_replica_is_in_the_gang():
+    task = {"replicas": 3, "template": {"spec": {"containers": [{"resources": {"requests": {"cpu": "2"}}}]}}}
+    assert gang_requests({"tasks": [task]}) == {"cpu": 6000}
+
+
+# --- the line ---------------------------------------------------------------------------------------------------
+
+def test_a_jobflow_starts_when_the_started_ones_and_those_ahead_leave_room():
+    view = queue(None, started("s1", 8), started("s2", 8), waiting("older", created=T0 - timedelta(seconds=1)))
+    assert admit(view["gpu"], namespace="default", name="test", created=T0, needs={"cpu": 8000}).start
+
+
+def test_a_jobflow_waits_behind_started_jobflows_and_says_where_it_stands():
+    view = queue(None, started("s1", 8), started("s2", 16), waiting("older", created=T0 - timedelta(seconds=1)))
+    answer = admit(view["gpu"], namespace="default", name="test", created=T0, needs={"cpu": 8000})
+    assert (answer.start, answer.position) == (False, 2)
+    assert answer.message == (
+        'waiting for room in Volcano queue "gpu": 2nd in line; its first stages need 8 CPU, 2 started JobFlows '
+        "reserve 24 CPU, 1 created before it need 8 CPU, of 32 CPU (capability)")
+
+
+def test_those_created_in_the_same_second_go_by_name_numbers_compared_as_numbers():
+    assert line_key(created=T0, name="flow-2", namespace="b") < line_key(created=T0, name="flow-10", namespace="a")
+    view = queue({"cpu": 16000}, waiting("flow-2"), waiting("flow-3"))
+    assert not admit(view["gpu"], namespace="default", name="flow-10", created=T0, needs={"cpu": 8000}).start
+    assert admit(view["gpu"], namespace="default", name="flow-1", created=T0, needs={"cpu": 8000}).start
+
+
+def test_one_ahead_that_has_not_said_what_it_needs_counts_as_needing_as_much():
+    view = queue({"cpu": 16000}, waiting("a", cpu=None), started("s", 8))
+    assert not admit(view["gpu"], namespace="default", name="b", created=T0, needs={"cpu": 8000}).start
+
+
+def test_a_wide_jobflow_first_in_line_is_not_overtaken_by_narrow_ones():
+    view = queue(None, started("s", 16), waiting("wide", cpu=32, created=T0 - timedelta(seconds=1)))
+    assert not admit(view["gpu"], namespace="default", name="narrow", created=T0, needs={"cpu": 2000}).start
+
+
+def test_without_a_known_capacity_nothing_is_held_back():
+    view = QueueView(name="gpu", capacity=None, jobflows=(started("s", 800),))
+    assert admit(view, namespace="default", name="test", created=T0, needs={"cpu": 8000}).start
+
+
+def test_a_jobflow_in_line_is_read_from_its_status():
+    raw = {"metadata": {"namespace": "ns", "name": "x", "creationTimestamp": "2026-01-02T03:04:05Z"},
+           "status": {"queue": {"name": "gpu", "state": "Admitted", "reserved": {"cpu": "8"}},
+                      "state": {"phase": "Running"}}}
+    assert in_line(raw) == InLine(namespace="ns", name="x", created=T0, queue="gpu", started=True, ended=False,
+                                  reserved={"cpu": 8000})
+    assert in_line({"metadata": {"name": "new"}}).started is False
+    assert in_line(raw | {"status": {"state": {"phase": "Succeed"}}}).ended
+
+
+def test_a_gang_larger_than_the_queue_can_never_run_and_the_message_has_the_numbers():
+    assert never_fits(queue({"cpu": 4000})["gpu"], request={"cpu": 8000, "memory": 2**30}) == (
+        'its gang needs 8 CPU, 1Gi memory at once, more cpu than Volcano queue "gpu" can ever hold (4 CPU, its '
+        "capability): lower minAvailable or the requests, or raise the queue's capability; nothing was created")
+    assert never_fits(queue({"cpu": 8000})["gpu"], request={"cpu": 8000}) is None
+
+
+LINES = st.lists(st.tuples(st.integers(0, 5), st.sampled_from([None, 2, 8, 16]), st.booleans(), st.integers(0, 16)),
+                 min_size=1, max_size=12)
+
+
+@given(LINES, st.integers(8, 48))
+def test_what_admission_lets_start_together_fits_and_no_younger_jobflow_goes_before_an_older_one(drawn, cpu):
+    """All JobFlows in line ask at once, on the same view: those told to start fit the queue together with what
+    the started ones reserve, and each one told to start has every older waiting one started too."""
+    jobflows = []
+    for index, (second, needs, is_started, reserved) in enumerate(drawn):
+        created = T0 + timedelta(seconds=second)
+        jobflows.append(started(f"f{index}", reserved, created=created) if is_started
+                        else waiting(f"f{index}", cpu=needs, created=created))
+    view = QueueView(name="gpu", capacity={"cpu": cpu * 1000}, jobflows=tuple(jobflows))
+    line = sorted((j for j in jobflows if not j.started), key=lambda j: j.key)
+    own = {j.name: j.requests if j.requests is not None else {"cpu": 8000} for j in line}
+    starts = [j for j in line if admit(view, namespace="default", name=j.name, created=j.created,
+                                       needs=own[j.name]).start]
+    reserved = sum(j.reserved.get("cpu", 0) for j in jobflows if j.started)
+    assert reserved + sum(own[j.name].get("cpu", 0) for j in starts) <= cpu * 1000 or not starts
+    assert starts == line[:len(starts)]
+
+
+# --- what the planner makes of it -------------------------------------------------------------------------------
+
+def test_a_jobflow_without_room_creates_nothing_and_its_status_says_it_waits_and_where():
+    result = plan(chain(), templates=stage_templates(), jobs=[], now=T0,
+                  queues=queue(None, started("s1", 16), started("s2", 16)))
+    assert result.creates == []
+    assert result.status.state.phase == "Pending"
+    q = result.status.queue
+    assert (q.name, q.state, q.position, q.requests) == ("gpu", "Waiting", 1, {"cpu": "8", "memory": "4Gi"})
+    [waiting_a] = [w for w in result.status.waiting_flows if w.name == "a"]
+    assert waiting_a.recheck_seconds == 1 and waiting_a.message == q.message
+
+
+def test_a_started_jobflow_reserves_its_gangs_and_its_next_stages_get_the_priority_class():
+    flow = chain()
+    first = plan(flow, templates=stage_templates(), jobs=[], now=T0, queues=queue())
+    [create_a] = first.creates
+    assert "priorityClassName" not in create_a.manifest["spec"]
+    assert create_a.manifest["metadata"]["annotations"][GANG_REQUESTS] == '{"cpu":"8","memory":"4Gi"}'
+    assert first.status.queue.model_dump(by_alias=True, exclude_none=True) == {
+        "name": "gpu", "state": "Admitted", "reserved": {"cpu": "8", "memory": "4Gi"}}
+    job_a = vcjob(flow, "a", P.COMPLETED).model_copy(update={"metadata": vcjob(flow, "a").metadata.model_copy(
+        update={"annotations": create_a.manifest["metadata"]["annotations"]})})
+    job_a = job_a.model_copy(update={"spec": job_a.spec.model_copy(update={"queue": "gpu"})})
+    second = plan(flow.model_copy(update={"status": first.status}), templates=stage_templates(), jobs=[job_a],
+                  now=T0, queues=queue())
+    [create_b] = second.creates
+    assert create_b.manifest["spec"]["priorityClassName"] == PRIORITY_CLASS
+    assert second.status.queue.reserved == {"cpu": "8", "memory": "4Gi"}  # b's, written with a's end
+
+
+def test_without_the_priority_class_the_status_says_what_to_install():
+    flow = chain(status={"jobStatusList": [{"name": "test-a", "state": "Completed"}]})
+    result = plan(flow, templates=stage_templates(), jobs=[], now=T0, queues=queue(priority=None))
+    assert "priorityClassName" not in result.creates[0].manifest["spec"]
+    assert "kubectl apply -f manifests/priorityclasses.yaml" in result.status.queue.message
+
+
+def test_a_template_s_own_priority_class_is_kept():
+    spec = STAGE + "priorityClassName: urgent\n"
+    flow = chain(status={"jobStatusList": [{"name": "test-a", "state": "Completed"}]})
+    result = plan(flow, templates={"a": template("a", spec=spec), "b": template("b", spec=spec)}, jobs=[], now=T0,
+                  queues=queue())
+    assert result.creates[0].manifest["spec"]["priorityClassName"] == "urgent"
+
+
+def test_a_gang_that_can_never_fit_is_blocked_with_the_flow_and_the_numbers():
+    result = plan(chain(), templates=stage_templates(), jobs=[], now=T0, queues=queue({"cpu": 4000}))
+    assert result.creates == []
+    assert result.status.state.reason == "Unschedulable"
+    assert result.status.state.message.startswith(
+        'flow "a" of JobFlow "default/test": its gang needs 8 CPU, 4Gi memory at once, more cpu than Volcano queue '
+        '"gpu" can ever hold (4 CPU, its capability)')
+
+
+def test_without_a_queue_read_a_jobflow_plans_as_before():
+    result = plan(chain(), templates=stage_templates(), jobs=[], now=T0)
+    [create_a] = result.creates
+    assert "priorityClassName" not in create_a.manifest["spec"]
+    assert result.status.queue.state == "Admitted"  # from the vcjob it creates: what it reserves
+    upstream_style = plan(chain(), templates={"a": template("a"), "b": template("b")}, jobs=[], now=T0)
+    assert upstream_style.status.queue.reserved is None  # the seed's templates request nothing
+
+
+def test_a_reconcile_at_the_same_moment_as_other_new_jobflows_takes_its_place_in_line():
+    """Twenty JobFlows created in one second, none reconciled yet: the first four of the line start."""
+    names = [f"f{i}" for i in range(20)]
+    line = tuple(InLine(namespace="default", name=n, created=T0, queue=None, started=False, ended=False)
+                 for n in names)
+    starting = [n for n in names if plan(chain(n), templates=stage_templates(), jobs=[], now=T0,
+                                         queues=queue(None, *line)).creates]
+    assert starting == ["f0", "f1", "f2", "f3"]
+
+
+def test_the_shell_reads_the_queue_and_holds_back_a_jobflow_with_no_room():
+    from handlers.reconciler import Reconciler
+    from jobflow_core.api import JOBFLOW
+    from memory_kube import MemoryKube
+
+    kube = MemoryKube()
+    kube.queues["gpu"] = {"metadata": {"name": "gpu"}, "spec": {"capability": {"cpu": "8"}}}
+    kube.priority_classes[PRIORITY_CLASS] = {"metadata": {"name": PRIORITY_CLASS}}
+    for name in ("a", "b"):
+        kube.put(template(name, spec=STAGE).to_wire())
+    for name, second in (("first", 0), ("second", 1)):
+        kube.put(chain(name, created=T0 + timedelta(seconds=second)).to_wire())
+    reconciler = Reconciler(kube, clock=lambda: kube.now)
+    assert reconciler.jobflow("default", "first").created == ["first-a"]
+    assert reconciler.jobflow("default", "second").created == []
+    queue_status = kube.stored(JOBFLOW, "default", "second")["status"]["queue"]
+    assert (queue_status["state"], queue_status["position"]) == ("Waiting", 1)
+    kube.move("default", "first-a", "Completed")
+    assert reconciler.jobflow("default", "first").created == ["first-b"]
+    assert reconciler.jobflow("default", "second").created == []  # first's b keeps the room
+    kube.move("default", "first-b", "Completed")
+    reconciler.jobflow("default", "first")
+    assert reconciler.jobflow("default", "second").created == ["second-a"]
+    assert kube.stored(JOBFLOW, "default", "second")["status"]["queue"]["state"] == "Admitted"
+
+
