@@ -6,7 +6,11 @@ AdmissionReview, is answered 400 with a JSON error saying why (the API server th
 ``failurePolicy``); nothing a client sends makes these routes answer 500.
 
 The API server only calls webhooks over HTTPS: serve the app with TLS (gunicorn ``--certfile``/``--keyfile``,
-as ``manifests/webhook/`` does). The routes need no API access at all.
+as ``manifests/webhook/`` does). The decision needs no API access at all. A JobFlow that is allowed also gets a
+warning for each flow whose vcjob could never be scheduled on its Volcano queue (its gang asks more than the queue's
+capability, or all nodes' allocatable): for that the route reads the namespace's JobTemplates and the queues
+(:mod:`handlers.queues`), and when it cannot, it warns of nothing. A warning, not a refusal: upstream accepts such a
+JobFlow, the queue or the nodes may grow, and the engine blocks the flow at run time anyway (``Unschedulable``).
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import gc
 import json
 import logging
 
-from flask import Blueprint, jsonify, request
+from flask import Blueprint, current_app, jsonify, request
 
 log = logging.getLogger("handlers.admission")
 bp = Blueprint("admission", __name__)
@@ -45,4 +49,35 @@ def validate(resource: str):
     outcome = answer["response"]
     if not outcome["allowed"]:
         log.info("denied %s %s: %s", resource, outcome["uid"], outcome["status"]["message"])
+    elif resource == "jobflows":
+        warnings = _capacity_warnings(json.loads(request.get_data()))
+        if warnings:
+            outcome["warnings"] = [*(outcome.get("warnings") or ()), *warnings]
     return jsonify(answer)
+
+
+def _capacity_warnings(body: dict) -> list[str]:
+    """What of the JobFlow under review could never be scheduled (:func:`jobflow_core.queueing.unschedulable`);
+    nothing when the JobTemplates or queues cannot be read."""
+    from handlers.kube import KubeApi, shared_client
+    from handlers.queues import QueueReader
+    from jobflow_core.decisions import queue_of
+    from jobflow_core.models import JobFlow, JobTemplate
+    from jobflow_core.queueing import unschedulable
+
+    admission = body.get("request") or {}
+    if admission.get("operation") not in ("CREATE", "UPDATE"):
+        return []
+    try:
+        raw = dict(admission["object"])
+        raw.setdefault("metadata", {}).setdefault("namespace", admission.get("namespace"))
+        jobflow = JobFlow.model_validate(raw)
+        kube = current_app.config.get("KUBE") or KubeApi(shared_client())
+        names = {flow.name for flow in jobflow.spec.flows or ()}
+        templates = {t["metadata"]["name"]: JobTemplate.model_validate(t)
+                     for t in kube.list_jobtemplates(jobflow.namespace) if t["metadata"]["name"] in names}
+        queues = sorted({queue_of(t.spec.to_wire()) for t in templates.values()})
+        return unschedulable(jobflow, templates=templates, queues=QueueReader(kube).capacities(queues))
+    except Exception as error:  # noqa: BLE001 - a warning we cannot work out is no reason to fail a review
+        log.info("no capacity warnings for this JobFlow: %s", error)
+        return []

@@ -10,8 +10,8 @@ Only a plan that would create vcjobs asks (:func:`queues_needed`). For each queu
 * **the PriorityClass** ``volcano-jobflow-started``: whether it is installed (a vcjob naming a PriorityClass that
   does not exist would get no pods at all: Kubernetes refuses them).
 
-What changes slowly (the Queue, the nodes, the PriorityClass) is kept :data:`CACHE_SECONDS` per process; the line
-is listed afresh every time, as it decides.
+What changes slowly (the Queue, the nodes, the PriorityClass) is kept :data:`CACHE_SECONDS` per process (per API
+client: the routes make a reader per request); the line is listed afresh every time, as it decides.
 """
 
 from __future__ import annotations
@@ -33,6 +33,8 @@ from jobflow_core.queueing import PRIORITY_CLASS, QueueView, in_line
 log = logging.getLogger("handlers.queues")
 
 CACHE_SECONDS = 5.0
+_CACHE: dict[tuple[int, str], tuple[float, object]] = {}
+_CACHE_LOCK = threading.Lock()
 
 
 def queues_needed(observation: Observation, templates: Mapping[str, JobTemplate]) -> list[str]:
@@ -46,8 +48,7 @@ class QueueReader:
     def __init__(self, kube: KubeApi, *, namespaces: tuple[str, ...] = (),
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.kube, self.namespaces, self.clock = kube, namespaces, clock
-        self._cache: dict[str, tuple[float, object]] = {}
-        self._lock = threading.Lock()
+        self._client = id(getattr(kube, "api", kube))
 
     def views(self, observation: Observation, templates: Mapping[str, JobTemplate]) -> dict[str, QueueView]:
         names = queues_needed(observation, templates)
@@ -67,14 +68,22 @@ class QueueReader:
             return self.kube.list_jobflows(None)
         return [raw for namespace in self.namespaces for raw in self.kube.list_jobflows(namespace)]
 
+    def capacities(self, names: list[str]) -> dict[str, QueueView]:
+        """The queues ``names`` with their capacity only (no line): for the admission webhook's warnings."""
+        views = {}
+        for name in names:
+            capacity, source = self._cached(f"queue/{name}", lambda: self._capacity(name))
+            views[name] = QueueView(name=name, capacity=capacity, capacity_source=source)
+        return views
+
     def _cached(self, key: str, read: Callable[[], object]):
-        with self._lock:
-            hit = self._cache.get(key)
+        with _CACHE_LOCK:
+            hit = _CACHE.get((self._client, key))
             if hit is not None and self.clock() - hit[0] < CACHE_SECONDS:
                 return hit[1]
         value = read()
-        with self._lock:
-            self._cache[key] = (self.clock(), value)
+        with _CACHE_LOCK:
+            _CACHE[(self._client, key)] = (self.clock(), value)
         return value
 
     def _priority_class_installed(self) -> bool:

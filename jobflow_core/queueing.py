@@ -35,6 +35,8 @@ from datetime import datetime
 from typing import Any, Final
 
 from jobflow_core import resources
+from jobflow_core.jobs import build_job
+from jobflow_core.models import JobFlow, JobTemplate
 from jobflow_core.resources import Resources
 
 PRIORITY_CLASS: Final = "volcano-jobflow-started"
@@ -153,6 +155,27 @@ def never_fits(view: QueueView | None, *, request: Resources) -> str | None:
     return (f"its gang needs {resources.describe(request)} at once, more {' and '.join(over)} than Volcano queue "
             f'"{view.name}" can ever hold ({resources.describe(view.capacity)}, its {view.capacity_source}): '
             "lower minAvailable or the requests, or raise the queue's capability; nothing was created")
+
+
+def unschedulable(jobflow: JobFlow, *, templates: Mapping[str, JobTemplate],
+                  queues: Mapping[str, QueueView]) -> list[str]:
+    """For the admission webhook: each flow of ``jobflow`` whose vcjob (its JobTemplate with the flow's patch) could
+    never be scheduled on its queue, with the numbers. Flows whose template is missing or invalid are left to the
+    start table (they are blocked for that)."""
+    messages = []
+    for flow in jobflow.spec.flows or ():
+        template = templates.get(flow.name)
+        if template is None:
+            continue
+        try:
+            spec = build_job(jobflow, flow=flow.name, template=template)["spec"]
+            why = never_fits(queues.get(spec.get("queue") or DEFAULT_QUEUE), request=resources.gang_requests(spec))
+        except (ValueError, TypeError, KeyError):
+            continue
+        if why:
+            messages.append(f'JobFlow "{jobflow.namespace}/{jobflow.name}", flow "{flow.name}" (JobTemplate '
+                            f'"{flow.name}"): {why}')
+    return messages
 
 
 def reserved_of(gangs: Iterable[Resources]) -> Resources:

@@ -1,0 +1,127 @@
+"""Flows that finish, on the real control plane: Volcano's scheduler, a Volcano queue capped by its ``capability``,
+kwok nodes, and PriorityClass ``volcano-jobflow-started`` from ``manifests/priorityclasses.yaml``.
+
+The queue of each test holds one gang at a time (4 CPU; each stage is two pods of 2 CPU, ``minAvailable: 2``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+from kubernetes import client
+from kubernetes.client.rest import ApiException
+
+from devcluster.testing import LocalCluster
+from jobflow_core.api import QUEUE
+from objects import apply, jobflow, vcjobs, wait_for_phase
+
+pytestmark = pytest.mark.cluster
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def stage(name: str, *, queue: str, run_for: str, cpu: int = 2) -> str:
+    return f"""
+apiVersion: flow.volcano.sh/v1alpha1
+kind: JobTemplate
+metadata: {{name: {name}}}
+spec:
+  minAvailable: 2
+  schedulerName: volcano
+  queue: {queue}
+  tasks:
+  - name: t
+    replicas: 2
+    template:
+      metadata: {{annotations: {{kwok.jobflow.dev/run-for: {run_for}}}}}
+      spec:
+        restartPolicy: Never
+        containers: [{{name: c, image: busybox, resources: {{requests: {{cpu: "{cpu}"}}}}}}]
+"""
+
+
+def chain(name: str) -> str:
+    return f"""
+apiVersion: flow.volcano.sh/v1alpha1
+kind: JobFlow
+metadata: {{name: {name}}}
+spec: {{flows: [{{name: s1}}, {{name: s2, dependsOn: {{targets: [s1]}}}}]}}
+"""
+
+
+@pytest.fixture
+def queue(cluster: LocalCluster, namespace: str) -> Iterator[str]:
+    """A Volcano queue of 4 CPU for this test, and the engine's PriorityClass installed as the manifests have it."""
+    body = yaml.safe_load((REPO_ROOT / "manifests" / "priorityclasses.yaml").read_text())
+    try:
+        client.SchedulingV1Api(cluster.api).create_priority_class(body)
+    except ApiException as error:
+        if error.status != 409:
+            raise
+    name = f"q-{namespace}"
+    cluster.custom.create_cluster_custom_object(QUEUE.group, QUEUE.version, QUEUE.plural, {
+        "apiVersion": QUEUE.api_version, "kind": QUEUE.kind, "metadata": {"name": name},
+        "spec": {"weight": 1, "reclaimable": False, "capability": {"cpu": "4"}}})
+    cluster.wait_until(f"queue {name} Open", lambda: (cluster.custom.get_cluster_custom_object(
+        QUEUE.group, QUEUE.version, QUEUE.plural, name).get("status") or {}).get("state") == "Open")
+    yield name
+    cluster.delete_namespace(namespace)  # its vcjobs first: Volcano keeps a queue that still has PodGroups
+    cluster.custom.delete_cluster_custom_object(QUEUE.group, QUEUE.version, QUEUE.plural, name)
+
+
+def created_at(cluster: LocalCluster, namespace: str, name: str) -> str | None:
+    job = vcjobs(cluster, namespace).get(name)
+    return job["metadata"]["creationTimestamp"] if job else None
+
+
+def test_a_started_jobflow_runs_its_next_stage_before_the_first_stages_of_ten_newer_jobflows(
+        cluster: LocalCluster, namespace: str, queue: str, engine) -> None:
+    apply(cluster, namespace, stage("s1", queue=queue, run_for="4s") + "---" + stage("s2", queue=queue,
+                                                                                     run_for="1s"))
+    apply(cluster, namespace, chain("old"))
+    cluster.wait_until("old-s1 Running", lambda: cluster.vcjob_phase(namespace, "old-s1") == "Running", timeout=60)
+    newer = [f"new-{i}" for i in range(10)]
+    apply(cluster, namespace, "---".join(chain(name) for name in newer))
+
+    def all_waiting() -> bool:
+        queues = [((jobflow(cluster, namespace, n) or {}).get("status") or {}).get("queue") or {} for n in newer]
+        return [(q.get("state"), q.get("position")) for q in queues] == [("Waiting", i + 1) for i in range(10)]
+
+    cluster.wait_until("the ten newer JobFlows waiting in line, in the order they were created", all_waiting,
+                       timeout=60)
+    old = wait_for_phase(cluster, namespace, "old", "Succeed", timeout=90)
+    assert old["status"]["queue"]["state"] == "Admitted"
+    jobs = vcjobs(cluster, namespace)
+    assert jobs["old-s2"]["spec"]["priorityClassName"] == "volcano-jobflow-started"
+    assert "priorityClassName" not in jobs["old-s1"]["spec"]
+    # No first stage of a newer JobFlow was created before the old one's second stage ran to its end.
+    old_end = jobs["old-s2"]["status"]["state"]["lastTransitionTime"]
+    assert all(jobs[f"{n}-s1"]["metadata"]["creationTimestamp"] >= old_end for n in newer if f"{n}-s1" in jobs)
+    # Then the newer ones, in line: one at a time, the first three in the order they were created.
+    for name in newer[:3]:
+        wait_for_phase(cluster, namespace, name, "Succeed", timeout=90)
+    ends = [jobflow(cluster, namespace, n)["status"]["jobStatusList"][-1]["endTimestamp"] for n in newer[:3]]
+    starts = [created_at(cluster, namespace, f"{n}-s1") for n in newer[:3]]
+    assert starts[1] >= ends[0] and starts[2] >= ends[1]
+    later = [created_at(cluster, namespace, f"{n}-s1") for n in newer[3:]]
+    assert all(start >= ends[2] for start in later if start is not None)
+
+
+def test_a_gang_larger_than_its_queue_is_refused_at_run_time_with_the_numbers(
+        cluster: LocalCluster, namespace: str, queue: str, engine) -> None:
+    apply(cluster, namespace, stage("s1", queue=queue, run_for="1s", cpu=4) + "---" + stage("s2", queue=queue,
+                                                                                            run_for="1s"))
+    apply(cluster, namespace, chain("wide"))
+
+    def blocked() -> dict | None:
+        state = ((jobflow(cluster, namespace, "wide") or {}).get("status") or {}).get("state") or {}
+        return state if state.get("reason") == "Unschedulable" else None
+
+    state = cluster.wait_until("the JobFlow blocked as Unschedulable", blocked, timeout=60)
+    assert state["message"].startswith(
+        f'flow "s1" of JobFlow "{namespace}/wide": its gang needs 8 CPU at once, more cpu than Volcano queue '
+        f'"{queue}" can ever hold (4 CPU, its capability)')
+    assert vcjobs(cluster, namespace) == {}
