@@ -26,9 +26,9 @@ from kubernetes.client.rest import ApiException
 from handlers.kube import KubeApi
 from jobflow_core import resources
 from jobflow_core.decisions import queue_of
-from jobflow_core.models import JobTemplate
+from jobflow_core.models import JobTemplate, VcJobPhase
 from jobflow_core.observation import Observation
-from jobflow_core.queueing import PRIORITY_CLASS, QueueView, in_line
+from jobflow_core.queueing import DEFAULT_QUEUE, PRIORITY_CLASS, QueueView, in_line
 
 log = logging.getLogger("handlers.queues")
 
@@ -38,10 +38,13 @@ _CACHE_LOCK = threading.Lock()
 
 
 def queues_needed(observation: Observation, templates: Mapping[str, JobTemplate]) -> list[str]:
-    """The queues of the JobTemplates read for flows about to start (none read: no queue asked)."""
-    if observation.starts_nothing or not templates:
-        return []
-    return sorted({queue_of(template.spec.to_wire()) for template in templates.values()})
+    """The queues of the JobTemplates read for flows about to start, and of the JobFlow's vcjobs still Pending
+    (whether their queue can ever hold them)."""
+    pending = {job.spec.queue or DEFAULT_QUEUE for job in observation.owned
+               if job.spec is not None and job.phase in (VcJobPhase.PENDING, VcJobPhase.NEW)}
+    if observation.starts_nothing:
+        return sorted(pending)
+    return sorted(pending | {queue_of(template.spec.to_wire()) for template in templates.values()})
 
 
 class QueueReader:

@@ -51,6 +51,9 @@ class Reason(StrEnum):
     """A flow is Skipped: what it waits for its targets to do can no longer happen (a Normal event)."""
     INVALID_ITEMS = "InvalidItems"
     """A ``forEach`` flow's items cannot be worked out (its parameter or its target's result is no JSON list)."""
+    WAITING_FOR_QUEUE = "WaitingForQueue"
+    """Not a problem, no event: a JobFlow that has not started waits for room in its Volcano queue, behind started
+    JobFlows and older ones (``status.state.reason`` while nothing blocks it; :mod:`jobflow_core.queueing`)."""
     UNSCHEDULABLE = "Unschedulable"
     """A flow's vcjob could never be scheduled: its gang asks more than its Volcano queue can ever hold, or Volcano
     says so of a vcjob that waits (:mod:`jobflow_core.queueing`)."""

@@ -54,7 +54,8 @@ from jobflow_core.events import Event, EventType, Reason, job_created, phase_cha
 from jobflow_core.failures import why_failed
 from jobflow_core import notifications
 from jobflow_core.jobs import abort_command, gang_of
-from jobflow_core.queueing import ADMITTED, DEFAULT_QUEUE, PRIORITY_CLASS, WAITING, QueueView, reserved_of
+from jobflow_core.queueing import (ADMITTED, DEFAULT_QUEUE, PRIORITY_CLASS, WAITING, QueueView, never_fits,
+                                   reserved_of)
 from jobflow_core.models import (
     Estimate,
     Flow,
@@ -232,11 +233,12 @@ def plan_observation(
     starting = [decision for decision in decisions if decision.verdict is Verdict.START]
     creating = [decision.view.next_job_name for decision in starting]
     phase = observation.flow_phase(creating=creating)
-    blockers = _blockers(observation, decisions)
+    blockers = _blockers(observation, decisions, queues=queues or {})
+    held = next((d.admission for d in decisions if d.rule is NO_ROOM and d.admission is not None), None)
     state = FlowState(
         phase=phase,
-        reason=blockers[0].reason if blockers else None,
-        message="; ".join(blocker.message for blocker in blockers) or None,
+        reason=blockers[0].reason if blockers else (Reason.WAITING_FOR_QUEUE if held else None),
+        message="; ".join(blocker.message for blocker in blockers) or (held.message if held else None),
     )
     skipped = list({decision.view.name: SkippedFlow(name=decision.view.name, job_name=decision.view.job_name,
                                                     reason=decision.reason, message=decision.message)
@@ -324,15 +326,36 @@ def _ready_since(observation: Observation, flow: Flow) -> datetime | None:
     return max(ends) if ends and None not in ends else None  # type: ignore[type-var]
 
 
-def _blockers(observation: Observation, decisions: Sequence[FlowDecision]) -> list[Blocker]:
-    """JobFlow-level failures first, then the blocked flows, grouped by reason in the order of the start table."""
+def _blockers(observation: Observation, decisions: Sequence[FlowDecision], *,
+              queues: Mapping[str, QueueView]) -> list[Blocker]:
+    """JobFlow-level failures first, then the blocked flows, grouped by reason in the order of the start table (a
+    vcjob already created that its queue can no longer ever hold counts with the flows never started for that)."""
     failure = why_failed(observation)
     blockers = [Blocker(failure.reason, failure.message)] if failure else []
+    stuck = _never_scheduled(observation, queues)
     for rule in START_RULES:
         messages = [decision.message for decision in decisions if decision.rule is rule]
+        if rule.reason is Reason.UNSCHEDULABLE:
+            messages = [*stuck, *messages]
         if rule.verdict is Verdict.BLOCKED and rule.reason is not None and messages:
             blockers.append(Blocker(rule.reason, "; ".join(messages)))
     return blockers
+
+
+def _never_scheduled(observation: Observation, queues: Mapping[str, QueueView]) -> list[str]:
+    """The JobFlow's vcjobs still Pending whose gang (their annotation) their queue can never hold: its capability
+    or the nodes shrank since they were created. Volcano would keep them Pending for ever, saying only that the
+    gang is not ready."""
+    messages = []
+    for job in observation.owned:
+        if job.phase not in (VcJobPhase.PENDING, VcJobPhase.NEW) or job.metadata.deletion_timestamp is not None:
+            continue
+        why = never_fits(queues.get((job.spec.queue if job.spec else None) or DEFAULT_QUEUE), request=gang_of(job))
+        if why:
+            messages.append(f'vcjob "{job.name}" of JobFlow "{observation.jobflow.namespace}/'
+                            f'{observation.jobflow.name}" stays Pending: {why.replace("; nothing was created", "")} '
+                            f"(delete it, or fix the queue, and the flow goes on)")
+    return messages
 
 
 ENDING = frozenset({VcJobPhase.ABORTING, VcJobPhase.TERMINATING, VcJobPhase.COMPLETING})

@@ -139,7 +139,7 @@ def admit(view: QueueView, *, namespace: str, name: str, created: datetime | Non
     position = len(ahead) + 1
     started = sum(1 for j in others if j.started and j.queue == view.name and j.reserved)
     return Admission(False, position, (
-        f'waiting for room in Volcano queue "{view.name}": {_ordinal(position)} in line; its first stages need '
+        f'waiting for room in Volcano queue "{view.name}": {ordinal(position)} in line; its first stages need '
         f"{resources.describe(needs)}, {started} started JobFlows reserve {resources.describe(reserved)}"
         f"{f', {len(ahead)} created before it need {resources.describe(wanted)}' if ahead else ''}, of "
         f"{resources.describe(view.capacity)} ({view.capacity_source})"), view.name, needs)
@@ -183,6 +183,7 @@ def reserved_of(gangs: Iterable[Resources]) -> Resources:
     return resources.add(*gangs)
 
 
-def _ordinal(n: int) -> str:
+def ordinal(n: int) -> str:
+    """1st, 2nd, 3rd, 4th, 11th, 21st."""
     suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
     return f"{n}{suffix}"

@@ -17,6 +17,7 @@ from typing import Any
 from jobflow_core import Observation, observe
 from jobflow_core.graph import flow_graph
 from jobflow_core.models import (
+    QueueStatus,
     FlowJobStatus,
     JobFlow,
     JobFlowStatus,
@@ -80,6 +81,8 @@ class Snapshot:
     rows: list[FlowRow]
     expected_completion: datetime | None = None
     critical_path: list[str] = field(default_factory=list)
+    queue: QueueStatus | None = None
+    """``status.queue``: the Volcano queue, Waiting (and where in line) or Admitted (and what it reserves)."""
 
     @property
     def ended(self) -> bool:
@@ -135,6 +138,7 @@ def take(jobflow: dict[str, Any], jobs: Iterable[dict[str, Any]], *, now: dateti
         progress=status.progress or f"{sum(row.phase == 'Completed' for row in rows)}/{len(rows)}",
         reason=state.reason if state else None,
         message=state.message if state else None,
+        queue=status.queue,
         created=flow.metadata.creation_timestamp,
         rows=rows,
         expected_completion=status.expected_completion,

@@ -18,7 +18,8 @@ depends on. ``DETAIL`` is the vcjob's pods per task and phase (``taskStatusCount
 (``status.waitingFlows``), with when it is expected to start; a line under the header says when the JobFlow is
 expected to end and its critical path, when earlier runs of its JobTemplates tell (``status.expectedCompletion``). A
 line under the header gives the JobFlow's ``state.reason`` and ``message`` when there
-is one; a vcjob that no longer exists (``jobRetainPolicy: delete``) is marked ``(deleted)``.
+is one, and another its Volcano queue (``status.queue``): Waiting with its place in line and what its first stages
+need, or Admitted with what its unfinished vcjobs reserve; a vcjob that no longer exists (``jobRetainPolicy: delete``) is marked ``(deleted)``.
 
 ``--watch`` reads the JobFlow and its vcjobs every ``--interval`` seconds until it is Succeed (exit 0) or Failed
 (exit 1). On a terminal the view is redrawn in place; otherwise a new view is printed only when something other
@@ -32,6 +33,9 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from jobflow_core.api import JOBFLOW
+from jobflow_core.models import QueueStatus
+from jobflow_core.queueing import ordinal
+from jobflow_core.resources import describe, of_wire
 from kubectl_jobflow.errors import CommandError
 from kubectl_jobflow.kube import KubeError
 from kubectl_jobflow.output import age, columns, dump, expected, utc_now
@@ -50,6 +54,8 @@ def render(snap: Snapshot, *, now: datetime, items: bool = False) -> str:
            f"age {age(snap.created, now=now)}\n"
     if snap.reason or snap.message:
         head += f"{snap.reason or 'Message'}: {snap.message or ''}\n"
+    if snap.queue is not None and not snap.ended:
+        head += queue_line(snap.queue) + "\n"
     if snap.expected_completion:
         head += f"Expected to end {expected(snap.expected_completion, now=now)}, critical path " \
                 f"{' -> '.join(snap.critical_path)} (from earlier runs of its JobTemplates)\n"
@@ -62,6 +68,17 @@ def render(snap: Snapshot, *, now: datetime, items: bool = False) -> str:
             view += f"\n{row.name}:\n" + columns((title, "JOB", "PHASE"),
                                                  [[str(index), job, phase] for index, job, phase in row.each])
     return view
+
+
+def queue_line(queue: QueueStatus) -> str:
+    """``Queue gpu: Waiting, 3rd in line (needs 8 CPU)`` or ``Queue gpu: Admitted, reserves 8 CPU``."""
+    if queue.state == "Waiting":
+        line = f"Queue {queue.name}: Waiting, {ordinal(queue.position or 0)} in line"
+        line += f" (needs {describe(of_wire(queue.requests))})" if queue.requests else ""
+    else:
+        line = f"Queue {queue.name}: {queue.state or 'Admitted'}"
+        line += f", reserves {describe(of_wire(queue.reserved))}" if queue.reserved else ""
+    return line + (f"; {queue.message}" if queue.message and queue.state != "Waiting" else "")
 
 
 def _cells(row: FlowRow, *, now: datetime) -> list[str]:
@@ -101,6 +118,7 @@ def as_data(snap: Snapshot, *, now: datetime) -> dict[str, Any]:
     return {
         "namespace": snap.namespace, "name": snap.name, "phase": snap.phase, "progress": snap.progress,
         "reason": snap.reason, "message": snap.message, "creationTimestamp": when(snap.created),
+        "queue": snap.queue.to_wire() if snap.queue else None,
         "expectedCompletion": when(snap.expected_completion), "criticalPath": snap.critical_path,
         "flows": [
             {"name": row.name, "level": row.level, "after": row.after, "job": row.job, "phase": row.phase,

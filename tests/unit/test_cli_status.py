@@ -109,3 +109,16 @@ def test_the_data_view_has_the_same_facts_for_scripts():
                  "tasks": {"ps": {"Running": 1}, "worker": {"Pending": 1, "Running": 2, "Succeeded": 1}},
                  "replicas": {"ps": 1, "worker": 4}, "waitingFor": [], "message": None, "runningDuration": None,
                  "expectedStart": None}
+
+
+def test_a_jobflow_waiting_for_its_queue_says_where_it_stands_in_line():
+    waiting = yaml.safe_load(JOBFLOW)
+    waiting["status"] = {"state": {"phase": "Pending"}, "progress": "0/5", "queue": {
+        "name": "gpu", "state": "Waiting", "position": 3, "requests": {"cpu": "8", "memory": "4Gi"},
+        "message": 'waiting for room in Volcano queue "gpu": 3rd in line; ...'}}
+    view = render(take(waiting, [], now=NOW), now=NOW)
+    assert view.splitlines()[1] == "Queue gpu: Waiting, 3rd in line (needs 8 CPU, 4Gi memory)"
+    assert as_data(take(waiting, [], now=NOW), now=NOW)["queue"]["position"] == 3
+    admitted = waiting | {"status": {"state": {"phase": "Running"}, "queue": {
+        "name": "gpu", "state": "Admitted", "reserved": {"cpu": "8"}}}}
+    assert render(take(admitted, [], now=NOW), now=NOW).splitlines()[1] == "Queue gpu: Admitted, reserves 8 CPU"

@@ -164,7 +164,8 @@ def test_a_jobflow_without_room_creates_nothing_and_its_status_says_it_waits_and
     result = plan(chain(), templates=stage_templates(), jobs=[], now=T0,
                   queues=queue(None, started("s1", 16), started("s2", 16)))
     assert result.creates == []
-    assert result.status.state.phase == "Pending"
+    assert (result.status.state.phase, result.status.state.reason) == ("Pending", "WaitingForQueue")
+    assert not [e for e in result.events if e.type == "Warning"]
     q = result.status.queue
     assert (q.name, q.state, q.position, q.requests) == ("gpu", "Waiting", 1, {"cpu": "8", "memory": "4Gi"})
     [waiting_a] = [w for w in result.status.waiting_flows if w.name == "a"]
@@ -278,3 +279,21 @@ def test_admission_warns_of_each_flow_whose_gang_its_queue_can_never_hold_naming
         'JobFlow "default/test", flow "a" (JobTemplate "a"): its gang needs 8 CPU, 4Gi memory at once, more cpu than '
         'Volcano queue "gpu" can ever hold (6 CPU, its capability): lower minAvailable or the requests, or raise '
         "the queue's capability; nothing was created"]
+
+
+def test_a_vcjob_pending_that_its_queue_can_no_longer_hold_shows_in_the_status_with_the_numbers():
+    flow = chain()
+    pending = vcjob(flow, "a", P.PENDING)
+    pending = pending.model_copy(update={
+        "metadata": pending.metadata.model_copy(update={"annotations": {GANG_REQUESTS: '{"cpu":"8"}'}}),
+        "spec": pending.spec.model_copy(update={"queue": "gpu"})})
+    result = plan(flow, templates=stage_templates(), jobs=[pending], now=T0, queues=queue({"cpu": 4000}))
+    assert result.status.state.phase == "Pending"  # as its vcjob: the reason says why
+    assert result.status.state.reason == "Unschedulable"
+    assert result.status.state.message == (
+        'vcjob "test-a" of JobFlow "default/test" stays Pending: its gang needs 8 CPU at once, more cpu than Volcano '
+        'queue "gpu" can ever hold (4 CPU, its capability): lower minAvailable or the requests, or raise the '
+        "queue's capability (delete it, or fix the queue, and the flow goes on)")
+    assert [e.reason for e in result.events] == ["PhaseChanged", "Unschedulable"]
+    assert plan(flow, templates=stage_templates(), jobs=[pending], now=T0,
+                queues=queue({"cpu": 8000})).status.state.reason is None
