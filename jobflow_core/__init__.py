@@ -66,6 +66,8 @@ Writing it down:
 * :mod:`~jobflow_core.events`: the Kubernetes Events a plan records, and every reason word.
 * :mod:`~jobflow_core.eta`: when each waiting flow is expected to start, the expected completion and the critical
   path.
+* :mod:`~jobflow_core.cost`: what a run cost: its gang's requests x the seconds it ran, per vcjob, JobFlow and
+  JobTemplate.
 * :mod:`~jobflow_core.run_stats`: a JobTemplate's statistics (runs, failure rate, durations), each run counted once.
 * :mod:`~jobflow_core.templates`: a JobTemplate's ``jobDependsOnList``.
 * :mod:`~jobflow_core.notifications`: which transitions become CloudEvents out, kept in the status until delivered.

@@ -11,7 +11,8 @@ its UID is not among them and it ends after the oldest of them (or the window is
 still in the window is recognised by its UID; a run that left the window is older than everything in it, so it
 fails the end-time test. (The price: a run first seen after :data:`WINDOW` later runs have ended is not counted.)
 Counts (``runs``, ``succeeded``, ``failed``) are cumulative; ``failureRate`` is ``failed / runs``; the duration
-percentiles (creation to end, whole seconds, nearest rank) and the ``lastFailure`` are over the window.
+percentiles (creation to end, whole seconds, nearest rank) and the ``lastFailure`` are over the window; ``cost``
+(:mod:`jobflow_core.cost`) is cumulative, each counted run's added once.
 """
 
 from collections.abc import Iterable
@@ -20,7 +21,10 @@ from datetime import datetime
 from math import ceil
 from typing import TYPE_CHECKING
 
-from jobflow_core.models import JobTemplateStatus, LastFailure, RecentRun, VcJob
+from jobflow_core.cost import job_cost
+from jobflow_core.cost import total as total_cost
+from jobflow_core.jobs import gang_of
+from jobflow_core.models import Cost, JobTemplateStatus, LastFailure, RecentRun, VcJob
 from jobflow_core.naming import template_of
 from jobflow_core.phase import FlowOutcome, is_final, outcome_of_phase
 
@@ -42,6 +46,7 @@ class Run:
     seconds: int
     end_time: datetime
     reason: str | None = None
+    cost: Cost | None = None
 
 
 def run_of(job: VcJob, *, template: str) -> Run | None:
@@ -56,7 +61,8 @@ def run_of(job: VcJob, *, template: str) -> Run | None:
     seconds = max(0, int((state.last_transition_time - created).total_seconds()))
     return Run(template=template, name=job.name, uid=job.metadata.uid, outcome=outcome, seconds=seconds,
                end_time=state.last_transition_time,
-               reason=(state.reason or job.phase.value) if outcome is FlowOutcome.FAILED else None)
+               reason=(state.reason or job.phase.value) if outcome is FlowOutcome.FAILED else None,
+               cost=job_cost(job, gang_of(job)))
 
 
 def record_runs(status: JobTemplateStatus | None, runs: Iterable[Run]) -> JobTemplateStatus:
@@ -64,6 +70,7 @@ def record_runs(status: JobTemplateStatus | None, runs: Iterable[Run]) -> JobTem
     status = status or JobTemplateStatus()
     recent = list(status.recent_runs or ())
     counts = {"runs": status.runs or 0, "succeeded": status.succeeded or 0, "failed": status.failed or 0}
+    cost = status.cost
     for run in sorted(runs, key=lambda r: (r.end_time, r.uid)):
         if any(kept.uid == run.uid for kept in recent):
             continue
@@ -74,6 +81,7 @@ def record_runs(status: JobTemplateStatus | None, runs: Iterable[Run]) -> JobTem
         recent.sort(key=_key)
         del recent[:-WINDOW]
         counts["runs"] += 1
+        cost = total_cost([cost, run.cost])
         counts["succeeded" if run.outcome is FlowOutcome.SUCCEEDED else "failed"] += 1
     if not counts["runs"]:
         return status
@@ -87,6 +95,7 @@ def record_runs(status: JobTemplateStatus | None, runs: Iterable[Run]) -> JobTem
         "last_failure": LastFailure(job=last.name, reason=last.reason, time=last.end_time) if last
         else status.last_failure,
         "recent_runs": recent,
+        "cost": cost,
     })
 
 

@@ -22,7 +22,8 @@ no record and no condition: per-item detail is kept for items that run, failed, 
 so a fan-out of a thousand succeeded items costs about 30 bytes each. (The observation reads such an item back
 from ``completedJobs``.)
 
-``failureRate`` is failed vcjobs over those that ended, every attempt, item and iteration counted. ``estimates``,
+``cost`` adds up each ended vcjob's ``jobStatusList[].cost``, its gang's requests x the seconds it ran
+(:mod:`jobflow_core.cost`), worked out when its end is recorded. ``failureRate`` is failed vcjobs over those that ended, every attempt, item and iteration counted. ``estimates``,
 ``expectedCompletion``, ``criticalPath`` and ``waitingFlows[].expectedStart`` are the forecast of
 :mod:`jobflow_core.eta` (the completion and the path only while the JobFlow has not ended).
 
@@ -37,7 +38,10 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Final
 
+from jobflow_core.cost import job_cost
+from jobflow_core.cost import total as total_cost
 from jobflow_core.durations import go_duration
+from jobflow_core.jobs import gang_of
 from jobflow_core.eta import Forecast
 from jobflow_core.models import (
     Estimate,
@@ -119,6 +123,7 @@ def build_status(
             "waitingFlows": list(waiting) or None,
             "skippedFlows": list(skipped) or None,
             "failureRate": _failure_rate(known),
+            "cost": total_cost(job.record.cost for job in known if job.record is not None),
             "estimates": list(estimates) or None,
             "expectedCompletion": forecast.completion if forecast and _open(state) else None,
             "criticalPath": list(forecast.critical_path) if forecast and forecast.critical_path and _open(state)
@@ -227,6 +232,7 @@ def _from_live(job: VcJob, *, attempt: int | None = None, result: str | None = N
         attempt=attempt,
         reason=(status.state.reason or None) if attempt is not None and status.state and ended else None,
         result=result,
+        cost=job_cost(job, gang_of(job)) if ended else None,
     )
     running_duration = status.running_duration
     if running_duration is None and created and ended:

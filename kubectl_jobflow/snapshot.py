@@ -17,6 +17,7 @@ from typing import Any
 from jobflow_core import Observation, observe
 from jobflow_core.graph import flow_graph
 from jobflow_core.models import (
+    Cost,
     QueueStatus,
     FlowJobStatus,
     JobFlow,
@@ -82,6 +83,8 @@ class Snapshot:
     expected_completion: datetime | None = None
     critical_path: list[str] = field(default_factory=list)
     queue: QueueStatus | None = None
+    cost: Cost | None = None
+    """``status.cost``: requests x seconds run of the ended vcjobs."""
     """``status.queue``: the Volcano queue, Waiting (and where in line) or Admitted (and what it reserves)."""
 
     @property
@@ -139,6 +142,7 @@ def take(jobflow: dict[str, Any], jobs: Iterable[dict[str, Any]], *, now: dateti
         reason=state.reason if state else None,
         message=state.message if state else None,
         queue=status.queue,
+        cost=status.cost,
         created=flow.metadata.creation_timestamp,
         rows=rows,
         expected_completion=status.expected_completion,

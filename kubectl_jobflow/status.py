@@ -19,7 +19,8 @@ depends on. ``DETAIL`` is the vcjob's pods per task and phase (``taskStatusCount
 expected to end and its critical path, when earlier runs of its JobTemplates tell (``status.expectedCompletion``). A
 line under the header gives the JobFlow's ``state.reason`` and ``message`` when there
 is one, and another its Volcano queue (``status.queue``): Waiting with its place in line and what its first stages
-need, or Admitted with what its unfinished vcjobs reserve; a vcjob that no longer exists (``jobRetainPolicy: delete``) is marked ``(deleted)``.
+need, or Admitted with what its unfinished vcjobs reserve; another the cost of its ended vcjobs (``status.cost``:
+requests x seconds run); a vcjob that no longer exists (``jobRetainPolicy: delete``) is marked ``(deleted)``.
 
 ``--watch`` reads the JobFlow and its vcjobs every ``--interval`` seconds until it is Succeed (exit 0) or Failed
 (exit 1). On a terminal the view is redrawn in place; otherwise a new view is printed only when something other
@@ -33,7 +34,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from jobflow_core.api import JOBFLOW
-from jobflow_core.models import QueueStatus
+from jobflow_core.models import Cost, QueueStatus
 from jobflow_core.queueing import ordinal
 from jobflow_core.resources import describe, of_wire
 from kubectl_jobflow.errors import CommandError
@@ -56,6 +57,8 @@ def render(snap: Snapshot, *, now: datetime, items: bool = False) -> str:
         head += f"{snap.reason or 'Message'}: {snap.message or ''}\n"
     if snap.queue is not None and not snap.ended:
         head += queue_line(snap.queue) + "\n"
+    if snap.cost is not None:
+        head += f"Cost: {cost_text(snap.cost)} (requests x seconds run, ended vcjobs)\n"
     if snap.expected_completion:
         head += f"Expected to end {expected(snap.expected_completion, now=now)}, critical path " \
                 f"{' -> '.join(snap.critical_path)} (from earlier runs of its JobTemplates)\n"
@@ -79,6 +82,12 @@ def queue_line(queue: QueueStatus) -> str:
         line = f"Queue {queue.name}: {queue.state or 'Admitted'}"
         line += f", reserves {describe(of_wire(queue.reserved))}" if queue.reserved else ""
     return line + (f"; {queue.message}" if queue.message and queue.state != "Waiting" else "")
+
+
+def cost_text(cost: Cost) -> str:
+    """``240 CPU core-s, 120 memory GiB-s, 60 GPU-s`` (zeros left out)."""
+    parts = [(cost.cpu_seconds, "CPU core-s"), (cost.memory_gib_seconds, "memory GiB-s"), (cost.gpu_seconds, "GPU-s")]
+    return ", ".join(f"{value:g} {unit}" for value, unit in parts if value) or "0"
 
 
 def _cells(row: FlowRow, *, now: datetime) -> list[str]:
@@ -119,6 +128,7 @@ def as_data(snap: Snapshot, *, now: datetime) -> dict[str, Any]:
         "namespace": snap.namespace, "name": snap.name, "phase": snap.phase, "progress": snap.progress,
         "reason": snap.reason, "message": snap.message, "creationTimestamp": when(snap.created),
         "queue": snap.queue.to_wire() if snap.queue else None,
+        "cost": snap.cost.to_wire() if snap.cost else None,
         "expectedCompletion": when(snap.expected_completion), "criticalPath": snap.critical_path,
         "flows": [
             {"name": row.name, "level": row.level, "after": row.after, "job": row.job, "phase": row.phase,

@@ -52,6 +52,7 @@ from jobflow_core.models.jobtemplate import JobTemplate, JobTemplateStatus, Last
 from jobflow_core.models.vcjob import (
     JobCondition,
     JobSpec,
+    Cost,
     JobState,
     JobStatus,
     LifecyclePolicy,
@@ -117,6 +118,7 @@ __all__ = [
     "Timestamp",
     "VcJob",
     "VcJobPhase",
+    "Cost",
     "VolumeSpec",
     "WaitingFlow",
     "WireModel",

@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import Field
 
 from jobflow_core.models.base import ApiObject, Timestamp, WireModel
-from jobflow_core.models.vcjob import JobSpec, TaskState, VcJobPhase
+from jobflow_core.models.vcjob import Cost, JobSpec, TaskState, VcJobPhase
 
 
 class JobFlowPhase(StrEnum):
@@ -214,6 +214,8 @@ class FlowJobStatus(WireModel):
     """Ours, for a flow with ``retry``: why the vcjob ended as it did (its ``status.state.reason``)."""
     result: str | None = None
     """Ours: the vcjob's result, its pods' termination message, once a condition needed it (kept after the pods go)."""
+    cost: Cost | None = None
+    """Ours, once it ended: its gang's requests x the seconds it ran (:mod:`jobflow_core.cost`)."""
 
 
 class FlowCondition(WireModel):
@@ -366,6 +368,8 @@ class JobFlowStatus(WireModel):
     rerun: Rerun | None = None
     notifications: Notifications | None = None
     observed_generation: int | None = Field(None, alias="observedGeneration")
+    cost: Cost | None = None
+    """Ours: the ``cost`` of every vcjob the JobFlow recorded, added up."""
     queue: QueueStatus | None = None
     """Ours: the JobFlow in its Volcano queue, written when the engine knows the queue (a JobFlow whose flows have
     all started or ended keeps the last one)."""

@@ -9,7 +9,7 @@ JobFlow that uses it.
 from pydantic import Field
 
 from jobflow_core.models.base import ApiObject, Timestamp, WireModel
-from jobflow_core.models.vcjob import JobSpec
+from jobflow_core.models.vcjob import Cost, JobSpec
 
 
 class RecentRun(WireModel):
@@ -44,6 +44,8 @@ class JobTemplateStatus(WireModel):
     duration_p90_seconds: int | None = Field(None, alias="durationP90Seconds")
     last_failure: LastFailure | None = Field(None, alias="lastFailure")
     recent_runs: list[RecentRun] | None = Field(None, alias="recentRuns")
+    cost: Cost | None = None
+    """Ours: the cost of every counted run made from the template, added up (:mod:`jobflow_core.cost`)."""
 
 
 class JobTemplate(ApiObject):

@@ -97,6 +97,16 @@ class JobSpec(WireModel):
     network_topology: NetworkTopologySpec | None = Field(None, alias="networkTopology")
 
 
+class Cost(WireModel):
+    """Ours: what a run held, requests times seconds (:mod:`jobflow_core.cost`)."""
+
+    cpu_seconds: float | None = Field(None, alias="cpuSeconds")
+    """CPU cores x seconds."""
+    memory_gib_seconds: float | None = Field(None, alias="memoryGiBSeconds")
+    gpu_seconds: float | None = Field(None, alias="gpuSeconds")
+    """``nvidia.com/gpu`` x seconds."""
+
+
 class JobState(WireModel):
     phase: VcJobPhase | None = None
     reason: str | None = None

@@ -122,3 +122,11 @@ def test_a_jobflow_waiting_for_its_queue_says_where_it_stands_in_line():
     admitted = waiting | {"status": {"state": {"phase": "Running"}, "queue": {
         "name": "gpu", "state": "Admitted", "reserved": {"cpu": "8"}}}}
     assert render(take(admitted, [], now=NOW), now=NOW).splitlines()[1] == "Queue gpu: Admitted, reserves 8 CPU"
+
+
+def test_the_cost_of_the_ended_vcjobs_is_a_line_of_its_own():
+    flow = yaml.safe_load(JOBFLOW)
+    flow["status"]["cost"] = {"cpuSeconds": 240.0, "memoryGiBSeconds": 120.5, "gpuSeconds": 0.0}
+    view = render(take(flow, [], now=NOW), now=NOW)
+    assert "Cost: 240 CPU core-s, 120.5 memory GiB-s (requests x seconds run, ended vcjobs)" in view.splitlines()
+    assert as_data(take(flow, [], now=NOW), now=NOW)["cost"]["cpuSeconds"] == 240.0
