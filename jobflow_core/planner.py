@@ -309,6 +309,12 @@ def queue_status(observation: Observation, decisions: Sequence[FlowDecision], *,
     if name is None or not (names or observation.started):
         return previous
     reserved = reserved_of([*(resources.gang_requests(m["spec"]) for m in creating), *(gang_of(job) for job in live)])
+    widest: dict[str, str] | None = None
+    if observation.jobflow.spec.whole_flow_admission:  # keeps room for its widest stage until it ends
+        admitted = next((d.admission for d in decisions if d.admission is not None and d.admission.start), None)
+        widest = resources.to_wire(admitted.needs) if admitted else (previous.requests if previous else None)
+        if observation.phase not in (JobFlowPhase.SUCCEED, JobFlowPhase.FAILED) and (creating or live or widest):
+            reserved = resources.most(reserved, resources.of_wire(widest))
     view = queues.get(name)
     if view is None:
         message = previous.message if previous and previous.name == name else None
@@ -316,7 +322,8 @@ def queue_status(observation: Observation, decisions: Sequence[FlowDecision], *,
         message = None if view.priority_class else (
             f"PriorityClass {PRIORITY_CLASS} is not installed (or cannot be read): this JobFlow's next vcjobs get "
             "no priority over the first stages of newer JobFlows; kubectl apply -f manifests/priorityclasses.yaml")
-    return QueueStatus(name=name, state=ADMITTED, reserved=resources.to_wire(reserved) or None, message=message)
+    return QueueStatus(name=name, state=ADMITTED, requests=widest or None, reserved=resources.to_wire(reserved) or None,
+                       message=message)
 
 
 def _ready_since(observation: Observation, flow: Flow) -> datetime | None:

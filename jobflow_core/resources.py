@@ -62,6 +62,15 @@ def add(*amounts: Mapping[str, int]) -> Resources:
     return {name: value for name, value in total.items() if value}
 
 
+def most(*amounts: Mapping[str, int]) -> Resources:
+    """The largest amount of each resource among ``amounts`` (room enough for any one of them)."""
+    largest: Resources = {}
+    for amount in amounts:
+        for name, value in amount.items():
+            largest[name] = max(largest.get(name, 0), value)
+    return {name: value for name, value in largest.items() if value}
+
+
 def scale(amount: Mapping[str, int], factor: int) -> Resources:
     return {name: value * factor for name, value in amount.items() if value * factor}
 

@@ -187,6 +187,9 @@ class JobFlowSpec(WireModel):
     parameters: list[Parameter] | None = None
     suspend: bool | None = None
     """Ours: start nothing new (what runs keeps running) until it is set back to false."""
+    whole_flow_admission: bool | None = Field(None, alias="wholeFlowAdmission")
+    """Ours: start only when the Volcano queue has room for the widest stage (the flows of one DAG level together),
+    and keep that room until the JobFlow ends, so that it never stalls half-way (:mod:`jobflow_core.queueing`)."""
     active_deadline_seconds: int | None = Field(None, alias="activeDeadlineSeconds")
     """Ours: this long after the JobFlow was created, whatever still runs is aborted and the JobFlow fails."""
 

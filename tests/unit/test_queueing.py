@@ -297,3 +297,20 @@ def test_a_vcjob_pending_that_its_queue_can_no_longer_hold_shows_in_the_status_w
     assert [e.reason for e in result.events] == ["PhaseChanged", "Unschedulable"]
     assert plan(flow, templates=stage_templates(), jobs=[pending], now=T0,
                 queues=queue({"cpu": 8000})).status.state.reason is None
+
+
+WIDE_MIDDLE = "spec: {wholeFlowAdmission: true, flows: [{name: a}, {name: b, dependsOn: {targets: [a]}}, " \
+              "{name: c, dependsOn: {targets: [a]}}]}"
+
+
+def test_whole_flow_admission_waits_for_room_for_the_widest_stage_then_keeps_it():
+    flow = jobflow(f"metadata: {{creationTimestamp: '{T0.isoformat()}'}}\n{WIDE_MIDDLE}")
+    templates = {name: template(name, spec=STAGE) for name in ("a", "b", "c")}  # b and c together: 16 CPU
+    busy = queue({"cpu": 24000}, started("s", 16))
+    held = plan(flow, templates=templates, jobs=[], now=T0, queues=busy)
+    assert held.creates == [] and held.status.queue.requests == {"cpu": "16", "memory": "8Gi"}
+    assert plan(flow.model_copy(update={"spec": flow.spec.model_copy(update={"whole_flow_admission": None})}),
+                templates=templates, jobs=[], now=T0, queues=busy).creates  # the default: a fits, a starts
+    free = plan(flow, templates=templates, jobs=[], now=T0, queues=queue({"cpu": 24000}, started("s", 8)))
+    assert [c.flow for c in free.creates] == ["a"]
+    assert free.status.queue.reserved == {"cpu": "16", "memory": "8Gi"}  # a runs, the widest stage is kept
