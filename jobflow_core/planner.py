@@ -306,7 +306,9 @@ def queue_status(observation: Observation, decisions: Sequence[FlowDecision], *,
     live = [job for job in observation.owned if not is_final(job.phase)]
     names = [queue_of(m["spec"]) for m in creating] + [job.spec.queue or DEFAULT_QUEUE for job in live if job.spec]
     name = names[0] if names else (previous.name if previous else None)
-    if name is None or not (names or observation.started):
+    if not (names or observation.started):
+        return None  # not in line: blocked for another reason (or nothing known), so it holds no place
+    if name is None:
         return previous
     reserved = reserved_of([*(resources.gang_requests(m["spec"]) for m in creating), *(gang_of(job) for job in live)])
     widest: dict[str, str] | None = None

@@ -56,7 +56,8 @@ class InLine:
     name: str
     created: datetime | None
     queue: str | None
-    """None: not known yet (never reconciled)."""
+    """None: not known yet (never reconciled: no status at all); ``""``: in no queue's line (reconciled, and neither
+    waiting for room nor started: blocked for another reason, or written for upstream)."""
     started: bool
     ended: bool
     reserved: Resources = field(default_factory=dict)
@@ -100,7 +101,7 @@ def in_line(raw: Mapping[str, Any]) -> InLine:
     return InLine(
         namespace=meta.get("namespace", ""), name=meta.get("name", ""),
         created=datetime.fromisoformat(created.replace("Z", "+00:00")) if isinstance(created, str) else created,
-        queue=queue.get("name"), started=started,
+        queue=queue.get("name") or ("" if raw.get("status") else None), started=started,
         ended=phase in ("Succeed", "Failed") or meta.get("deletionTimestamp") is not None
         or bool((raw.get("spec") or {}).get("suspend")) and not started,
         reserved=resources.of_wire(queue.get("reserved")),

@@ -314,3 +314,13 @@ def test_whole_flow_admission_waits_for_room_for_the_widest_stage_then_keeps_it(
     free = plan(flow, templates=templates, jobs=[], now=T0, queues=queue({"cpu": 24000}, started("s", 8)))
     assert [c.flow for c in free.creates] == ["a"]
     assert free.status.queue.reserved == {"cpu": "16", "memory": "8Gi"}  # a runs, the widest stage is kept
+
+
+def test_a_jobflow_blocked_for_another_reason_holds_no_place_in_line():
+    blocked = {"metadata": {"namespace": "ns", "name": "x", "creationTimestamp": "2026-01-02T03:04:05Z"},
+               "status": {"state": {"phase": "Pending", "reason": "TemplateNotFound"}}}
+    assert in_line(blocked).queue == ""
+    view = queue({"cpu": 8000}, in_line(blocked))
+    assert admit(view["gpu"], namespace="default", name="y", created=T0, needs={"cpu": 8000}).start
+    was_waiting = chain(status={"queue": {"name": "gpu", "state": "Waiting", "position": 1}})
+    assert plan(was_waiting, templates={}, jobs=[], now=T0, queues=queue()).status.queue is None
