@@ -61,9 +61,8 @@ def _capacity_warnings(body: dict) -> list[str]:
     nothing when the JobTemplates or queues cannot be read."""
     from handlers.kube import KubeApi, shared_client
     from handlers.queues import QueueReader
-    from jobflow_core.decisions import queue_of
     from jobflow_core.models import JobFlow, JobTemplate
-    from jobflow_core.queueing import unschedulable
+    from jobflow_core.queueing import queue_of, unschedulable
 
     admission = body.get("request") or {}
     if admission.get("operation") not in ("CREATE", "UPDATE"):

@@ -19,21 +19,22 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import weakref
 from collections.abc import Callable, Mapping
 
 from kubernetes.client.rest import ApiException
 
 from handlers.kube import KubeApi
 from jobflow_core import resources
-from jobflow_core.decisions import queue_of
 from jobflow_core.models import JobTemplate, VcJobPhase
 from jobflow_core.observation import Observation
-from jobflow_core.queueing import DEFAULT_QUEUE, PRIORITY_CLASS, QueueView, in_line
+from jobflow_core.queueing import DEFAULT_QUEUE, PRIORITY_CLASS, QueueView, in_line, queue_of
 
 log = logging.getLogger("handlers.queues")
 
 CACHE_SECONDS = 5.0
-_CACHE: dict[tuple[int, str], tuple[float, object]] = {}
+_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+"""API client -> {what: (when read, value)}: gone with its client."""
 _CACHE_LOCK = threading.Lock()
 
 
@@ -51,7 +52,7 @@ class QueueReader:
     def __init__(self, kube: KubeApi, *, namespaces: tuple[str, ...] = (),
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.kube, self.namespaces, self.clock = kube, namespaces, clock
-        self._client = id(getattr(kube, "api", kube))
+        self._client = getattr(kube, "api", kube)
 
     def views(self, observation: Observation, templates: Mapping[str, JobTemplate]) -> dict[str, QueueView]:
         names = queues_needed(observation, templates)
@@ -81,12 +82,12 @@ class QueueReader:
 
     def _cached(self, key: str, read: Callable[[], object]):
         with _CACHE_LOCK:
-            hit = _CACHE.get((self._client, key))
+            hit = _CACHE.get(self._client, {}).get(key)
             if hit is not None and self.clock() - hit[0] < CACHE_SECONDS:
                 return hit[1]
         value = read()
         with _CACHE_LOCK:
-            _CACHE[(self._client, key)] = (self.clock(), value)
+            _CACHE.setdefault(self._client, {})[key] = (self.clock(), value)
         return value
 
     def _priority_class_installed(self) -> bool:

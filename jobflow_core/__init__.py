@@ -63,6 +63,7 @@ Deciding:
 Writing it down:
 
 * :mod:`~jobflow_core.status`: the status, from one observation.
+* :mod:`~jobflow_core.queue_status`: ``status.queue`` (Waiting, Admitted), and the vcjobs a queue can no longer hold.
 * :mod:`~jobflow_core.events`: the Kubernetes Events a plan records, and every reason word.
 * :mod:`~jobflow_core.eta`: when each waiting flow is expected to start, the expected completion and the critical
   path.

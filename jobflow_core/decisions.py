@@ -48,9 +48,9 @@ from typing import Any, Final
 from jobflow_core.dependencies import Readiness
 from jobflow_core.events import Reason
 from jobflow_core import resources
-from jobflow_core.graph import flow_graph
 from jobflow_core.jobs import build_job
-from jobflow_core.queueing import DEFAULT_QUEUE, RECHECK_SECONDS, Admission, QueueView, admit, never_fits
+from jobflow_core.queueing import (RECHECK_SECONDS, Admission, QueueView, first_stages_admission, never_fits,
+                                   queue_of)
 from jobflow_core.models import JobSpec, JobTemplate, format_time
 from jobflow_core.observation import Observation
 from jobflow_core.views import FlowView
@@ -366,48 +366,9 @@ def decide_all(observation: Observation, *, templates: Mapping[str, JobTemplate]
         return decisions
 
     decisions = decide_each(None)
-    admission = first_stages_admission(observation, decisions, queues=queues or {}, templates=templates)
+    starting = [d.manifest for d in decisions if d.verdict is Verdict.START and d.manifest is not None]
+    admission = first_stages_admission(observation, starting, queues=queues or {}, templates=templates)
     return decisions if admission is None else decide_each(admission)
-
-
-def widest_stage(observation: Observation, templates: Mapping[str, JobTemplate]) -> resources.Resources:
-    """For ``wholeFlowAdmission``: what the widest level of the DAG needs at once (the gangs of its flows added up;
-    the largest per resource over the levels). Flows whose JobTemplate is missing count for nothing (they are
-    blocked when their turn comes)."""
-    levels: dict[int, list[resources.Resources]] = {}
-    graph = flow_graph(observation.jobflow)
-    for node in observation.nodes:
-        template = templates.get(node.name)
-        if template is None:
-            continue
-        spec = build_job(observation.jobflow, flow=node.name, template=template)["spec"]
-        levels.setdefault(graph.levels.get(node.name, 0), []).append(resources.gang_requests(spec))
-    return resources.most(*(resources.add(*gangs) for gangs in levels.values()))
-
-
-def first_stages_admission(observation: Observation, decisions: list[FlowDecision], *,
-                           queues: Mapping[str, QueueView],
-                           templates: Mapping[str, JobTemplate] | None = None) -> Admission | None:
-    """For a JobFlow that has not started and would start flows now: whether each queue they join has room for
-    them (the first queue that has not, when one has not); None when the question does not arise."""
-    if observation.started or not queues:
-        return None
-    needs: dict[str, list[resources.Resources]] = {}
-    for decision in decisions:
-        if decision.verdict is Verdict.START and decision.manifest is not None:
-            needs.setdefault(queue_of(decision.manifest["spec"]), []).append(
-                resources.gang_requests(decision.manifest["spec"]))
-    jobflow = observation.jobflow
-    widest = widest_stage(observation, templates or {}) if jobflow.spec.whole_flow_admission else {}
-    answers = [admit(queues[name], namespace=jobflow.namespace, name=jobflow.name,
-                     created=jobflow.metadata.creation_timestamp, needs=resources.most(resources.add(*gangs), widest))
-               for name, gangs in needs.items() if name in queues]
-    return next((answer for answer in answers if not answer.start), answers[0] if answers else None)
-
-
-def queue_of(spec: Mapping[str, Any]) -> str:
-    """The Volcano queue a vcjob spec (JSON) joins (Volcano's default when it names none)."""
-    return spec.get("queue") or DEFAULT_QUEUE
 
 
 def templates_needed(observation: Observation) -> list[str]:

@@ -48,14 +48,13 @@ from typing import Any, TypeVar
 
 from jobflow_core.deadlines import attempt_deadline, passed
 from jobflow_core.deadlines import recheck_seconds as deadline_recheck
-from jobflow_core import resources
-from jobflow_core.decisions import NO_ROOM, START_RULES, FlowDecision, Verdict, decide_all, queue_of
+from jobflow_core.decisions import NO_ROOM, START_RULES, FlowDecision, Verdict, decide_all
 from jobflow_core.events import Event, EventType, Reason, job_created, phase_changed
 from jobflow_core.failures import why_failed
 from jobflow_core import notifications
-from jobflow_core.jobs import abort_command, gang_of
-from jobflow_core.queueing import (ADMITTED, DEFAULT_QUEUE, PRIORITY_CLASS, WAITING, QueueView, never_fits,
-                                   reserved_of)
+from jobflow_core.jobs import abort_command
+from jobflow_core.queue_status import never_scheduled, queue_status
+from jobflow_core.queueing import QueueView
 from jobflow_core.models import (
     Estimate,
     Flow,
@@ -65,7 +64,6 @@ from jobflow_core.models import (
     JobFlowStatus,
     JobTemplate,
     JobTemplateStatus,
-    QueueStatus,
     Rerun,
     RetainPolicy,
     SkippedFlow,
@@ -291,43 +289,6 @@ def plan_observation(
     )
 
 
-def queue_status(observation: Observation, decisions: Sequence[FlowDecision], *,
-                 queues: Mapping[str, QueueView]) -> QueueStatus | None:
-    """``status.queue``: Waiting with its place in line while the queue has no room for a JobFlow that has not
-    started; once started, Admitted with what its unfinished vcjobs' gangs (and those created now) reserve. The
-    queue is the one its vcjobs join; without any, the one recorded before (none for a JobFlow no queue was read
-    for, as upstream's)."""
-    previous = observation.previous.queue
-    admission = next((d.admission for d in decisions if d.rule is NO_ROOM and d.admission is not None), None)
-    if admission is not None:
-        return QueueStatus(name=admission.queue, state=WAITING, position=admission.position,
-                           requests=resources.to_wire(admission.needs) or None, message=admission.message)
-    creating = [d.manifest for d in decisions if d.verdict is Verdict.START and d.manifest is not None]
-    live = [job for job in observation.owned if not is_final(job.phase)]
-    names = [queue_of(m["spec"]) for m in creating] + [job.spec.queue or DEFAULT_QUEUE for job in live if job.spec]
-    name = names[0] if names else (previous.name if previous else None)
-    if not (names or observation.started):
-        return None  # not in line: blocked for another reason (or nothing known), so it holds no place
-    if name is None:
-        return previous
-    reserved = reserved_of([*(resources.gang_requests(m["spec"]) for m in creating), *(gang_of(job) for job in live)])
-    widest: dict[str, str] | None = None
-    if observation.jobflow.spec.whole_flow_admission:  # keeps room for its widest stage until it ends
-        admitted = next((d.admission for d in decisions if d.admission is not None and d.admission.start), None)
-        widest = resources.to_wire(admitted.needs) if admitted else (previous.requests if previous else None)
-        if observation.phase not in (JobFlowPhase.SUCCEED, JobFlowPhase.FAILED) and (creating or live or widest):
-            reserved = resources.most(reserved, resources.of_wire(widest))
-    view = queues.get(name)
-    if view is None:
-        message = previous.message if previous and previous.name == name else None
-    else:
-        message = None if view.priority_class else (
-            f"PriorityClass {PRIORITY_CLASS} is not installed (or cannot be read): this JobFlow's next vcjobs get "
-            "no priority over the first stages of newer JobFlows; kubectl apply -f manifests/priorityclasses.yaml")
-    return QueueStatus(name=name, state=ADMITTED, requests=widest or None, reserved=resources.to_wire(reserved) or None,
-                       message=message)
-
-
 def _ready_since(observation: Observation, flow: Flow) -> datetime | None:
     """When the last target of ``flow`` ended, if it has targets and every end is known."""
     targets = flow.depends_on.targets if flow.depends_on and flow.depends_on.targets else []
@@ -341,7 +302,7 @@ def _blockers(observation: Observation, decisions: Sequence[FlowDecision], *,
     vcjob already created that its queue can no longer ever hold counts with the flows never started for that)."""
     failure = why_failed(observation)
     blockers = [Blocker(failure.reason, failure.message)] if failure else []
-    stuck = _never_scheduled(observation, queues)
+    stuck = never_scheduled(observation, queues)
     for rule in START_RULES:
         messages = [decision.message for decision in decisions if decision.rule is rule]
         if rule.reason is Reason.UNSCHEDULABLE:
@@ -349,22 +310,6 @@ def _blockers(observation: Observation, decisions: Sequence[FlowDecision], *,
         if rule.verdict is Verdict.BLOCKED and rule.reason is not None and messages:
             blockers.append(Blocker(rule.reason, "; ".join(messages)))
     return blockers
-
-
-def _never_scheduled(observation: Observation, queues: Mapping[str, QueueView]) -> list[str]:
-    """The JobFlow's vcjobs still Pending whose gang (their annotation) their queue can never hold: its capability
-    or the nodes shrank since they were created. Volcano would keep them Pending for ever, saying only that the
-    gang is not ready."""
-    messages = []
-    for job in observation.owned:
-        if job.phase not in (VcJobPhase.PENDING, VcJobPhase.NEW) or job.metadata.deletion_timestamp is not None:
-            continue
-        why = never_fits(queues.get((job.spec.queue if job.spec else None) or DEFAULT_QUEUE), request=gang_of(job))
-        if why:
-            messages.append(f'vcjob "{job.name}" of JobFlow "{observation.jobflow.namespace}/'
-                            f'{observation.jobflow.name}" stays Pending: {why.replace("; nothing was created", "")} '
-                            f"(delete it, or fix the queue, and the flow goes on)")
-    return messages
 
 
 ENDING = frozenset({VcJobPhase.ABORTING, VcJobPhase.TERMINATING, VcJobPhase.COMPLETING})

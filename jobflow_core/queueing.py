@@ -32,12 +32,16 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from jobflow_core import resources
+from jobflow_core.graph import flow_graph
 from jobflow_core.jobs import build_job
 from jobflow_core.models import JobFlow, JobTemplate
 from jobflow_core.resources import Resources
+
+if TYPE_CHECKING:
+    from jobflow_core.observation import Observation
 
 PRIORITY_CLASS: Final = "volcano-jobflow-started"
 """The PriorityClass of the vcjobs of started JobFlows (``manifests/priorityclasses.yaml``)."""
@@ -177,6 +181,45 @@ def unschedulable(jobflow: JobFlow, *, templates: Mapping[str, JobTemplate],
             messages.append(f'JobFlow "{jobflow.namespace}/{jobflow.name}", flow "{flow.name}" (JobTemplate '
                             f'"{flow.name}"): {why}')
     return messages
+
+
+def widest_stage(observation: "Observation", templates: Mapping[str, JobTemplate]) -> Resources:
+    """For ``wholeFlowAdmission``: what the widest level of the DAG needs at once (the gangs of its flows added up;
+    the largest per resource over the levels). Flows whose JobTemplate is missing count for nothing (they are
+    blocked when their turn comes)."""
+    levels: dict[int, list[Resources]] = {}
+    graph = flow_graph(observation.jobflow)
+    for node in observation.nodes:
+        template = templates.get(node.name)
+        if template is None:
+            continue
+        spec = build_job(observation.jobflow, flow=node.name, template=template)["spec"]
+        levels.setdefault(graph.levels.get(node.name, 0), []).append(resources.gang_requests(spec))
+    return resources.most(*(resources.add(*gangs) for gangs in levels.values()))
+
+
+def first_stages_admission(observation: "Observation", starting: list[dict[str, Any]], *,
+                           queues: Mapping[str, QueueView],
+                           templates: Mapping[str, JobTemplate] | None = None) -> Admission | None:
+    """For a JobFlow that has not started and would create the vcjobs ``starting`` now: whether each queue they
+    join has room for them (the first queue that has not, when one has not); None when the question does not
+    arise."""
+    if observation.started or not queues:
+        return None
+    needs: dict[str, list[Resources]] = {}
+    for manifest in starting:
+        needs.setdefault(queue_of(manifest["spec"]), []).append(resources.gang_requests(manifest["spec"]))
+    jobflow = observation.jobflow
+    widest = widest_stage(observation, templates or {}) if jobflow.spec.whole_flow_admission else {}
+    answers = [admit(queues[name], namespace=jobflow.namespace, name=jobflow.name,
+                     created=jobflow.metadata.creation_timestamp, needs=resources.most(resources.add(*gangs), widest))
+               for name, gangs in needs.items() if name in queues]
+    return next((answer for answer in answers if not answer.start), answers[0] if answers else None)
+
+
+def queue_of(spec: Mapping[str, Any]) -> str:
+    """The Volcano queue a vcjob spec (JSON) joins (Volcano's default when it names none)."""
+    return spec.get("queue") or DEFAULT_QUEUE
 
 
 def reserved_of(gangs: Iterable[Resources]) -> Resources:
