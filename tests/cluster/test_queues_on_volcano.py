@@ -7,6 +7,7 @@ The queue of each test holds one gang at a time (4 CPU; each stage is two pods o
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -52,9 +53,15 @@ spec: {{flows: [{{name: s1}}, {{name: s2, dependsOn: {{targets: [s1]}}}}]}}
 """
 
 
+def seconds(stamp: str) -> float:
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+
+
 @pytest.fixture
-def queue(cluster: LocalCluster, namespace: str) -> Iterator[str]:
-    """A Volcano queue of 4 CPU for this test, and the engine's PriorityClass installed as the manifests have it."""
+def queue(cluster: LocalCluster, namespace: str, request) -> Iterator[str]:
+    """A Volcano queue of 4 CPU (or ``@pytest.mark.parametrize("queue", [cpu], indirect=True)``) for this test, and
+    the engine's PriorityClass installed as the manifests have it."""
+    cpu = getattr(request, "param", 4)
     body = yaml.safe_load((REPO_ROOT / "manifests" / "priorityclasses.yaml").read_text())
     try:
         client.SchedulingV1Api(cluster.api).create_priority_class(body)
@@ -64,7 +71,7 @@ def queue(cluster: LocalCluster, namespace: str) -> Iterator[str]:
     name = f"q-{namespace}"
     cluster.custom.create_cluster_custom_object(QUEUE.group, QUEUE.version, QUEUE.plural, {
         "apiVersion": QUEUE.api_version, "kind": QUEUE.kind, "metadata": {"name": name},
-        "spec": {"weight": 1, "reclaimable": False, "capability": {"cpu": "4"}}})
+        "spec": {"weight": 1, "reclaimable": False, "capability": {"cpu": str(cpu)}}})
     cluster.wait_until(f"queue {name} Open", lambda: (cluster.custom.get_cluster_custom_object(
         QUEUE.group, QUEUE.version, QUEUE.plural, name).get("status") or {}).get("state") == "Open")
     yield name
@@ -96,6 +103,13 @@ def test_a_started_jobflow_runs_its_next_stage_before_the_first_stages_of_ten_ne
     assert old["status"]["queue"]["state"] == "Admitted"
     jobs = vcjobs(cluster, namespace)
     assert jobs["old-s2"]["spec"]["priorityClassName"] == "volcano-jobflow-started"
+    # The cost: each vcjob's gang (4 CPU) x the seconds it ran, as its own conditions tell, added up.
+    ran = {name: seconds(job["status"]["state"]["lastTransitionTime"]) - seconds(next(
+        c["lastTransitionTime"] for c in job["status"]["conditions"] if c["status"] == "Running"))
+        for name, job in jobs.items() if name.startswith("old-")}
+    costs = {r["name"]: r["cost"]["cpuSeconds"] for r in old["status"]["jobStatusList"]}
+    assert costs == {name: 4 * ran[name] for name in ("old-s1", "old-s2")} and ran["old-s1"] >= 4
+    assert old["status"]["cost"]["cpuSeconds"] == sum(costs.values())
     assert "priorityClassName" not in jobs["old-s1"]["spec"]
     # No first stage of a newer JobFlow was created before the old one's second stage ran to its end.
     old_end = jobs["old-s2"]["status"]["state"]["lastTransitionTime"]
@@ -125,3 +139,33 @@ def test_a_gang_larger_than_its_queue_is_refused_at_run_time_with_the_numbers(
         f'flow "s1" of JobFlow "{namespace}/wide": its gang needs 8 CPU at once, more cpu than Volcano queue '
         f'"{queue}" can ever hold (4 CPU, its capability)')
     assert vcjobs(cluster, namespace) == {}
+
+
+@pytest.mark.parametrize("queue", [8], indirect=True)
+def test_whole_flow_admission_waits_for_room_for_the_widest_stage_then_starts(
+        cluster: LocalCluster, namespace: str, queue: str, engine) -> None:
+    apply(cluster, namespace, "---".join(stage(name, queue=queue, run_for="4s" if name == "s1" else "1s")
+                                         for name in ("s1", "s2", "a", "b", "c")))
+    apply(cluster, namespace, chain("old"))
+    cluster.wait_until("old-s1 Running", lambda: cluster.vcjob_phase(namespace, "old-s1") == "Running", timeout=60)
+    apply(cluster, namespace, """
+apiVersion: flow.volcano.sh/v1alpha1
+kind: JobFlow
+metadata: {name: whole}
+spec:
+  wholeFlowAdmission: true
+  flows: [{name: a}, {name: b, dependsOn: {targets: [a]}}, {name: c, dependsOn: {targets: [a]}}]
+""")
+
+    def waiting() -> dict | None:
+        q = ((jobflow(cluster, namespace, "whole") or {}).get("status") or {}).get("queue") or {}
+        return q if q.get("state") == "Waiting" else None
+
+    held = cluster.wait_until("the whole-flow JobFlow waiting for its widest stage", waiting, timeout=60)
+    assert held["requests"] == {"cpu": "8"}  # b and c together, though a alone (4 CPU) would fit now
+    assert "whole-a" not in vcjobs(cluster, namespace)
+    old = wait_for_phase(cluster, namespace, "old", "Succeed", timeout=90)
+    whole = wait_for_phase(cluster, namespace, "whole", "Succeed", timeout=90)
+    started = vcjobs(cluster, namespace)["whole-a"]["metadata"]["creationTimestamp"]
+    assert started >= old["status"]["jobStatusList"][-1]["endTimestamp"]
+    assert whole["status"]["queue"]["state"] == "Admitted"
