@@ -6,7 +6,7 @@
   request (``reserved``), which JobFlows behind it leave free; with ``wholeFlowAdmission``, at least its widest stage
   until it ends. The queue is the one its vcjobs join; without any, the one recorded before.
 * **none**: a JobFlow that has not started and is not waiting for room (blocked for another reason) holds no place
-  in line.
+  in line; one whose vcjobs request nothing (and whose queue has nothing to say) has no ``status.queue`` at all.
 
 A vcjob still Pending whose gang its queue can no longer ever hold (the capability was lowered since it was created)
 is reported with the flows blocked as ``Unschedulable`` (:func:`never_scheduled`).
@@ -57,6 +57,8 @@ def queue_status(observation: Observation, decisions: Sequence[FlowDecision], *,
         message = None if view.priority_class else (
             f"PriorityClass {PRIORITY_CLASS} is not installed (or cannot be read): this JobFlow's next vcjobs get "
             "no priority over the first stages of newer JobFlows; kubectl apply -f manifests/priorityclasses.yaml")
+    if not (reserved or widest or message):
+        return None  # nothing to say (vcjobs that request nothing, as upstream's examples): no field, as before
     return QueueStatus(name=name, state=ADMITTED, requests=widest or None, reserved=resources.to_wire(reserved) or None,
                        message=message)
 

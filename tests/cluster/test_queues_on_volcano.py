@@ -99,8 +99,9 @@ def test_a_started_jobflow_runs_its_next_stage_before_the_first_stages_of_ten_ne
 
     cluster.wait_until("the ten newer JobFlows waiting in line, in the order they were created", all_waiting,
                        timeout=60)
+    assert jobflow(cluster, namespace, "old")["status"]["queue"] == {"name": queue, "state": "Admitted",
+                                                                     "reserved": {"cpu": "4"}}
     old = wait_for_phase(cluster, namespace, "old", "Succeed", timeout=90)
-    assert old["status"]["queue"]["state"] == "Admitted"
     jobs = vcjobs(cluster, namespace)
     assert jobs["old-s2"]["spec"]["priorityClassName"] == "volcano-jobflow-started"
     # The cost: each vcjob's gang (4 CPU) x the seconds it ran, as its own conditions tell, added up.

@@ -220,7 +220,7 @@ def test_without_a_queue_read_a_jobflow_plans_as_before():
     assert "priorityClassName" not in create_a.manifest["spec"]
     assert result.status.queue.state == "Admitted"  # from the vcjob it creates: what it reserves
     upstream_style = plan(chain(), templates={"a": template("a"), "b": template("b")}, jobs=[], now=T0)
-    assert upstream_style.status.queue.reserved is None  # the seed's templates request nothing
+    assert upstream_style.status.queue is None  # the seed's templates request nothing: no field, as before
 
 
 def test_a_reconcile_at_the_same_moment_as_other_new_jobflows_takes_its_place_in_line():
