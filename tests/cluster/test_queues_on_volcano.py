@@ -86,7 +86,7 @@ def created_at(cluster: LocalCluster, namespace: str, name: str) -> str | None:
 
 def test_a_started_jobflow_runs_its_next_stage_before_the_first_stages_of_ten_newer_jobflows(
         cluster: LocalCluster, namespace: str, queue: str, engine) -> None:
-    apply(cluster, namespace, stage("s1", queue=queue, run_for="4s") + "---" + stage("s2", queue=queue,
+    apply(cluster, namespace, stage("s1", queue=queue, run_for="8s") + "---" + stage("s2", queue=queue,
                                                                                      run_for="1s"))
     apply(cluster, namespace, chain("old"))
     cluster.wait_until("old-s1 Running", lambda: cluster.vcjob_phase(namespace, "old-s1") == "Running", timeout=60)
@@ -109,7 +109,7 @@ def test_a_started_jobflow_runs_its_next_stage_before_the_first_stages_of_ten_ne
         c["lastTransitionTime"] for c in job["status"]["conditions"] if c["status"] == "Running"))
         for name, job in jobs.items() if name.startswith("old-")}
     costs = {r["name"]: r["cost"]["cpuSeconds"] for r in old["status"]["jobStatusList"]}
-    assert costs == {name: 4 * ran[name] for name in ("old-s1", "old-s2")} and ran["old-s1"] >= 4
+    assert costs == {name: 4 * ran[name] for name in ("old-s1", "old-s2")} and ran["old-s1"] >= 8
     assert old["status"]["cost"]["cpuSeconds"] == sum(costs.values())
     assert "priorityClassName" not in jobs["old-s1"]["spec"]
     # No first stage of a newer JobFlow was created before the old one's second stage ran to its end.
