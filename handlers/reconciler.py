@@ -111,7 +111,7 @@ class Reconciler:
         templates = self.reader.templates(observation)
         plan = plan_observation(observation, templates=self.reader.models(templates),
                                 recheck_seconds=self.recheck_seconds, rejections=learned.rejections,
-                                notify=self.notifier is not None, creates_first=read.explained)
+                                notify=self.notifier is not None)
         held = {n.id for n in notifications.pending(observation.jobflow.status)} if self.notifier else set()
         self._act(read, plan, outcome, learned, now=now, templates=templates, held=held)
 
@@ -121,7 +121,7 @@ class Reconciler:
         when read (:meth:`_notify`)."""
         raw, namespace = read.raw, read.raw["metadata"]["namespace"]
         outcome.phase = plan.status.state.phase if plan.status.state else None
-        guarded = read.explained  # may a vcjob be created on this read? (see handlers.reads)
+        guarded = read.fresh  # may a vcjob be created on this read? (see handlers.reads)
         for action in plan.actions:
             match action:
                 case UpdateTemplate(name=name):
