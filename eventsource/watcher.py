@@ -104,8 +104,6 @@ class Watcher:
             self._emit(Change.DELETE, {"metadata": {"namespace": namespace, "name": name}}, key=key)
         self.known = seen
         self.relists += 1
-        if self.cache is not None:
-            self.cache.progressed(self.api_type, self.namespace, listing["metadata"]["resourceVersion"], listed=True)
         return listing["metadata"]["resourceVersion"]
 
     def _watch(self, resource_version: str, until: float) -> str | None:
@@ -119,8 +117,6 @@ class Watcher:
                     obj = event["object"]
                     resource_version = obj["metadata"]["resourceVersion"]
                     if event["type"] == "BOOKMARK":
-                        if self.cache is not None:
-                            self.cache.progressed(self.api_type, self.namespace, resource_version, listed=False)
                         continue
                     meta = obj["metadata"]
                     key = f"{meta['namespace']}/{meta['name']}"
@@ -136,8 +132,6 @@ class Watcher:
                             self.observer(change, obj)
                     else:
                         self._emit(change, obj, key=key)
-                    if self.cache is not None:
-                        self.cache.progressed(self.api_type, self.namespace, resource_version, listed=False)
                     if self.stop.is_set():
                         break
             except ApiException as error:

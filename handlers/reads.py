@@ -9,12 +9,10 @@ Three sources, in the order they are preferred:
   never created, or its end was recorded before the JobFlow was read (the engine records a vcjob's end before it
   deletes it or lets it go).
 
-A vcjob missing from the list must not be one whose end the JobFlow does not show (it would be created again:
-docs/architecture.md, "A finished step never runs twice"). The API read rules that out by its order; a snapshot
-rules it out when its event source saw no vcjob of the JobFlow deleted after the JobFlow's version it sends
-(``deletedSince: false``); a plan made from such a read may create before it writes (:attr:`Read.explained`).
-Otherwise its vcjobs are created only after its guarded status write went through, or after
-:meth:`Reader.current` showed the JobFlow has not changed since (``handlers/reconciler.py``).
+Only the last gives a JobFlow read that is newer than its vcjob list (:attr:`Read.fresh`). A plan made from one of
+the first two creates a vcjob only after its guarded status write went through, or after :meth:`Reader.current`
+showed the JobFlow has not changed since (``handlers/reconciler.py``; docs/architecture.md, "A finished step never
+runs twice").
 
 Then the observation gets what only live reads can give: the HTTP/TCP probes it asks for, the results (pods'
 termination messages) its conditions need and the status does not hold yet, and the JobTemplates the decisions
@@ -52,15 +50,10 @@ class Read:
     """Its vcjobs, by name."""
     source: Source
 
-    deleted_since: bool = True
-    """A snapshot's word: a vcjob of the JobFlow was deleted after the JobFlow's version it holds (or that is not
-    known)."""
-
     @property
-    def explained(self) -> bool:
-        """Every vcjob missing from :attr:`jobs` was never created, or the JobFlow read records its end: the JobFlow
-        was read after the list, or the snapshot saw nothing deleted since its JobFlow's version."""
-        return self.source is Source.API or (self.source is Source.SNAPSHOT and not self.deleted_since)
+    def fresh(self) -> bool:
+        """The JobFlow was read after its vcjobs were listed."""
+        return self.source is Source.API
 
 
 class Reader:
@@ -73,15 +66,14 @@ class Reader:
         """The JobFlow and its vcjobs from the best source given; None when the JobFlow does not exist."""
         if snapshot is not None:
             jobs = [VcJob.model_validate(job) for job in snapshot.get("vcjobs") or ()]
-            return Read(snapshot["jobflow"], {job.name: job for job in jobs}, Source.SNAPSHOT,
-                        deleted_since=snapshot.get("deletedSince") is not False)
+            return Read(snapshot["jobflow"], {job.name: job for job in jobs}, Source.SNAPSHOT)
         selector = jobs_of_jobflow_selector(namespace=namespace, jobflow=name)
         listed = {job.name: job for job in map(VcJob.model_validate, self.kube.list_vcjobs(namespace, selector))}
         raw = known if known is not None else self.kube.get_jobflow(namespace, name)
         return None if raw is None else Read(raw, listed, Source.KNOWN if known is not None else Source.API)
 
     def current(self, read: Read) -> dict | None:
-        """The JobFlow as it is now (a GET), to check a read that is not :attr:`Read.explained` before a create."""
+        """The JobFlow as it is now (a GET), to check a read that is not :attr:`Read.fresh` before a create."""
         meta = read.raw["metadata"]
         return self.kube.get_jobflow(meta["namespace"], meta["name"])
 

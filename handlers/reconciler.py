@@ -115,7 +115,7 @@ class Reconciler:
         models = self.reader.models(templates)
         plan = plan_observation(observation, templates=models, recheck_seconds=self.recheck_seconds,
                                 rejections=learned.rejections, notify=self.notifier is not None,
-                                creates_first=read.explained, queues=self.queues.views(observation, models))
+                                queues=self.queues.views(observation, models))
         held = {n.id for n in notifications.pending(observation.jobflow.status)} if self.notifier else set()
         self._act(read, plan, outcome, learned, now=now, templates=templates, held=held)
 
@@ -125,7 +125,7 @@ class Reconciler:
         when read (:meth:`_notify`)."""
         raw, namespace = read.raw, read.raw["metadata"]["namespace"]
         outcome.phase = plan.status.state.phase if plan.status.state else None
-        guarded = read.explained  # may a vcjob be created on this read? (see handlers.reads)
+        guarded = read.fresh  # may a vcjob be created on this read? (see handlers.reads)
         for action in plan.actions:
             match action:
                 case UpdateTemplate(name=name):

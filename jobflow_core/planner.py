@@ -19,26 +19,21 @@ events in :mod:`jobflow_core.events`. This module only puts them together:
 * JobFlow-level blockers come first (why it failed, from :mod:`jobflow_core.failures`), then each blocked flow's reason, grouped in
   the order of the start table; the first blocker's reason is ``status.state.reason``, all messages joined its
   ``message``;
-* the actions, in the order the shell carries them out: :class:`Create` when the observation allows it
-  (``creates_first``, below), each with upstream's ``Created`` event, recorded once the create succeeded;
-  :class:`UpdateTemplate` with the runs that ended (counted in their JobTemplates' statistics before the status
-  records the end, so none is lost); :class:`WriteStatus` (only when the status changed, with the events of what is
-  new); :class:`Create` otherwise; :class:`Abort` (a vcjob past the deadline or its flow's timeout);
-  :class:`Delete` (``jobRetainPolicy: delete`` once the JobFlow is Succeed); :class:`Release` (vcjobs being deleted
-  whose record is now in the status, and orphans); :class:`UpdateTemplate` with the vcjobs that came or went
-  (JobTemplates' ``jobDependsOnList``).
+* the actions, in the order the shell carries them out: :class:`UpdateTemplate` with the runs that ended (counted
+  in their JobTemplates' statistics before the status records the end, so none is lost), :class:`WriteStatus`
+  (only when the status changed, with the events of what is new), :class:`Create` (each with upstream's
+  ``Created`` event, recorded once the create succeeded), :class:`Abort` (a vcjob past the deadline or its flow's
+  timeout), :class:`Delete` (``jobRetainPolicy: delete`` once the JobFlow is Succeed), :class:`Release` (vcjobs
+  being deleted whose record is now in the status, and orphans), and :class:`UpdateTemplate` with the vcjobs that
+  came or went (JobTemplates' ``jobDependsOnList``).
 
-**A vcjob is deleted, or let go to its deletion, only after the status write that records its end**
-(:class:`Delete` and :class:`Release` come after :class:`WriteStatus`, which the shell guards with the
-resourceVersion it read; when the write is lost, nothing after it happens). So a vcjob missing from a list was never
-created, or its end was written before it went. **A create must not rest on a list that misses a vcjob whose end
-the JobFlow read does not show** (docs/architecture.md, "A finished step never runs twice"). When the shell knows
-its observation cannot (its JobFlow was read after its vcjob list; or a snapshot whose event source saw no vcjob of
-the JobFlow deleted since that JobFlow's version), it asks for ``creates_first``: a dependent's vcjob is then the
-first request of a reconcile. Otherwise the creates come after the status write, which names the vcjobs about to be
-created and is guarded: a plan made from a JobFlow older than the record of a vcjob's end loses that write, hence
-cannot create the vcjob again; when the status does not change, the shell confirms its JobFlow read with a GET
-first.
+**A vcjob is created, deleted, or let go to its deletion, only after the status write that records it**
+(:class:`Create`, :class:`Delete` and :class:`Release` come after :class:`WriteStatus`, which the shell guards with
+the resourceVersion it read; when the write is lost, nothing after it happens). The status a plan writes names the
+vcjobs it is about to create, so that write is the guard of the creates too: a plan made from a JobFlow older than
+the record of a vcjob's end cannot write, hence cannot create that vcjob again. When the status does not change,
+the shell makes sure its JobFlow read is newer than its vcjob list before it creates anything
+(``handlers/reconciler.py``; docs/architecture.md, "A finished step never runs twice").
 """
 
 from collections.abc import Mapping, Sequence
@@ -211,7 +206,7 @@ def plan(
 def plan_observation(
     observation: Observation, /, *, templates: Mapping[str, JobTemplate],
     recheck_seconds: int = DEFAULT_RECHECK_SECONDS, rejections: Mapping[str, str] | None = None,
-    notify: bool = False, creates_first: bool = False, queues: Mapping[str, QueueView] | None = None,
+    notify: bool = False, queues: Mapping[str, QueueView] | None = None,
 ) -> Plan:
     """Plan one step of the observed JobFlow.
 
@@ -222,9 +217,7 @@ def plan_observation(
     ``waitingFlows[].recheckSeconds``, how soon to look again. ``rejections`` maps flows whose vcjob the API
     server refused (Volcano's webhook) to its message: those wait, and say why, until the template or the cluster
     is fixed. With ``notify`` (the shell has a CloudEvents sink), the status also records a notification for each
-    transition it records (:mod:`jobflow_core.notifications`). ``creates_first`` says the observation's vcjob list
-    can miss only vcjobs never created or whose end its JobFlow records (see the module docstring): then the creates
-    come first, before any write, for the dependency latency. ``queues`` are the Volcano queues the flows that would
+    transition it records (:mod:`jobflow_core.notifications`). ``queues`` are the Volcano queues the flows that would
     start join, as the shell read them (:mod:`jobflow_core.queueing`); without them nothing is held back.
     """
     decisions = decide_all(observation, templates=templates, rejections=rejections, queues=queues)
@@ -266,18 +259,17 @@ def plan_observation(
     for job in observation.owned:
         if job.name in deletes and (name := template_of(job)):
             removed.setdefault(name, []).append(job.name)
-    creates = tuple(Create(decision.view.name, decision.manifest, job_created(decision.view.next_job_name),
-                           _ready_since(observation, decision.view.flow))
-                    for decision in starting if decision.manifest is not None)
-    write = (WriteStatus(status, tuple(_events(observation.jobflow, phase=phase, state=state, skipped=skipped,
-                                               rerun=observation.rerun, blocker=blockers[0] if blockers else None)),
-                         rerun_accepted=observation.rerun_accepted),) if changed else ()
     return Plan(
         actions=(
-            *(creates if creates_first else ()),
             *(UpdateTemplate(template, runs=tuple(runs)) for template, runs in sorted(newly_ended(observation).items())),
-            *write,
-            *(() if creates_first else creates),
+            *([WriteStatus(status, tuple(_events(observation.jobflow, phase=phase, state=state, skipped=skipped,
+                                                 rerun=observation.rerun,
+                                                 blocker=blockers[0] if blockers else None)),
+                           rerun_accepted=observation.rerun_accepted)]
+              if changed else []),
+            *(Create(decision.view.name, decision.manifest, job_created(decision.view.next_job_name),
+                     _ready_since(observation, decision.view.flow))
+              for decision in starting if decision.manifest is not None),
             *_aborts(observation),
             *(Delete(name) for name in deletes),
             *(Release(job) for job in releases),

@@ -133,15 +133,11 @@ def completed(kube: MemoryKube, flow: str) -> bool:
 
 
 def snapshot_of(history: list[tuple[dict, list[dict]]], *, flow_at: int, jobs_at: int) -> dict:
-    """A snapshot as two watches give it: the JobFlow as it was at one moment, its vcjobs as at another, and whether
-    a vcjob went in between (as the event source's cache works it out: ``deletedSince``)."""
+    """A snapshot as two watches give it: the JobFlow as it was at one moment, its vcjobs as at another."""
     jobflow, jobs = history[flow_at][0], history[jobs_at][1]
     uid = jobflow["metadata"]["uid"]
-    names = [{job["metadata"]["name"] for job in moment[1]} for moment in history]
-    gone = any(names[k - 1] - names[k] for k in range(flow_at + 1, jobs_at + 1))
-    return trim(jobflow, [job for job in jobs if any(ref.get("uid") == uid
-                                                     for ref in job["metadata"].get("ownerReferences") or ())]) \
-        | {"deletedSince": gone}
+    return trim(jobflow, [job for job in jobs
+                          if any(ref.get("uid") == uid for ref in job["metadata"].get("ownerReferences") or ())])
 
 
 def cluster_moves(kube: CountingKube, deletion: str) -> list[tuple[str, str]]:

@@ -246,38 +246,3 @@ def test_a_snapshot_holds_only_the_vcjobs_its_jobflow_controls_as_they_now_are()
     cache.note(VCJOB, job("f-b", "u", "Pending"), deleted=True)
     assert [(j["metadata"]["name"], j["status"]["state"]["phase"]) for j in cache.snapshot(NS, "f")["vcjobs"]] == \
         [("f-a", "Completed")]
-
-
-def test_a_snapshot_says_whether_a_vcjob_of_its_jobflow_may_have_gone_since_the_jobflow_it_holds():
-    cache = WatchCache()
-    cache.note(JOBFLOW, flow_at(10), deleted=False)
-    assert cache.snapshot(NS, "f")["deletedSince"] is True  # before the vcjob watch listed: anything may have gone
-    cache.progressed(VCJOB, None, "8", listed=True)
-    assert cache.snapshot(NS, "f")["deletedSince"] is False  # the JobFlow (10) is newer than the list (8)
-    gone = {"metadata": {"name": "f-a", "namespace": NS, "resourceVersion": "11", "ownerReferences": [
-        {"kind": "JobFlow", "name": "f", "controller": True, "uid": "u"}]}}
-    cache.note(VCJOB, gone | {"metadata": {**gone["metadata"], "resourceVersion": "9"}}, deleted=False)
-    cache.note(VCJOB, gone, deleted=True)
-    assert cache.snapshot(NS, "f")["deletedSince"] is True  # deleted at 11, after the JobFlow's 10
-    cache.progressed(JOBFLOW, None, "12", listed=False)  # the JobFlow watch saw every write up to 12
-    assert cache.snapshot(NS, "f")["deletedSince"] is False
-    cache.progressed(VCJOB, None, "20", listed=True)  # a re-list: what it found gone went some time before 20
-    assert cache.snapshot(NS, "f")["deletedSince"] is True
-
-
-def test_a_snapshot_with_nothing_deleted_since_lets_the_creates_come_before_any_write(client, kube):
-    cache = cache_of(kube)
-    cache.progressed(VCJOB, None, "1", listed=True)
-    order = []
-    real_create, real_write = kube.create_vcjob, kube.replace_jobflow_status
-    kube.create_vcjob = lambda body: (order.append("create"), real_create(body))[1]
-    kube.replace_jobflow_status = lambda flow: (order.append("status"), real_write(flow))[1]
-    assert post(client, cache).status_code == 202
-    assert order == ["create", "status"] and kube.reads == 0
-    stale = cache_of(kube)  # deletedSince unknown: the guarded status write comes first
-    kube.move(NS, "f-a", "Completed")
-    stale.note(VCJOB, kube.stored(VCJOB, NS, "f-a"), deleted=False)
-    stale.note(JOBFLOW, kube.stored(JOBFLOW, NS, "f"), deleted=False)
-    order.clear()
-    assert post(client, stale).status_code == 202
-    assert order == ["status", "create"]
