@@ -56,6 +56,7 @@ Deciding:
 * :mod:`~jobflow_core.failures`: why a JobFlow failed (``state.reason`` and its advice), from one table.
 * :mod:`~jobflow_core.jobs`: the vcjob manifest of a flow, and the command that aborts a vcjob.
 * :mod:`~jobflow_core.patching`: how a flow's ``patch.jobSpec`` merges into its JobTemplate's spec.
+* :mod:`~jobflow_core.outputs`: which targets' results a patch reads, where they may go, how big they may be.
 
 Writing it down:
 

@@ -19,6 +19,8 @@ its next attempt waits out the retry backoff (:mod:`jobflow_core.retries`) wait
 its probe can never pass as written (a task its target does not have)   blocked  ProbeTaskNotFound
 its ``when`` condition cannot be evaluated                              blocked  ConditionError
 its targets are not ready (not Completed, or a probe has not passed)    wait
+the results its patch reads are not known yet (:mod:`jobflow_core.outputs`) wait
+its patch cannot take its targets' results (a missing key, too long)    blocked  InvalidResult
 its items are not known yet (a ``forEach`` over a result not read yet)  wait
 its items cannot be worked out (:mod:`jobflow_core.items`)              blocked  InvalidItems
 its ``forEach`` already runs ``parallelism`` items                      wait
@@ -46,7 +48,10 @@ from jobflow_core.dependencies import Readiness
 from jobflow_core.events import Reason
 from jobflow_core.jobs import build_job
 from jobflow_core.models import JobSpec, JobTemplate, format_time
+from jobflow_core.naming import template_name
 from jobflow_core.observation import Observation
+from jobflow_core.outcomes import unread
+from jobflow_core.outputs import flow_references, referenced_targets, resolve, results_read
 from jobflow_core.views import FlowView
 from jobflow_core.retries import delay_seconds, due, max_attempts, recheck_seconds
 from jobflow_core.template_validation import validate_template
@@ -80,8 +85,12 @@ class FlowFacts:
         return self.observation.jobflow.namespace
 
     @property
+    def template_name(self) -> str:
+        return template_name(self.view.flow)
+
+    @property
     def template(self) -> JobTemplate | None:
-        return self._templates.get(self.view.name)
+        return self._templates.get(self.template_name)
 
     @property
     def retry_due(self) -> datetime | None:
@@ -91,11 +100,22 @@ class FlowFacts:
         return due(self.view.flow, after=self.view.current.number, ended=self.view.current.ended_at)
 
     @cached_property
+    def target_values(self) -> tuple[dict[str, str], list[str]]:
+        """The values of the flow's ``{{targets...}}`` placeholders, and why some have none
+        (:mod:`jobflow_core.outputs`)."""
+        refs = flow_references(self.view.flow)
+        if not refs:
+            return {}, []
+        outcomes = self.observation.outcomes
+        return resolve(refs, variables_of={ref.target: outcomes.variables(ref.target) for ref in refs
+                                           if ref.target is not None})
+
+    @cached_property
     def manifest(self) -> dict[str, Any]:
         """The vcjob this flow would create (its template must exist)."""
         assert self.template is not None, "only rules after the template check read the manifest"
         return build_job(self.observation.jobflow, flow=self.view.name, template=self.template,
-                         attempt=self.view.next_attempt, item=self.view.item)
+                         attempt=self.view.next_attempt, item=self.view.item, targets=self.target_values[0])
 
     @cached_property
     def template_errors(self) -> list[SpecError]:
@@ -184,6 +204,25 @@ def _not_ready(facts: FlowFacts) -> str | None:
     return facts.readiness.message if not facts.readiness.ready else None
 
 
+def _results_unknown(facts: FlowFacts) -> str | None:
+    outcomes = facts.observation.outcomes
+    reading = results_read(facts.view.flow)
+    waiting = [target for target in referenced_targets(facts.view.flow) if outcomes.of.get(target) is None
+               or (target in reading and target in outcomes.fates and unread(outcomes.fates[target]))]
+    if not waiting:
+        return None
+    names = ", ".join(f'"{target}"' for target in waiting)
+    return f"waiting for the result of {names} (its patch reads it)"
+
+
+def _results_unusable(facts: FlowFacts) -> str | None:
+    problems = facts.target_values[1]
+    if not problems:
+        return None
+    return f'flow "{facts.view.name}": its patch cannot take its targets\' results: ' + "; ".join(problems) + \
+        " (fix flows[].patch, or what the target writes)"
+
+
 def _items_unknown(facts: FlowFacts) -> str | None:
     if not facts.view.placeholder:
         return None
@@ -217,7 +256,7 @@ def _name_taken(facts: FlowFacts) -> str | None:
 def _template_missing(facts: FlowFacts) -> str | None:
     if facts.template is not None:
         return None
-    return (f'JobTemplate "{facts.namespace}/{facts.view.name}" not found: '
+    return (f'JobTemplate "{facts.namespace}/{facts.template_name}" not found: '
             "create it (kubectl apply -f ...) and the flow will continue")
 
 
@@ -225,7 +264,7 @@ def _template_invalid(facts: FlowFacts) -> str | None:
     if not facts.template_errors:
         return None
     errors = "; ".join(str(error) for error in facts.template_errors)
-    return (f'JobTemplate "{facts.namespace}/{facts.view.name}" (with the flow\'s patch) would make an '
+    return (f'JobTemplate "{facts.namespace}/{facts.template_name}" (with the flow\'s patch) would make an '
             f"invalid vcjob: {errors}")
 
 
@@ -233,7 +272,7 @@ def _refused(facts: FlowFacts) -> str | None:
     if facts.rejection is None:
         return None
     return (f'the API server refused vcjob "{facts.view.next_job_name}": {facts.rejection} '
-            f'(fix JobTemplate "{facts.namespace}/{facts.view.name}" or the cluster; the flow will retry)')
+            f'(fix JobTemplate "{facts.namespace}/{facts.template_name}" or the cluster; the flow will retry)')
 
 
 READINESS_RULES: Final = (
@@ -248,6 +287,9 @@ READINESS_RULES: Final = (
     StartRule("its probe can never pass as written", Verdict.BLOCKED, Reason.PROBE_TASK_NOT_FOUND, _broken_probe),
     StartRule("its condition cannot be evaluated", Verdict.BLOCKED, Reason.CONDITION_ERROR, _condition_error),
     StartRule("its targets are not ready", Verdict.WAIT, None, _not_ready),
+    StartRule("the results its patch reads are not known yet", Verdict.WAIT, None, _results_unknown),
+    StartRule("its patch cannot take its targets' results", Verdict.BLOCKED, Reason.INVALID_RESULT,
+              _results_unusable),
     StartRule("its items are not known yet", Verdict.WAIT, None, _items_unknown),
     StartRule("its items cannot be worked out", Verdict.BLOCKED, Reason.INVALID_ITEMS, _items_invalid),
     StartRule("its forEach already runs parallelism items", Verdict.WAIT, None, _no_free_slot),
@@ -319,7 +361,8 @@ def decide_all(observation: Observation, *, templates: Mapping[str, JobTemplate]
 def templates_needed(observation: Observation) -> list[str]:
     """The JobTemplates the plan will read: those of the flows no readiness rule holds back, and, on a JobFlow's
     first reconcile, every flow's, for its run-time estimate (:mod:`jobflow_core.eta`)."""
-    starting = (view.name for view in observation.candidates
+    starting = (view.flow for view in observation.candidates
                 if decide(FlowFacts(view, observation=observation, templates={}, rejections={}),
                           READINESS_RULES) is None)
-    return list(dict.fromkeys([*starting, *observation.estimates_needed()]))
+    estimated = (observation.node(name).flow for name in observation.estimates_needed())
+    return list(dict.fromkeys(template_name(flow) for flow in (*starting, *estimated)))

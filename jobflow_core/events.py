@@ -49,6 +49,8 @@ class Reason(StrEnum):
     """A flow's ``when`` condition cannot be evaluated: it waits until the JobFlow is fixed."""
     DEPENDENCY_NOT_MET = "DependencyNotMet"
     """A flow is Skipped: what it waits for its targets to do can no longer happen (a Normal event)."""
+    INVALID_RESULT = "InvalidResult"
+    """A flow's patch reads a target's result that cannot go into it (a key it does not have, too long)."""
     INVALID_ITEMS = "InvalidItems"
     """A ``forEach`` flow's items cannot be worked out (its parameter or its target's result is no JSON list)."""
 

@@ -40,6 +40,7 @@ from jobflow_core.loops import iterate
 from jobflow_core.naming import attempt_job_name, has_record_finalizer, is_owned_by
 from jobflow_core.parameters import Item, values
 from jobflow_core.outcomes import FlowFate, Outcomes, decide_outcomes
+from jobflow_core.outputs import results_read
 from jobflow_core.phase import (FlowOutcome, JobCategory, category_of, decide_flow_phase, is_final,
                                 outdated_by_record)
 from jobflow_core.probes import CheckResult, NetworkCheck, network_checks
@@ -142,8 +143,8 @@ class Observation:
 
     def results_needed(self) -> list[str]:
         """The vcjobs whose result (their pods' termination message) is needed now and not known yet: the ended,
-        live vcjobs of the targets of candidates whose ``when`` condition reads results, of the targets a
-        ``forEach`` takes its items from, and the last iteration of a ``repeat`` flow, whose ``until`` reads it."""
+        live vcjobs of the targets of candidates whose ``when`` condition reads results, of the flows whose results
+        their patch reads (:mod:`jobflow_core.outputs`), of the targets a ``forEach`` takes its items from, and the last iteration of a ``repeat`` flow, whose ``until`` reads it."""
         nodes = {node.name: node for node in self.nodes}
         needed: dict[str, None] = {}
         for name in dict.fromkeys(view.name for view in self.candidates):
@@ -152,6 +153,7 @@ class Observation:
                 and flow.depends_on else []
             if flow.for_each is not None and flow.for_each.result:
                 targets.append(flow.for_each.result)
+            targets += results_read(flow)
             for target in targets:
                 for unit in nodes[target].units if target in nodes else ():
                     job = unit.job

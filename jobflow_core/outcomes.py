@@ -23,7 +23,7 @@ start table (:mod:`jobflow_core.decisions`) reads.
 """
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -73,6 +73,13 @@ class Outcomes:
     """Some flow failed, and no flow handles it."""
     stopped: bool
     """The JobFlow fails fast and a flow that is not ``finally`` failed unhandled: only ``finally`` flows start."""
+    fates: Mapping[str, FlowFate] = field(default_factory=dict)
+    """What each flow's outcome was decided from, for what reads its targets (:func:`target_variables`)."""
+
+    def variables(self, name: str) -> dict[str, Any]:
+        """Flow ``name`` as a target, the way a condition and a patch read it (:func:`target_variables`)."""
+        fate = self.fates.get(name)
+        return target_variables(fate, self.of.get(name)) if fate is not None else {}
 
 
 _OVER_WAIT = "waiting for every other flow to end (this flow is finally)"
@@ -91,14 +98,14 @@ def _condition(jobflow: JobFlow, flow: Flow, *, fates: Mapping[str, FlowFate],
                outcomes: Mapping[str, FlowOutcome | None]) -> ConditionCheck:
     """The ``when`` of a flow whose dependencies are met (:mod:`jobflow_core.conditions`)."""
     targets = list(dict.fromkeys(flow.depends_on.targets or ())) if flow.depends_on else []
-    unread = [target for target in targets if target in fates and _unread(fates[target])] \
+    not_read = [target for target in targets if target in fates and unread(fates[target])] \
         if reads_results(flow.when or "") else []
-    if unread:
-        names = ", ".join(f'"{target}"' for target in unread)
+    if not_read:
+        names = ", ".join(f'"{target}"' for target in not_read)
         return ConditionCheck(holds=None, message=f"waiting for the result of {names} (its pods' termination "
                                                   "message) to evaluate its condition")
     variables = {
-        "targets": {target: _target_variables(fates[target], outcomes.get(target)) for target in targets
+        "targets": {target: target_variables(fates[target], outcomes.get(target)) for target in targets
                     if target in fates},
         "jobflow": {"name": jobflow.name, "namespace": jobflow.namespace,
                     "labels": dict(jobflow.metadata.labels or {}), "annotations": dict(jobflow.metadata.annotations or {})},
@@ -112,13 +119,15 @@ def _condition(jobflow: JobFlow, flow: Flow, *, fates: Mapping[str, FlowFate],
     return ConditionCheck(holds=verdict.holds)
 
 
-def _unread(fate: FlowFate) -> bool:
+def unread(fate: FlowFate) -> bool:
+    """Whether some result of the flow (an item's, for a fan-out) is not read yet."""
     if fate.items is not None:
         return any(result is None for _, result in fate.items)
     return fate.result is None
 
 
-def _target_variables(fate: FlowFate, outcome: FlowOutcome | None) -> dict[str, Any]:
+def target_variables(fate: FlowFate, outcome: FlowOutcome | None) -> dict[str, Any]:
+    """A target as a condition (and a patch, :mod:`jobflow_core.outputs`) reads it."""
     if fate.items is not None:
         return _fan_out_variables(fate, outcome)
     return {
@@ -203,4 +212,5 @@ def decide_outcomes(jobflow: JobFlow, fates: Mapping[str, FlowFate], *,
         unhandled_failure=any(outcome is FlowOutcome.FAILED and name not in handled
                               for name, outcome in outcomes.items()),
         stopped=stopped,
+        fates=dict(fates),
     )

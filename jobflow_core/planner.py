@@ -69,7 +69,7 @@ from jobflow_core.models import (
     VcJobPhase,
     WaitingFlow,
 )
-from jobflow_core.naming import has_record_finalizer, template_of
+from jobflow_core.naming import has_record_finalizer, template_name, template_of
 from jobflow_core.observation import Observation, observe
 from jobflow_core.phase import JobCategory, category_of, is_final
 from jobflow_core.probes import DEFAULT_RECHECK_SECONDS, CheckResult, NetworkCheck
@@ -255,7 +255,7 @@ def plan_observation(
     added: dict[str, list[str]] = {}
     for decision in starting:
         if decision.manifest is not None:
-            added.setdefault(decision.view.name, []).append(decision.view.next_job_name)
+            added.setdefault(template_name(decision.view.flow), []).append(decision.view.next_job_name)
     removed: dict[str, list[str]] = {}
     for job in observation.owned:
         if job.name in deletes and (name := template_of(job)):
@@ -347,8 +347,9 @@ def _estimates(observation: Observation, templates: Mapping[str, JobTemplate]) -
     run time (a template that never ran: unknown, recorded without seconds)."""
     entries = list(observation.previous.estimates or ())
     for name in observation.estimates_needed():
-        if name in templates:
-            entries.append(Estimate(flow=name, seconds=expected_seconds(templates[name].status)))
+        template = templates.get(template_name(observation.node(name).flow))
+        if template is not None:
+            entries.append(Estimate(flow=name, seconds=expected_seconds(template.status)))
     return entries
 
 

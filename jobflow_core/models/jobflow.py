@@ -163,9 +163,13 @@ class Patch(WireModel):
 
 
 class Flow(WireModel):
-    """One node of the DAG; ``name`` is also the name of the JobTemplate it runs."""
+    """One node of the DAG; ``name`` is also the name of the JobTemplate it runs, unless ``jobTemplate`` names
+    another."""
 
     name: str
+    job_template: str | None = Field(None, alias="jobTemplate")
+    """Ours: the JobTemplate this flow runs (unset: the one named like the flow, upstream's rule), so one template
+    can run under several flow names in one JobFlow."""
     depends_on: DependsOn | None = Field(None, alias="dependsOn")
     patch: Patch | None = None
     final: bool | None = Field(None, alias="finally")

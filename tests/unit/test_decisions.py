@@ -49,6 +49,8 @@ spec:
 EDITED_AFTER_SUCCESS = jobflow("spec: {flows: [{name: a}, {name: b, dependsOn: {targets: [a]}}]}",
                                status={"state": {"phase": "Succeed"},
                                        "jobStatusList": [{"name": "test-a", "state": "Completed"}]})
+READS_RESULT = ("spec: {flows: [{name: a}, {name: b, dependsOn: {targets: [a]}, patch: {jobSpec: {tasks: [{name: nginx, "
+                "template: {spec: {containers: [{name: nginx, args: ['{{targets.a.result.path}}']}]}}}]}}}]}")
 KEEP_GOING = jobflow("spec: {failurePolicy: KeepGoing, flows: [{name: a}, {name: b, dependsOn: {targets: [a]}}]}")
 
 ROWS = {
@@ -73,6 +75,11 @@ ROWS = {
         lambda: decision_of(SWITCH, "broken"),
     "its targets are not ready":
         lambda: decision_of(A_THEN_B, "b", vcjob(A_THEN_B, "a", P.RUNNING)),
+    "the results its patch reads are not known yet":
+        lambda: decision_of(jobflow(READS_RESULT), "b", vcjob(jobflow(READS_RESULT), "a", P.COMPLETED)),
+    "its patch cannot take its targets' results":
+        lambda: decision_of(jobflow(READS_RESULT, status={"jobStatusList": [
+            {"name": "test-a", "state": "Completed", "result": "size=3"}]}), "b"),
     "its items are not known yet":
         lambda: decision_of(FAN_OUT, "process", vcjob(FAN_OUT, "split", P.COMPLETED)),
     "its items cannot be worked out":
