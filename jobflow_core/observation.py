@@ -45,7 +45,7 @@ from jobflow_core.phase import (FlowOutcome, JobCategory, category_of, decide_fl
                                 outdated_by_record)
 from jobflow_core.probes import CheckResult, NetworkCheck, network_checks
 from jobflow_core.reruns import new_request, record, rerun_from
-from jobflow_core.retries import due
+from jobflow_core.retries import due, with_retry_policies
 from jobflow_core.validation import SpecError, validate
 from jobflow_core.views import Attempt, FlowNode, FlowView, unit_key
 
@@ -209,7 +209,9 @@ def observe(jobflow: JobFlow, *, jobs: Iterable[VcJob], now: datetime | None = N
             probe_results: Mapping[NetworkCheck, CheckResult] | None = None) -> Observation:
     """Pair each flow of ``jobflow`` with its vcjobs among ``jobs`` and its records in the previous status, as of
     ``now``; with a rerun request the JobFlow has not handled yet, as if that rerun was accepted
-    (:mod:`jobflow_core.reruns`)."""
+    (:mod:`jobflow_core.reruns`). A ``retryPolicy`` is read into each flow's ``retry`` first
+    (:func:`~jobflow_core.retries.with_retry_policies`)."""
+    jobflow = with_retry_policies(jobflow)
     previous = jobflow.status or JobFlowStatus()
     owned: dict[str, VcJob] = {}
     foreign: dict[str, VcJob] = {}

@@ -28,6 +28,8 @@ their errors are listed:
    named like one of its items, no ``finally`` fan-out, no probe on a fan-out;
 10. each ``repeat`` (:func:`jobflow_core.loops.errors`): ``until`` compiles, a limit from 1 to 2,000, not with
     ``forEach`` nor ``finally``, a valid vcjob name for its last iteration's last retry;
+0. (first) ``retryPolicy`` (:func:`jobflow_core.retries.policy_errors`): durations Kubernetes can read, at most 100
+   retries; then every check sees each flow's retries as ``retryPolicy`` gives them;
 11. each ``{{targets...}}`` placeholder of a patch (:func:`jobflow_core.outputs.errors`): it names a field we
     know of a flow among the flow's targets (directly or through them), and stands where a result may go.
 
@@ -53,6 +55,7 @@ from jobflow_core.api import CREATED_BY_JOBFLOW, CREATED_BY_JOBTEMPLATE
 from jobflow_core import loops, outputs, parameters
 from jobflow_core.items import errors as for_each_errors
 from jobflow_core.conditions import compile_error
+from jobflow_core.retries import policy_errors, with_retry_policies
 from jobflow_core.models import Flow, JobFlow, Probe
 from jobflow_core.spec_errors import SpecError
 from jobflow_core.validation_rules import MAX_NAME_LENGTH, is_dns1123_label, is_dns1123_subdomain
@@ -69,8 +72,11 @@ POD_PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
 
 def validate(jobflow: JobFlow) -> list[SpecError]:
     """Every problem with ``jobflow``'s spec, in the order described in the module docstring."""
+    errors = policy_errors(jobflow)
+    jobflow = with_retry_policies(jobflow)
     flows = jobflow.spec.flows or []
     return [
+        *errors,
         *_undefined_target(flows),
         *_cycle(flows),
         *_duplicates(flows),

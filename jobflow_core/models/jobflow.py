@@ -119,6 +119,39 @@ class Retry(WireModel):
     backoff: Backoff | None = None
 
 
+class RetryStrategy(StrEnum):
+    """``retryPolicy.policy``, as upstream's proposal (volcano-sh/apis PR #191) spells it. Unset: ``OnFailure``."""
+
+    ALWAYS = "Always"
+    """Run again whatever the end, success included (up to ``maxRetries`` more times)."""
+    ON_FAILURE = "OnFailure"
+    """Run again only after a failure (Failed, Terminated, Aborted)."""
+    NEVER = "Never"
+
+
+class BackoffType(StrEnum):
+    CONSTANT = "Constant"
+    EXPONENTIAL = "Exponential"
+
+
+class BackoffPolicy(WireModel):
+    """``retryPolicy.backoff`` of upstream's proposal: durations as ``metav1.Duration`` strings (``30s``, ``5m``)."""
+
+    type: BackoffType | None = None
+    base_delay: str | None = Field(None, alias="baseDelay")
+    max_delay: str | None = Field(None, alias="maxDelay")
+
+
+class RetryPolicy(WireModel):
+    """Upstream's proposed shape (volcano-sh/apis PR #191, design doc volcano#4567), accepted as ``spec.retryPolicy``
+    (the JobFlow-wide default) and ``flows[].retryPolicy``; a flow's own ``retry`` wins over both
+    (:func:`jobflow_core.retries.effective_retry`)."""
+
+    max_retries: int | None = Field(None, alias="maxRetries")
+    policy: RetryStrategy | None = None
+    backoff: BackoffPolicy | None = None
+
+
 class Range(WireModel):
     """``forEach.range``: the numbers ``start``, ``start + step``, ... up to ``end`` included (or ``count`` of them)."""
 
@@ -175,6 +208,8 @@ class Flow(WireModel):
     final: bool | None = Field(None, alias="finally")
     """Ours: the flow runs once every flow that is not ``finally`` has ended, whatever the outcome."""
     retry: Retry | None = None
+    retry_policy: RetryPolicy | None = Field(None, alias="retryPolicy")
+    """Upstream's proposed shape of ``retry`` (:class:`RetryPolicy`); ``retry`` wins when both are set."""
     when: str | None = None
     """Ours: a CEL condition, evaluated once the dependencies are met: false skips the flow
     (:mod:`jobflow_core.conditions`)."""
@@ -193,6 +228,8 @@ class JobFlowSpec(WireModel):
     """Ours: start nothing new (what runs keeps running) until it is set back to false."""
     active_deadline_seconds: int | None = Field(None, alias="activeDeadlineSeconds")
     """Ours: this long after the JobFlow was created, whatever still runs is aborted and the JobFlow fails."""
+    retry_policy: RetryPolicy | None = Field(None, alias="retryPolicy")
+    """Upstream's proposal: the retries of every flow that sets none of its own."""
 
 
 class JobRunningHistory(WireModel):

@@ -134,3 +134,34 @@ def test_retry_with_flow_reruns_the_named_flow_and_what_follows_it_but_not_what_
         jobs["chain-b-r1"]["status"]["state"]["lastTransitionTime"]
     reruns = [m for t, r, m in events_of(cluster, namespace, "chain") if r == "Rerun"]
     assert len(reruns) == 1, reruns
+
+
+def test_a_jobflow_written_with_upstreams_proposed_retry_policy_retries_after_its_constant_backoff(
+        cluster: LocalCluster, namespace: str, engine) -> None:
+    apply(cluster, namespace, template("train", fail_attempts=2) + "---\n" + template("report"))
+    apply(cluster, namespace, """
+apiVersion: flow.volcano.sh/v1alpha1
+kind: JobFlow
+metadata: {name: proposal}
+spec:
+  retryPolicy:
+    maxRetries: 2
+    policy: OnFailure
+    backoff: {type: Constant, baseDelay: 2s, maxDelay: 1m}
+  flows:
+  - name: train
+  - name: report
+    dependsOn: {targets: [train]}
+""")
+    stored = cluster.custom.get_namespaced_custom_object("flow.volcano.sh", "v1alpha1", namespace, "jobflows",
+                                                         "proposal")
+    assert stored["spec"]["retryPolicy"]["backoff"]["type"] == "Constant"  # kept by the CRD, not pruned
+
+    flow = wait_for_phase(cluster, namespace, "proposal", "Succeed", timeout=120)
+    records = {r["name"]: r for r in flow["status"]["jobStatusList"]}
+    attempts = [records[name] for name in ("proposal-train", "proposal-train-r1", "proposal-train-r2")]
+    assert [(r["attempt"], r["state"]) for r in attempts] == [(1, "Terminated"), (2, "Terminated"), (3, "Completed")]
+    for before, after in zip(attempts, attempts[1:]):
+        gap = (stamp(after["startTimestamp"]) - stamp(before["endTimestamp"])).total_seconds()
+        assert 2 <= gap < 4 + 2, (before["name"], after["name"], gap)  # constant: 2 s each time, not 2 then 4
+    assert stamp(records["proposal-report"]["startTimestamp"]) >= stamp(attempts[2]["endTimestamp"])
