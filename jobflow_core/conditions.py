@@ -13,6 +13,8 @@ here by ``cel-python`` (a maintained implementation), never by a hand-written in
 ``targets.<flow>.attempts``              how many attempts it took
 ``jobflow.name``, ``.namespace``,        the JobFlow's
 ``.labels``, ``.annotations``
+``jobflow.outcome``, ``.failedFlows``,   in a ``finally`` flow: how the other flows ended
+``.errors``                              (:func:`jobflow_core.outcomes.jobflow_outcome`)
 ``params.<name>``                        a parameter's value, a string (``double(params.threshold)``)
 =======================================  ==========================================================================
 

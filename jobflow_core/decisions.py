@@ -107,8 +107,14 @@ class FlowFacts:
         if not refs:
             return {}, []
         outcomes = self.observation.outcomes
+        jobflow = self.observation.jobflow
+        own = {"name": jobflow.name, "namespace": jobflow.namespace}
+        if self.view.flow.final:
+            outcome = outcomes.jobflow_outcome()
+            own |= {"outcome": outcome["outcome"], "failedFlows": outcome["failedFlows"],
+                    "firstError": next(iter(outcome["errors"].values()), "")}
         return resolve(refs, variables_of={ref.target: outcomes.variables(ref.target) for ref in refs
-                                           if ref.target is not None})
+                                           if ref.target is not None}, jobflow=own)
 
     @cached_property
     def manifest(self) -> dict[str, Any]:

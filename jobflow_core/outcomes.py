@@ -76,6 +76,10 @@ class Outcomes:
     fates: Mapping[str, FlowFate] = field(default_factory=dict)
     """What each flow's outcome was decided from, for what reads its targets (:func:`target_variables`)."""
 
+    def jobflow_outcome(self) -> dict[str, Any]:
+        """What a ``finally`` flow reads of the JobFlow (:func:`jobflow_outcome`)."""
+        return jobflow_outcome(self.fates, self.of, handled=self.handled)
+
     def variables(self, name: str) -> dict[str, Any]:
         """Flow ``name`` as a target, the way a condition and a patch read it (:func:`target_variables`)."""
         fate = self.fates.get(name)
@@ -94,8 +98,41 @@ def handled_failures(flows: Sequence[Flow]) -> frozenset[str]:
     )
 
 
+def jobflow_outcome(fates: Mapping[str, FlowFate], outcomes: Mapping[str, FlowOutcome | None], *,
+                    handled: frozenset[str]) -> dict[str, Any]:
+    """What a ``finally`` flow reads of the JobFlow it ends, once every other flow has ended: ``outcome``
+    (``Succeeded``, or ``Failed`` when a flow failed and nothing handles it), ``failedFlows`` (those flows, in
+    spec order) and ``errors`` (each one's first error: how its vcjob ended, with Volcano's reason and message)."""
+    failed = [name for name, fate in fates.items() if not fate.flow.final
+              and outcomes.get(name) is FlowOutcome.FAILED and name not in handled]
+    return {"outcome": FlowOutcome.FAILED.value if failed else FlowOutcome.SUCCEEDED.value,
+            "failedFlows": failed, "errors": {name: first_error(fates[name]) for name in failed}}
+
+
+def first_error(fate: FlowFate) -> str:
+    """How a failed flow's vcjob (a fan-out's first failed item) ended: ``<phase>``, then Volcano's reason and
+    message when its status has them."""
+    if fate.items is not None:
+        failed = [unit for unit, _ in fate.items if unit.phase is not None
+                  and outcome_of_phase(unit.phase) is FlowOutcome.FAILED]
+        if failed:
+            unit = failed[0]
+            state = ((unit.job.status.to_wire() if unit.job is not None and unit.job.status else {}) or {}).get(
+                "state") or {}
+            return _error_text(unit.job_name, unit.phase.value, state)
+        return f"{fate.phase.value if fate.phase else 'Failed'}"
+    state = (fate.status or {}).get("state") or {}
+    name = fate.job.name if fate.job is not None else fate.flow.name
+    return _error_text(name, fate.phase.value if fate.phase else "Failed", state)
+
+
+def _error_text(job: str, phase: str, state: Mapping[str, Any]) -> str:
+    detail = ": ".join(str(part) for part in (state.get("reason"), state.get("message")) if part)
+    return f"vcjob {job} ended {phase}" + (f" ({detail})" if detail else "")
+
+
 def _condition(jobflow: JobFlow, flow: Flow, *, fates: Mapping[str, FlowFate],
-               outcomes: Mapping[str, FlowOutcome | None]) -> ConditionCheck:
+               outcomes: Mapping[str, FlowOutcome | None], handled: frozenset[str] = frozenset()) -> ConditionCheck:
     """The ``when`` of a flow whose dependencies are met (:mod:`jobflow_core.conditions`)."""
     targets = list(dict.fromkeys(flow.depends_on.targets or ())) if flow.depends_on else []
     not_read = [target for target in targets if target in fates and unread(fates[target])] \
@@ -108,7 +145,8 @@ def _condition(jobflow: JobFlow, flow: Flow, *, fates: Mapping[str, FlowFate],
         "targets": {target: target_variables(fates[target], outcomes.get(target)) for target in targets
                     if target in fates},
         "jobflow": {"name": jobflow.name, "namespace": jobflow.namespace,
-                    "labels": dict(jobflow.metadata.labels or {}), "annotations": dict(jobflow.metadata.annotations or {})},
+                    "labels": dict(jobflow.metadata.labels or {}), "annotations": dict(jobflow.metadata.annotations or {}),
+                    **(jobflow_outcome(fates, outcomes, handled=handled) if flow.final else {})},
         "params": values(jobflow),
     }
     verdict = evaluate(flow.when or "", variables=variables)
@@ -186,7 +224,7 @@ def decide_outcomes(jobflow: JobFlow, fates: Mapping[str, FlowFate], *,
         flow = fate.flow
         ready = settle_readiness(SkipFacts(
             flow, outcome_of=outcomes.get, live_job=live.get, probe_results=probe_results, now=now,
-            condition=lambda: _condition(jobflow, flow, fates=fates, outcomes=outcomes)))
+            condition=lambda: _condition(jobflow, flow, fates=fates, outcomes=outcomes, handled=handled)))
         readiness[name] = ready
         if ready.skip is not None:
             outcomes[name] = FlowOutcome.SKIPPED

@@ -9,6 +9,11 @@ may put it into its own vcjob, as Argo passes an output parameter to the next st
 ``{{targets.NAME.results}}``       a ``forEach`` target's results, in index order, as a compact JSON list
 ``{{targets.NAME.total}}``,        a ``forEach`` target's item counts
 ``.succeeded``, ``.failed``
+``{{jobflow.name}}``,              the JobFlow's name and namespace
+``{{jobflow.namespace}}``
+``{{jobflow.outcome}}``,           in a ``finally`` flow: ``Succeeded`` or ``Failed``, the flows whose failure
+``.failedFlows``, ``.firstError``  nothing handles (comma-separated), the first one's error
+                                   (:func:`jobflow_core.outcomes.jobflow_outcome`)
 =================================  ================================================================================
 
 ``NAME`` must be a target of the flow, directly or through its targets (admission names the one that is not), so
@@ -35,9 +40,12 @@ from typing import Any
 from jobflow_core.models import Flow, JobFlow
 from jobflow_core.spec_errors import SpecError
 
-ANY_TARGET_PLACEHOLDER = re.compile(r"\{\{\s*(targets\.[^{}]*?)\s*\}\}")
+ANY_TARGET_PLACEHOLDER = re.compile(r"\{\{\s*((?:targets|jobflow)\.[^{}]*?)\s*\}\}")
 TARGET_PATH = re.compile(r"targets\.([a-z0-9][-a-z0-9]*)\.(result(?:\.([A-Za-z_][A-Za-z0-9_-]*))?|results|total|"
                          r"succeeded|failed)")
+JOBFLOW_PATH = re.compile(r"jobflow\.(name|namespace|outcome|failedFlows|firstError)")
+OUTCOME_FIELDS = ("outcome", "failedFlows", "firstError")
+"""What only a ``finally`` flow may read: the rest of the JobFlow has ended when it starts."""
 FAN_IN_FIELDS = ("results", "total", "succeeded", "failed")
 MAX_VALUE_LENGTH = 16384
 """One substituted value, in characters: the same bound as a parameter's value (:mod:`jobflow_core.parameters`)."""
@@ -53,8 +61,9 @@ class Reference:
     text: str
     """The placeholder's path as written, without braces (``targets.prepare.result.path``)."""
     target: str | None
-    """The flow it reads; None for a placeholder that names no field we know."""
+    """The flow it reads; None for the JobFlow's own fields and a placeholder that names no field we know."""
     field: str | None
+    """``result``, ``results``, ...; ``jobflow.outcome``, ...; None: it names nothing we know."""
     key: str | None = None
 
 
@@ -83,6 +92,9 @@ def references(document: Any, path: tuple[str | int, ...] = ()) -> list[Referenc
 
 
 def _reference(path: tuple[str | int, ...], text: str) -> Reference:
+    own = JOBFLOW_PATH.fullmatch(text)
+    if own is not None:
+        return Reference(path, text, None, f"jobflow.{own.group(1)}")
     match = TARGET_PATH.fullmatch(text)
     if match is None:
         return Reference(path, text, None, None)
@@ -116,8 +128,15 @@ def clean(text: str) -> str:
 def value_of(ref: Reference, variables: Mapping[str, Any]) -> tuple[str | None, str | None]:
     """The text ``ref`` stands for, from its target's variables as a condition sees them
     (:func:`jobflow_core.outcomes.target_variables`), or why there is none: ``(value, None)`` or ``(None, error)``."""
-    if ref.field == "result" and ref.key is None:
-        value: Any = variables.get("resultText", "")
+    if ref.field is not None and ref.field.startswith("jobflow."):
+        field = ref.field.removeprefix("jobflow.")
+        if field not in variables:
+            return None, f"{{{{{ref.text}}}}}: only a finally flow reads the JobFlow's outcome"
+        value: Any = variables[field]
+        if field == "failedFlows":
+            value = ",".join(value)
+    elif ref.field == "result" and ref.key is None:
+        value = variables.get("resultText", "")
     elif ref.field == "result":
         parsed = variables.get("result")
         if not isinstance(parsed, dict) or ref.key not in parsed:
@@ -163,16 +182,24 @@ def _reference_errors(flow: Flow, ref: Reference, *, upstream: set[str],
     where = "patch.jobSpec." + ".".join(f"[{part}]" if isinstance(part, int) else part for part in ref.path) \
         .replace(".[", "[")
     placeholder = f"{{{{{ref.text}}}}}"
-    if ref.target is None:
+    if ref.field is None:
         return [SpecError(code="UndefinedPlaceholder", message=f'flow "{flow.name}": {placeholder} in {where} names '
                           "nothing", hint="write targets.NAME.result, targets.NAME.result.KEY, or for a forEach "
-                          "target targets.NAME.results, .total, .succeeded or .failed")]
+                          "target targets.NAME.results, .total, .succeeded or .failed; jobflow.name, .namespace, or in a finally flow "
+                          "jobflow.outcome, .failedFlows, .firstError")]
     found = []
     if not may_hold_results(ref.path):
         found.append(SpecError(code="ResultOutOfPlace",
                                message=f'flow "{flow.name}": {placeholder} stands in {where}, where a result may '
                                "not go", hint="a result may go only into an env value, args, command or a pod "
                                "annotation: pass it there and let the container use it"))
+    if ref.target is None:  # the JobFlow's own fields
+        if ref.field.removeprefix("jobflow.") in OUTCOME_FIELDS and not flow.final:
+            found.append(SpecError(code="OutcomeOutsideFinally",
+                                   message=f'flow "{flow.name}": {placeholder}: only a finally flow reads the '
+                                   "JobFlow's outcome (the other flows run before it is known)",
+                                   hint=f'make "{flow.name}" a finally flow, or drop the placeholder'))
+        return found
     if ref.target not in upstream:
         found.append(SpecError(code="NotATarget",
                                message=f'flow "{flow.name}": {placeholder} reads "{ref.target}", which is not among '
@@ -205,16 +232,19 @@ def _ancestors(name: str, flows: Mapping[str, Flow]) -> set[str]:
     return seen
 
 
-def resolve(refs: Iterable[Reference], *, variables_of: Mapping[str, Mapping[str, Any]]) -> tuple[
-        dict[str, str], list[str]]:
+def resolve(refs: Iterable[Reference], *, variables_of: Mapping[str, Mapping[str, Any]],
+            jobflow: Mapping[str, Any]) -> tuple[dict[str, str], list[str]]:
     """Each placeholder text of ``refs`` that may hold results, with its value; and the errors of those that have
-    none. ``variables_of``: each target's variables (:func:`jobflow_core.outcomes.target_variables`)."""
+    none. ``variables_of``: each target's variables (:func:`jobflow_core.outcomes.target_variables`); ``jobflow``:
+    the JobFlow's name, namespace and, for a ``finally`` flow, its outcome
+    (:func:`jobflow_core.outcomes.jobflow_outcome`)."""
     values: dict[str, str] = {}
     problems: list[str] = []
     for ref in refs:
-        if ref.target is None or ref.text in values or not may_hold_results(ref.path):
+        if ref.field is None or ref.text in values or not may_hold_results(ref.path):
             continue
-        value, error = value_of(ref, variables_of.get(ref.target, {}))
+        variables = jobflow if ref.target is None else variables_of.get(ref.target, {})
+        value, error = value_of(ref, variables)
         if error is not None:
             problems.append(error)
         else:

@@ -103,3 +103,47 @@ spec:
 
     cluster.wait_until("both runs counted for train", lambda: train().get("runs") == 2, timeout=30)
     assert sorted(train()["jobDependsOnList"]) == ["sizes-big", "sizes-small"]
+
+
+NOTIFY = """
+apiVersion: flow.volcano.sh/v1alpha1
+kind: JobFlow
+metadata: {name: NAME}
+spec:
+  flows:
+  - name: train
+    patch: {jobSpec: {tasks: [{name: main, template: {metadata: {annotations: {kwok.jobflow.dev/fail: "SHOULD_FAIL"}}}}]}}
+  - name: notify
+    finally: true
+    when: jobflow.outcome == "Failed"
+    patch:
+      jobSpec:
+        tasks:
+        - name: main
+          template:
+            spec:
+              containers:
+              - name: main
+                env:
+                - {name: FAILED_FLOWS, value: "{{jobflow.failedFlows}}"}
+                - {name: FIRST_ERROR, value: "{{jobflow.firstError}}"}
+"""
+
+
+def test_a_finally_flow_patched_with_the_failed_flows_name_runs_on_failure_only(
+        cluster: LocalCluster, namespace: str, engine) -> None:
+    train = template("train", fail=True).replace("kwok.jobflow.dev/fail: 'true'", "kwok.jobflow.dev/fail: 'false'")
+    apply(cluster, namespace, train + "---\n" + template("notify"))
+    apply(cluster, namespace, NOTIFY.replace("NAME", "bad").replace("SHOULD_FAIL", "true"))
+    apply(cluster, namespace, NOTIFY.replace("NAME", "good").replace("SHOULD_FAIL", "false"))
+
+    wait_for_phase(cluster, namespace, "bad", "Failed", timeout=90)
+    cluster.wait_until("bad-notify to complete", lambda: cluster.vcjob_phase(namespace, "bad-notify") == "Completed",
+                       timeout=60)
+    good = wait_for_phase(cluster, namespace, "good", "Succeed", timeout=90)
+    jobs = vcjobs(cluster, namespace)
+    env = {e["name"]: e["value"] for e in main_container(jobs["bad-notify"])["env"]}
+    assert env["FAILED_FLOWS"] == "train"
+    assert env["FIRST_ERROR"].startswith("vcjob bad-train ended Terminated"), env
+    assert "good-notify" not in jobs
+    assert [(s["name"], s["reason"]) for s in good["status"]["skippedFlows"]] == [("notify", "ConditionFalse")]

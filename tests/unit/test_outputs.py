@@ -224,3 +224,61 @@ def test_admission_refuses_unknown_fields_the_wrong_field_for_a_fan_out_and_a_pr
     probed = PIPELINE.replace("dependsOn: {targets: [train]}",
                               "dependsOn: {targets: [train], probe: {taskStatusList: [{taskName: t, phase: Running}]}}")
     assert any("its probe lets it start before its targets end" in m for m in messages(probed))
+
+
+NOTIFY = """
+spec:
+  failurePolicy: KeepGoing
+  flows:
+  - name: train
+  - name: evaluate
+  - name: notify-failure
+    finally: true
+    when: jobflow.outcome == "Failed"
+    patch:
+      jobSpec:
+        tasks:
+        - name: nginx
+          template:
+            spec:
+              containers:
+              - name: nginx
+                args: ["{{jobflow.name}}", "{{jobflow.failedFlows}}", "{{jobflow.firstError}}"]
+  - name: clean-up
+    finally: true
+    when: jobflow.outcome == "Succeeded" && size(jobflow.failedFlows) == 0
+"""
+
+
+def test_a_finally_flow_reads_the_jobflows_outcome_in_its_condition_and_patch():
+    flow = jobflow(NOTIFY)
+    failed = vcjob(flow, "train", VcJobPhase.FAILED)
+    result = plan(flow, templates=templates_for(flow), jobs=[failed, vcjob(flow, "evaluate", VcJobPhase.COMPLETED)],
+                  now=T0)
+    [create] = result.creates
+    assert create.job_name == "test-notify-failure"
+    assert container_of(create.manifest)["args"] == ["test", "train", "vcjob test-train ended Failed"]
+    assert [(s.name, s.reason) for s in result.status.skipped_flows] == [("clean-up", "ConditionFalse")]
+
+
+def test_on_success_the_cleanup_runs_and_the_notification_is_skipped():
+    flow = jobflow(NOTIFY)
+    jobs = [vcjob(flow, "train", VcJobPhase.COMPLETED), vcjob(flow, "evaluate", VcJobPhase.COMPLETED)]
+    result = plan(flow, templates=templates_for(flow), jobs=jobs, now=T0)
+    assert [c.job_name for c in result.creates] == ["test-clean-up"]
+    assert [(s.name, s.reason) for s in result.status.skipped_flows] == [("notify-failure", "ConditionFalse")]
+
+
+def test_a_handled_failure_is_no_failure_of_the_jobflow():
+    flow = jobflow(NOTIFY.replace("  - name: evaluate\n", "  - name: evaluate\n    dependsOn: {targets: [train], "
+                                                          "outcome: Failed}\n"))
+    jobs = [vcjob(flow, "train", VcJobPhase.FAILED), vcjob(flow, "evaluate", VcJobPhase.COMPLETED)]
+    assert [c.job_name for c in plan(flow, templates=templates_for(flow), jobs=jobs, now=T0).creates] == \
+        ["test-clean-up"]
+
+
+def test_only_a_finally_flow_may_read_the_outcome():
+    text = NOTIFY.replace("  - name: notify-failure\n    finally: true\n", "  - name: notify-failure\n")
+    found = [m for m in messages(text) if "only a finally flow" in m]
+    assert len(found) == 2 and found[0].startswith('flow "notify-failure": {{jobflow.failedFlows}}: only a finally '
+                                                   "flow reads the JobFlow's outcome")
