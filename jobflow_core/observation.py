@@ -40,6 +40,7 @@ from jobflow_core.loops import iterate
 from jobflow_core.naming import attempt_job_name, has_record_finalizer, is_owned_by
 from jobflow_core.parameters import Item, values
 from jobflow_core.outcomes import FlowFate, Outcomes, decide_outcomes
+from jobflow_core.memo import memo_results_needed
 from jobflow_core.outputs import results_read
 from jobflow_core.phase import (FlowOutcome, JobCategory, category_of, decide_flow_phase, is_final,
                                 outdated_by_record)
@@ -161,6 +162,7 @@ class Observation:
                         needed[job.name] = None
         if not self.starts_nothing:
             needed.update(dict.fromkeys(node.unread for node in self.nodes if node.unread))
+        needed.update(dict.fromkeys(memo_results_needed(self)))
         return list(needed)
 
     def estimates_needed(self) -> list[str]:
@@ -183,6 +185,18 @@ class Observation:
                         first=self.first, now=self.now, probe_results=self.probe_results,
                         results={**self.results, **results}, errors=self.errors, rerun=self.rerun,
                         recorded=self.recorded_phase)
+
+    def with_records(self, records: Iterable[FlowJobStatus]) -> "Observation":
+        """The same observation, as if the previous status also recorded ``records`` (the flows a memoized run
+        stands for, :mod:`jobflow_core.memo`): they count as ended as recorded, with their results."""
+        added = list(records)
+        previous = self.previous.model_copy(update={"job_status_list": [*(self.previous.job_status_list or ()),
+                                                                        *added]})
+        jobflow = self.jobflow.model_copy(update={"status": previous})
+        return _observe(jobflow, owned={job.name: job for job in self.owned}, foreign=self.foreign,
+                        first=self.first, now=self.now, probe_results=self.probe_results,
+                        results={**self.results, **{r.name: r.result or "" for r in added if r.name}},
+                        errors=self.errors, rerun=self.rerun, recorded=self.recorded_phase)
 
     def flow_phase(self, *, creating: Iterable[str] = ()) -> JobFlowPhase:
         """The JobFlow phase, counting the units whose vcjobs are named in ``creating`` as just created."""

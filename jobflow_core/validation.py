@@ -31,7 +31,9 @@ their errors are listed:
 0. (first) ``retryPolicy`` (:func:`jobflow_core.retries.policy_errors`): durations Kubernetes can read, at most 100
    retries; then every check sees each flow's retries as ``retryPolicy`` gives them;
 11. each ``{{targets...}}`` placeholder of a patch (:func:`jobflow_core.outputs.errors`): it names a field we
-    know of a flow among the flow's targets (directly or through them), and stands where a result may go.
+    know of a flow among the flow's targets (directly or through them), and stands where a result may go;
+12. each ``memoize`` (:func:`jobflow_core.memo.errors`): not on a fan-out or a loop, a key that is CEL, a maxAge that
+    is a duration.
 
 The admission webhook (:mod:`jobflow_core.admission`) rejects a JobFlow with any of these errors; the planner
 fails a JobFlow that slipped past it, with the same messages.
@@ -52,7 +54,7 @@ from collections.abc import Sequence
 from graphlib import CycleError, TopologicalSorter
 
 from jobflow_core.api import CREATED_BY_JOBFLOW, CREATED_BY_JOBTEMPLATE
-from jobflow_core import loops, outputs, parameters
+from jobflow_core import loops, memo, outputs, parameters
 from jobflow_core.items import errors as for_each_errors
 from jobflow_core.conditions import compile_error
 from jobflow_core.retries import policy_errors, with_retry_policies
@@ -87,6 +89,7 @@ def validate(jobflow: JobFlow) -> list[SpecError]:
         *for_each_errors(jobflow),
         *loops.errors(jobflow),
         *outputs.errors(jobflow),
+        *memo.errors(jobflow),
     ]
 
 

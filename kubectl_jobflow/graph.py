@@ -35,6 +35,7 @@ FORMATS = ("text", "dot", "mermaid", "svg")
 
 FILL = {
     "Completed": "#c8e6c9",
+    "Cached": "#dcedc8",
     "Running": "#bbdefb", "Completing": "#bbdefb",
     "Pending": "#fff9c4", "Created": "#fff9c4",
     "Restarting": "#ffe0b2", "Aborting": "#ffe0b2", "Terminating": "#ffe0b2",

@@ -183,6 +183,15 @@ class Repeat(WireModel):
     limit: int
 
 
+class Memoize(WireModel):
+    """Ours: reuse a Completed run of this flow whose key is the same, within ``maxAge`` (:mod:`jobflow_core.memo`)."""
+
+    key: str | None = None
+    """A CEL expression whose value (a string) is the key; unset: a hash of the rendered vcjob spec."""
+    max_age: str | None = Field(None, alias="maxAge")
+    """How old a run may be to be reused, a Kubernetes duration (``12h``); unset: 24h."""
+
+
 class Parameter(WireModel):
     """Ours: a named value that ``patch.jobSpec`` strings (``{{params.NAME}}``) and conditions read."""
 
@@ -217,6 +226,7 @@ class Flow(WireModel):
     """Ours: an attempt still running this long after its vcjob was created is aborted (it then ends Aborted)."""
     for_each: ForEach | None = Field(None, alias="forEach")
     repeat: Repeat | None = None
+    memoize: Memoize | None = None
 
 
 class JobFlowSpec(WireModel):
@@ -255,6 +265,9 @@ class FlowJobStatus(WireModel):
     """Ours, for a flow with ``retry``: why the vcjob ended as it did (its ``status.state.reason``)."""
     result: str | None = None
     """Ours: the vcjob's result, its pods' termination message, once a condition needed it (kept after the pods go)."""
+    cached_from: str | None = Field(None, alias="cachedFrom")
+    """Ours, for a memoized flow that was not run: the vcjob (``<namespace>/<name>``) whose Completed run it reused;
+    its ``reason`` is ``Cached`` and no vcjob of this name was created."""
 
 
 class FlowCondition(WireModel):

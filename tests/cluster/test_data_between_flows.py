@@ -1,12 +1,18 @@
 """Data between flows on the real control plane: a target's result (its pods' termination message, written by
-kwok's pod as ``kwok.jobflow.dev/message`` says) put into the next flow's vcjob, and a fan-out over a list."""
+kwok's pod as ``kwok.jobflow.dev/message`` says) put into the next flow's vcjob, and a fan-out over a list; one
+JobTemplate under several flow names; a finally flow that reads the JobFlow's outcome; a memoized step."""
 
 from __future__ import annotations
+
+import io
+import json
 
 import pytest
 
 from devcluster.testing import LocalCluster
-from objects import apply, template, vcjobs, wait_for_phase
+from kubectl_jobflow.cli import run as jobflow_cli
+from objects import apply, events_of, template, vcjobs, wait_for_phase
+from test_manifests import kubectl
 
 pytestmark = pytest.mark.cluster
 
@@ -147,3 +153,62 @@ def test_a_finally_flow_patched_with_the_failed_flows_name_runs_on_failure_only(
     assert env["FIRST_ERROR"].startswith("vcjob bad-train ended Terminated"), env
     assert "good-notify" not in jobs
     assert [(s["name"], s["reason"]) for s in good["status"]["skippedFlows"]] == [("notify", "ConditionFalse")]
+
+
+MEMOIZED = """
+apiVersion: flow.volcano.sh/v1alpha1
+kind: JobFlow
+metadata: {name: NAME}
+spec:
+  parameters: [{name: day, value: "DAY"}]
+  flows:
+  - name: prepare
+    memoize: {maxAge: 1h}
+    patch: {jobSpec: {tasks: [{name: main, template: {spec: {containers: [{name: main, args: ["--day={{params.day}}"]}]}}}]}}
+  - name: train
+    dependsOn: {targets: [prepare]}
+    patch:
+      jobSpec:
+        tasks:
+        - name: main
+          template:
+            spec:
+              containers:
+              - name: main
+                env: [{name: DATA_PATH, value: "{{targets.prepare.result.path}}"}]
+"""
+
+
+def test_a_memoized_step_runs_once_for_the_same_inputs_and_again_when_a_parameter_it_uses_changes(
+        cluster: LocalCluster, namespace: str, engine) -> None:
+    apply(cluster, namespace, template("prepare", message="path=/data/2026-11-25") + "---\n" + template("train"))
+    apply(cluster, namespace, MEMOIZED.replace("NAME", "first").replace("DAY", "2026-11-25"))
+    wait_for_phase(cluster, namespace, "first", "Succeed", timeout=90)
+    cache = cluster.core.read_namespaced_config_map("jobflow-memo", namespace).data
+    [(key, entry)] = cache.items()
+    assert json.loads(entry)["job"] == f"{namespace}/first-prepare" and \
+        json.loads(entry)["result"] == "path=/data/2026-11-25"
+    assert vcjobs(cluster, namespace)["first-prepare"]["metadata"]["annotations"]["flow.volcano.sh/memo-key"] == key
+
+    apply(cluster, namespace, MEMOIZED.replace("NAME", "second").replace("DAY", "2026-11-25"))
+    second = wait_for_phase(cluster, namespace, "second", "Succeed", timeout=90)
+    jobs = vcjobs(cluster, namespace)
+    assert "second-prepare" not in jobs  # not run: reused
+    assert main_container(jobs["second-train"])["env"] == main_container(jobs["first-train"])["env"] == \
+        [{"name": "DATA_PATH", "value": "/data/2026-11-25"}]
+    [record] = [r for r in second["status"]["jobStatusList"] if r["name"] == "second-prepare"]
+    assert (record["state"], record["reason"], record["cachedFrom"]) == \
+        ("Completed", "Cached", f"{namespace}/first-prepare")
+    assert any(r == "Cached" for _, r, _ in events_of(cluster, namespace, "second"))
+    out = io.StringIO()  # kubectl jobflow status shows it
+    assert jobflow_cli(["status", "second", "-n", namespace, "--kubeconfig", str(cluster.state.kubeconfig)],
+                       out=out, err=out) == 0
+    [line] = [line for line in out.getvalue().splitlines() if line.lstrip().startswith("prepare")]
+    assert "Cached" in line, out.getvalue()
+
+    apply(cluster, namespace, MEMOIZED.replace("NAME", "third").replace("DAY", "2026-11-26"))
+    wait_for_phase(cluster, namespace, "third", "Succeed", timeout=90)
+    assert "third-prepare" in vcjobs(cluster, namespace)  # another day: another key, run again
+    assert len(cluster.core.read_namespaced_config_map("jobflow-memo", namespace).data) == 2
+    assert kubectl(cluster, "get", "configmap", "jobflow-memo", "-n", namespace, "-o", "name").stdout.strip() == \
+        "configmap/jobflow-memo"
