@@ -241,9 +241,10 @@ def plan_observation(
     if hits and observation.now is not None:
         records = [cached_record(job_name=d.view.next_job_name, entry=d.cached, now=observation.now) for d in hits]
         events = tuple(Event(EventType.NORMAL, Reason.CACHED, d.message) for d in hits)
+        # The reuse must be written before anything that rests on it is created: no creates_first.
         return plan_observation(observation.with_records(records), templates=templates,
                                 recheck_seconds=recheck_seconds, rejections=rejections, notify=notify,
-                                creates_first=creates_first, memo=memo,
+                                creates_first=False, memo=memo,
                                 _written=observation.jobflow.status if not _cached else _written,
                                 _cached=_cached + events)
     starting = [decision for decision in decisions if decision.verdict is Verdict.START]
