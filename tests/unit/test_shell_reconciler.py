@@ -470,3 +470,13 @@ def test_a_memoized_run_is_stored_in_the_cache_configmap_and_the_next_jobflow_re
     assert kube.stored(VCJOB, NS, "two-a") is None and kube.stored(VCJOB, NS, "two-b") is not None
     [record] = [r for r in status(kube, "two")["jobStatusList"] if r["name"] == "two-a"]
     assert (record["reason"], record["cachedFrom"], record["result"]) == ("Cached", "default/one-a", "out=/x")
+
+    stored = kube.get_configmap(NS, "jobflow-memo")["metadata"]["resourceVersion"]
+    for name in ("one", "two", "one", "two"):  # the same events again: nothing stored twice, nothing run
+        reconciler(kube).jobflow(NS, name)
+    assert kube.get_configmap(NS, "jobflow-memo")["metadata"]["resourceVersion"] == stored
+    assert kube.stored(VCJOB, NS, "two-a") is None
+    assert [m for _, _, reason, m in kube.events if reason == "Cached"] == [
+        'flow "a" not run: it reuses the run of vcjob default/one-a, Completed at ' +
+        kube.stored(JOBFLOW, NS, "one")["status"]["jobStatusList"][0]["endTimestamp"] +
+        f' (memoize, key {kube.stored(VCJOB, NS, "one-a")["metadata"]["annotations"]["flow.volcano.sh/memo-key"][:12]})']
