@@ -91,12 +91,15 @@ def spec_key(*, namespace: str, spec: Mapping[str, Any]) -> str:
     namespace."""
     cleaned = copy.deepcopy(dict(spec))
     for task in cleaned.get("tasks") or ():
-        annotations = ((task.get("template") or {}).get("metadata") or {}).get("annotations")
+        metadata = (task.get("template") or {}).get("metadata")
+        annotations = metadata.get("annotations") if isinstance(metadata, dict) else None
         if isinstance(annotations, dict):
             for name in PER_RUN_POD_KEYS:
                 annotations.pop(name, None)
             if not annotations:
-                del task["template"]["metadata"]["annotations"]
+                del metadata["annotations"]
+            if not metadata:  # added only to carry those annotations
+                del task["template"]["metadata"]
     return _hash({"namespace": namespace, "spec": cleaned})
 
 

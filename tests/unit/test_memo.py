@@ -152,3 +152,27 @@ def test_what_rests_on_a_reuse_is_created_only_after_the_status_write_that_recor
                               creates_first=True)
     kinds = [type(action).__name__ for action in result.actions]
     assert kinds.index("WriteStatus") < kinds.index("Create")
+
+
+def test_a_rerun_of_a_failed_jobflow_reuses_the_memoized_run_and_runs_what_follows():
+    from jobflow_core.models import JobFlowPhase
+    from scenario import Cluster
+
+    cluster = Cluster(jobflow("spec: {flows: [{name: prepare, memoize: {}}, "
+                              "{name: train, dependsOn: {targets: [prepare]}}]}"))
+    [create] = cluster.step().creates
+    key = create.manifest["metadata"]["annotations"][MEMO_KEY]
+    cluster.move("prepare", VcJobPhase.COMPLETED)
+    cluster.step()
+    cluster.move("train", VcJobPhase.FAILED)
+    cluster.step()
+    assert cluster.phase is JobFlowPhase.FAILED
+    memo = {key: Entry("default/test-prepare", cluster.now, "")}
+    annotations = {"flow.volcano.sh/rerun": "1", "flow.volcano.sh/rerun-flows": "prepare"}
+    cluster.flow = cluster.flow.model_copy(update={"metadata": cluster.flow.metadata.model_copy(
+        update={"annotations": annotations})})
+    result = plan(cluster.flow, templates=cluster.templates, jobs=list(cluster.jobs.values()), now=cluster.now,
+                  memo=memo)
+    assert [c.job_name for c in result.creates] == ["test-train-r1"]  # prepare's second attempt: reused
+    [record] = [r for r in result.status.job_status_list if r.name == "test-prepare-r1"]
+    assert (record.reason, record.cached_from) == ("Cached", "default/test-prepare")
