@@ -282,3 +282,21 @@ def test_only_a_finally_flow_may_read_the_outcome():
     found = [m for m in messages(text) if "only a finally flow" in m]
     assert len(found) == 2 and found[0].startswith('flow "notify-failure": {{jobflow.failedFlows}}: only a finally '
                                                    "flow reads the JobFlow's outcome")
+
+
+def test_a_failed_fan_outs_first_error_names_its_first_failed_item():
+    flow = jobflow("""
+spec:
+  failurePolicy: KeepGoing
+  flows:
+  - name: shard
+    forEach: {items: [a, b, c]}
+  - name: notify
+    finally: true
+    patch: {jobSpec: {tasks: [{name: nginx, template: {spec: {containers: [
+      {name: nginx, args: ["{{jobflow.failedFlows}}", "{{jobflow.firstError}}"]}]}}}]}}
+""")
+    jobs = [vcjob(flow, "shard-0", VcJobPhase.COMPLETED), vcjob(flow, "shard-1", VcJobPhase.TERMINATED),
+            vcjob(flow, "shard-2", VcJobPhase.FAILED)]
+    [create] = plan(flow, templates=templates_for(flow), jobs=jobs, now=T0).creates
+    assert container_of(create.manifest)["args"] == ["shard", "vcjob test-shard-1 ended Terminated"]
