@@ -96,6 +96,7 @@ from jobflow_core.planner import (
 )
 from jobflow_core.probes import CheckKind, CheckResult, NetworkCheck
 
-__all__ = ["Abort", "CheckKind", "CheckResult", "Create", "Delete", "Event", "EventType", "Memoize", "NetworkCheck", "Observation",
+__all__ = ["Abort", "CheckKind", "CheckResult", "Create", "Delete", "Event", "EventType", "Memoize", "NetworkCheck",
+           "Observation",
            "Plan", "Reason", "Release", "UpdateTemplate", "WriteStatus", "observe", "plan", "plan_observation",
            "templates_needed"]

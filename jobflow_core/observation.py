@@ -145,7 +145,9 @@ class Observation:
     def results_needed(self) -> list[str]:
         """The vcjobs whose result (their pods' termination message) is needed now and not known yet: the ended,
         live vcjobs of the targets of candidates whose ``when`` condition reads results, of the flows whose results
-        their patch reads (:mod:`jobflow_core.outputs`), of the targets a ``forEach`` takes its items from, and the last iteration of a ``repeat`` flow, whose ``until`` reads it."""
+        their patch reads (:mod:`jobflow_core.outputs`), of the targets a ``forEach`` takes its items from, the last
+        iteration of a ``repeat`` flow, whose ``until`` reads it, and the Completed vcjobs of memoized flows, whose
+        result is stored with them (:mod:`jobflow_core.memo`)."""
         nodes = {node.name: node for node in self.nodes}
         needed: dict[str, None] = {}
         for name in dict.fromkeys(view.name for view in self.candidates):

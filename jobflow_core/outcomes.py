@@ -145,7 +145,8 @@ def _condition(jobflow: JobFlow, flow: Flow, *, fates: Mapping[str, FlowFate],
         "targets": {target: target_variables(fates[target], outcomes.get(target)) for target in targets
                     if target in fates},
         "jobflow": {"name": jobflow.name, "namespace": jobflow.namespace,
-                    "labels": dict(jobflow.metadata.labels or {}), "annotations": dict(jobflow.metadata.annotations or {}),
+                    "labels": dict(jobflow.metadata.labels or {}),
+                    "annotations": dict(jobflow.metadata.annotations or {}),
                     **(jobflow_outcome(fates, outcomes, handled=handled) if flow.final else {})},
         "params": values(jobflow),
     }

@@ -140,7 +140,8 @@ def value_of(ref: Reference, variables: Mapping[str, Any]) -> tuple[str | None, 
     elif ref.field == "result":
         parsed = variables.get("result")
         if not isinstance(parsed, dict) or ref.key not in parsed:
-            keys = ", ".join(sorted(parsed)) if isinstance(parsed, dict) else "none: it is not key=value or a JSON object"
+            keys = ", ".join(sorted(parsed)) if isinstance(parsed, dict) \
+                else "none: it is not key=value or a JSON object"
             return None, (f'{{{{{ref.text}}}}}: the result of "{ref.target}" has no key "{ref.key}" '
                           f"(its keys: {keys})")
         value = parsed[ref.key]
@@ -185,8 +186,8 @@ def _reference_errors(flow: Flow, ref: Reference, *, upstream: set[str],
     if ref.field is None:
         return [SpecError(code="UndefinedPlaceholder", message=f'flow "{flow.name}": {placeholder} in {where} names '
                           "nothing", hint="write targets.NAME.result, targets.NAME.result.KEY, or for a forEach "
-                          "target targets.NAME.results, .total, .succeeded or .failed; jobflow.name, .namespace, or in a finally flow "
-                          "jobflow.outcome, .failedFlows, .firstError")]
+                          "target targets.NAME.results, .total, .succeeded or .failed; jobflow.name, .namespace, "
+                          "or in a finally flow jobflow.outcome, .failedFlows, .firstError")]
     found = []
     if not may_hold_results(ref.path):
         found.append(SpecError(code="ResultOutOfPlace",

@@ -5,8 +5,8 @@ never changed afterwards (neither upstream nor this engine patches or re-creates
 JobTemplate changed). Such an update is still allowed, because it applies to the vcjobs created from then on,
 but the admission webhook says so in a warning, which kubectl prints as ``Warning: ...``:
 
-* a JobFlow flow whose vcjob exists and whose ``patch``, ``dependsOn`` or ``jobTemplate`` changes (the vcjob keeps its spec, and it
-  has already started, whatever it now depends on);
+* a JobFlow flow whose vcjob exists and whose ``patch``, ``dependsOn`` or ``jobTemplate`` changes (the vcjob keeps
+  its spec, and it has already started, whatever it now depends on);
 * a JobFlow flow whose vcjob exists and that is removed from the spec (its vcjob stays, owned by the JobFlow);
 * a JobTemplate whose spec changes while vcjobs made from it exist.
 
