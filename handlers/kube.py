@@ -231,6 +231,22 @@ class KubeApi:
     def delete_vcjob(self, namespace: str, name: str) -> None:
         self._custom("delete", VCJOB, namespace, name, missing_ok=True, query=[("propagationPolicy", "Background")])
 
+    # The memoization cache: one ConfigMap per namespace (jobflow_core.memo)
+    def get_configmap(self, namespace: str, name: str) -> dict | None:
+        return self._call("get", "GET", "/api/v1/namespaces/{namespace}/configmaps/{name}",
+                          {"namespace": namespace, "name": name}, missing_ok=True)
+
+    def create_configmap(self, body: dict) -> None:
+        """Create a ConfigMap; raises Exists when one of that name is there already."""
+        self._call("create", "POST", "/api/v1/namespaces/{namespace}/configmaps",
+                   {"namespace": body["metadata"]["namespace"]}, body=body)
+
+    def replace_configmap(self, body: dict) -> None:
+        """PUT with the read resourceVersion: a concurrent writer makes this fail with Conflict."""
+        meta = body["metadata"]
+        self._call("replace", "PUT", "/api/v1/namespaces/{namespace}/configmaps/{name}",
+                   {"namespace": meta["namespace"], "name": meta["name"]}, body=body)
+
     # Pods (for the HTTP and TCP probes)
     def list_pods(self, namespace: str, label_selector: str) -> list[dict]:
         listing = self._call("list", "GET", "/api/v1/namespaces/{namespace}/pods", {"namespace": namespace},

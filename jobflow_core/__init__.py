@@ -56,6 +56,8 @@ Deciding:
 * :mod:`~jobflow_core.failures`: why a JobFlow failed (``state.reason`` and its advice), from one table.
 * :mod:`~jobflow_core.jobs`: the vcjob manifest of a flow, and the command that aborts a vcjob.
 * :mod:`~jobflow_core.patching`: how a flow's ``patch.jobSpec`` merges into its JobTemplate's spec.
+* :mod:`~jobflow_core.outputs`: which targets' results a patch reads, where they may go, how big they may be.
+* :mod:`~jobflow_core.memo`: a memoized flow's cache key, whether a recent Completed run is reused, what is stored.
 
 Writing it down:
 
@@ -83,6 +85,7 @@ from jobflow_core.planner import (
     Abort,
     Create,
     Delete,
+    Memoize,
     Plan,
     UpdateTemplate,
     Release,
@@ -92,6 +95,7 @@ from jobflow_core.planner import (
 )
 from jobflow_core.probes import CheckKind, CheckResult, NetworkCheck
 
-__all__ = ["Abort", "CheckKind", "CheckResult", "Create", "Delete", "Event", "EventType", "NetworkCheck", "Observation",
+__all__ = ["Abort", "CheckKind", "CheckResult", "Create", "Delete", "Event", "EventType", "Memoize", "NetworkCheck",
+           "Observation",
            "Plan", "Reason", "Release", "UpdateTemplate", "WriteStatus", "observe", "plan", "plan_observation",
            "templates_needed"]

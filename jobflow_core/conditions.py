@@ -13,6 +13,8 @@ here by ``cel-python`` (a maintained implementation), never by a hand-written in
 ``targets.<flow>.attempts``              how many attempts it took
 ``jobflow.name``, ``.namespace``,        the JobFlow's
 ``.labels``, ``.annotations``
+``jobflow.outcome``, ``.failedFlows``,   in a ``finally`` flow: how the other flows ended
+``.errors``                              (:func:`jobflow_core.outcomes.jobflow_outcome`)
 ``params.<name>``                        a parameter's value, a string (``double(params.threshold)``)
 =======================================  ==========================================================================
 
@@ -128,6 +130,38 @@ def evaluate(expression: str, *, variables: Mapping[str, Any]) -> Verdict:
     if not isinstance(value, celpy.celtypes.BoolType):
         return Verdict(holds=False, error=f"it gives {type(value).__name__} {value}, not a bool")
     return Verdict(holds=bool(value))
+
+
+def evaluate_value(expression: str, *, variables: Mapping[str, Any]) -> tuple[Any, str | None]:
+    """The value of the CEL ``expression`` over ``variables`` as plain Python (a string stays a string), or why it
+    has none: ``(value, None)`` or ``(None, error)``."""
+    import celpy
+
+    try:
+        value = _program(expression).evaluate(celpy.json_to_cel(dict(variables)))
+    except celpy.CELParseError:
+        return None, f"is not CEL: {compile_error(expression)}"
+    except celpy.CELEvalError as error:
+        return None, f"cannot be evaluated: {_first_line(error)}"
+    if isinstance(value, celpy.CELEvalError):
+        return None, f"cannot be evaluated: {_first_line(value)}"
+    return _plain(value), None
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, bool):
+        return bool(value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    if isinstance(value, Mapping):
+        return {str(key): _plain(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(item) for item in value]
+    return str(value)
 
 
 def _first_line(error: Exception) -> str:

@@ -49,6 +49,12 @@ class Reason(StrEnum):
     """A flow's ``when`` condition cannot be evaluated: it waits until the JobFlow is fixed."""
     DEPENDENCY_NOT_MET = "DependencyNotMet"
     """A flow is Skipped: what it waits for its targets to do can no longer happen (a Normal event)."""
+    INVALID_RESULT = "InvalidResult"
+    """A flow's patch reads a target's result that cannot go into it (a key it does not have, too long)."""
+    MEMO_KEY_ERROR = "MemoKeyError"
+    """A memoized flow's ``memoize.key`` cannot be evaluated: it waits until the JobFlow is fixed."""
+    CACHED = "Cached"
+    """A memoized flow reused a Completed run of the same key instead of running (a Normal event)."""
     INVALID_ITEMS = "InvalidItems"
     """A ``forEach`` flow's items cannot be worked out (its parameter or its target's result is no JSON list)."""
 

@@ -21,7 +21,7 @@ from math import ceil
 from typing import TYPE_CHECKING
 
 from jobflow_core.models import JobTemplateStatus, LastFailure, RecentRun, VcJob
-from jobflow_core.naming import template_of
+from jobflow_core.naming import template_name, template_of
 from jobflow_core.phase import FlowOutcome, is_final, outcome_of_phase
 
 if TYPE_CHECKING:
@@ -108,7 +108,7 @@ def newly_ended(observation: "Observation") -> dict[str, list[Run]]:
             job = attempt.job
             if job is None or not is_final(job.phase) or (attempt.record and is_final(attempt.record.state)):
                 continue
-            template = template_of(job) or view.name
+            template = template_of(job) or template_name(view.flow)
             run = run_of(job, template=template)
             if run is not None:
                 found.setdefault(template, []).append(run)

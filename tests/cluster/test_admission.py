@@ -186,6 +186,14 @@ BAD_JOBFLOWS = {
         jobflow("phase", "[{name: a}, {name: b, dependsOn: {targets: [a], probe: {taskStatusList: "
                          "[{taskName: worker, phase: Done}]}}}]"),
         'flow "b": dependsOn.probe.taskStatusList[0].phase "Done" is not a pod phase'),
+    "a result of a flow that is not a target": (
+        jobflow("reads", "[{name: a}, {name: b, patch: {jobSpec: {tasks: [{name: t, template: {spec: {containers: "
+                         "[{name: c, args: ['{{targets.a.result}}']}]}}}]}}}]"),
+        'flow "b": {{targets.a.result}} reads "a", which is not among its targets, directly or through them'),
+    "a result as an image": (
+        jobflow("image", "[{name: a}, {name: b, dependsOn: {targets: [a]}, patch: {jobSpec: {tasks: [{name: t, "
+                         "template: {spec: {containers: [{name: c, image: '{{targets.a.result}}'}]}}}]}}}]"),
+        "patch.jobSpec.tasks[0].template.spec.containers[0].image, where a result may not go"),
 }
 CEL_TOO = {"an undefined target", "a flow depending on itself", "a repeated flow name"}
 

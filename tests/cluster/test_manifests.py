@@ -272,6 +272,10 @@ def test_the_handler_role_allows_every_call_the_handler_makes(cluster: LocalClus
         "list_pods": lambda: kube.list_pods(namespace, "volcano.sh/job-name=probe"),
         "create_command": lambda: kube.create_command(abort_command(VcJob.model_validate(
             {"metadata": {"name": "gone", "namespace": namespace, "uid": "0"}}), reason="Timeout", message="RBAC")),
+        "get_configmap": lambda: kube.get_configmap(namespace, "jobflow-memo"),
+        "create_configmap": lambda: kube.create_configmap({"apiVersion": "v1", "kind": "ConfigMap", "data": {},
+                                                           "metadata": {"name": "jobflow-memo", "namespace": namespace}}),
+        "replace_configmap": lambda: kube.replace_configmap(kube.get_configmap(namespace, "jobflow-memo")),
         "remove_finalizer": lambda: kube.remove_finalizer(
             {"metadata": {"namespace": namespace, "name": "probe", "finalizers": ["flow.volcano.sh/keep-record"]}},
             "flow.volcano.sh/keep-record"),

@@ -10,6 +10,8 @@ makes, with the behaviour of the real API server that the shell depends on, and 
 * deleting an object that has finalizers only sets ``deletionTimestamp``; it goes when the last finalizer is
   removed; removing a finalizer from a list that changed since it was read fails with ``Conflict`` (the JSON
   patch's ``test`` op);
+* a ConfigMap (the memoization cache) is created once (``Exists`` after) and replaced only with the
+  ``resourceVersion`` read (``Conflict`` otherwise);
 * LISTs honour label selectors of the forms ``key=value`` (comma-separated) and ``key`` (the label exists).
 
 Tests seed objects with :meth:`MemoryKube.put`, play Volcano with :meth:`MemoryKube.move`, and read what the
@@ -196,6 +198,32 @@ class MemoryKube:
     def delete_vcjob(self, namespace: str, name: str) -> None:
         self.requests += 1
         self.remove(VCJOB, namespace, name)
+
+    def get_configmap(self, namespace: str, name: str) -> dict | None:
+        self.requests += 1
+        found = self.objects.get(("ConfigMap", namespace, name))
+        return copy.deepcopy(found) if found is not None else None
+
+    def create_configmap(self, body: dict) -> None:
+        self.requests += 1
+        meta = body["metadata"]
+        key = ("ConfigMap", meta["namespace"], meta["name"])
+        if key in self.objects:
+            raise Exists(f"configmap {meta['name']} already exists")
+        stored = copy.deepcopy(body)
+        stored["metadata"]["resourceVersion"] = str(next(self._versions))
+        self.objects[key] = stored
+
+    def replace_configmap(self, body: dict) -> None:
+        self.requests += 1
+        meta = body["metadata"]
+        key = ("ConfigMap", meta["namespace"], meta["name"])
+        stored = self.objects.get(key)
+        if stored is None or stored["metadata"]["resourceVersion"] != meta.get("resourceVersion"):
+            raise Conflict(f"conflict: configmap {meta['name']} has been modified")
+        replaced = copy.deepcopy(body)
+        replaced["metadata"]["resourceVersion"] = str(next(self._versions))
+        self.objects[key] = replaced
 
     def list_pods(self, namespace: str, label_selector: str) -> list[dict]:
         self.requests += 1

@@ -109,3 +109,21 @@ def test_the_data_view_has_the_same_facts_for_scripts():
                  "tasks": {"ps": {"Running": 1}, "worker": {"Pending": 1, "Running": 2, "Succeeded": 1}},
                  "replicas": {"ps": 1, "worker": 4}, "waitingFor": [], "message": None, "runningDuration": None,
                  "expectedStart": None}
+
+
+def test_a_memoized_flow_that_reused_a_run_is_shown_as_cached_by_status_and_timeline():
+    from kubectl_jobflow.timeline import build
+
+    flow = {"apiVersion": "flow.volcano.sh/v1alpha1", "kind": "JobFlow",
+            "metadata": {"name": "two", "namespace": "default", "uid": "u2",
+                         "creationTimestamp": "2026-01-02T03:00:00Z"},
+            "spec": {"flows": [{"name": "a", "memoize": {}}]},
+            "status": {"state": {"phase": "Succeed"}, "completedJobs": ["two-a"], "jobStatusList": [
+                {"name": "two-a", "state": "Completed", "reason": "Cached", "cachedFrom": "default/one-a",
+                 "startTimestamp": "2026-01-02T03:00:01Z", "endTimestamp": "2026-01-02T03:00:01Z"}]}}
+    now = datetime(2026, 1, 2, 3, 5, tzinfo=UTC)
+    [row] = take(flow, [], now=now).rows
+    assert (row.job, row.phase) == ("two-a", "Cached")
+    assert "Cached" in render(take(flow, [], now=now), now=now)
+    [bar] = build(flow, [], now=now).bars
+    assert bar.phase == "Cached"
