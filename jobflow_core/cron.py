@@ -144,11 +144,15 @@ class Schedule:
             return None
         return instant
 
-    def _day(self, day: date, *, backwards: bool) -> Iterator[datetime]:
-        """The instants of ``day``, in time order (or reversed). In an hour lived twice, an hourly schedule fires
-        in both (they come after the hour's first occurrence and before the next hour)."""
+    def _day(self, day: date, *, backwards: bool, bound: int | None = None) -> Iterator[datetime]:
+        """The instants of ``day``, in time order (or reversed), from wall hour ``bound`` on (or back): a wall hour
+        before the one of the instant searched from is earlier in time too. In an hour lived twice, an hourly
+        schedule fires in both (they come after the hour's first occurrence and before the next hour)."""
         hourly = len(self.hours) == 24
-        for hour in sorted(self.hours, reverse=backwards):
+        hours = sorted(self.hours, reverse=backwards)
+        if bound is not None:
+            hours = [hour for hour in hours if (hour <= bound if backwards else hour >= bound)]
+        for hour in hours:
             folds = (0, 1) if hourly else (0,)
             for fold in (reversed(folds) if backwards else folds):
                 for minute in sorted(self.minutes, reverse=backwards):
@@ -163,7 +167,9 @@ class Schedule:
         day, last = start.date(), start.date() + timedelta(days=366 * SEARCH_YEARS)
         while day <= last:
             if self._day_matches(day):
-                found = next((instant for instant in self._day(day, backwards=False) if instant > after), None)
+                bound = start.hour if day == start.date() else None
+                found = next((instant for instant in self._day(day, backwards=False, bound=bound)
+                              if instant > after), None)
                 if found is not None:
                     return found
             day += timedelta(days=1)
@@ -176,7 +182,9 @@ class Schedule:
         day, first = end.date(), end.date() - timedelta(days=366 * SEARCH_YEARS)
         while day >= first:
             if self._day_matches(day):
-                found = next((instant for instant in self._day(day, backwards=True) if instant <= moment), None)
+                bound = end.hour if day == end.date() else None
+                found = next((instant for instant in self._day(day, backwards=True, bound=bound)
+                              if instant <= moment), None)
                 if found is not None:
                     return found
             day -= timedelta(days=1)
