@@ -28,7 +28,7 @@ from eventsource.cache import WatchCache
 from eventsource.cloudevent import Change, Envelope
 from eventsource.outbox import Outbox
 from eventsource import metrics
-from jobflow_core.api import JOBFLOW, JOBTEMPLATE, VCJOB, ApiType
+from jobflow_core.api import JOBFLOW, JOBFLOWTEMPLATE, JOBTEMPLATE, VCJOB, ApiType
 from jobflow_core.naming import FLOW_JOBS_SELECTOR
 from jobflow_core.relevance import fingerprint, phase_of
 
@@ -36,7 +36,8 @@ log = logging.getLogger("eventsource.watcher")
 
 WATCH_SECONDS = 240  # a watch request's server-side timeout; the loop simply opens the next one
 
-WATCHED: Final[Mapping[ApiType, str | None]] = {JOBFLOW: None, JOBTEMPLATE: None, VCJOB: FLOW_JOBS_SELECTOR}
+WATCHED: Final[Mapping[ApiType, str | None]] = {JOBFLOW: None, JOBTEMPLATE: None, VCJOB: FLOW_JOBS_SELECTOR,
+                                                JOBFLOWTEMPLATE: None}
 """Each watched type, with the label selector its lists and watches carry (None: every object of the type)."""
 
 CHANGES = {"ADDED": Change.ADD, "MODIFIED": Change.UPDATE, "DELETED": Change.DELETE}

@@ -35,9 +35,11 @@ from pydantic import ValidationError
 
 from handlers.kube import Conflict, Gone, Unavailable
 from handlers.reconciler import Outcome, Reconciler
+from handlers.runs import Runs, RunsOutcome
 from handlers.writes import Writes
 from jobflow_core import UpdateTemplate
-from jobflow_core.api import RECORD_FINALIZER
+from jobflow_core.api import RECORD_FINALIZER, RUN_OF
+from jobflow_core.models import JobFlowPhase
 from jobflow_core.models import VcJob
 from jobflow_core.naming import FLOW_JOBS_SELECTOR, jobs_of_template_selector
 from jobflow_core.routing import (can_change, controller_name, flows_of_job, jobflows_of_job, orphan_to_release,
@@ -66,6 +68,8 @@ class Result:
 
     outcomes: list[Outcome] = field(default_factory=list)
     handed: list[tuple[str, str]] = field(default_factory=list)
+    templates: list[RunsOutcome] = field(default_factory=list)
+    """The JobFlowTemplates looked at (:mod:`handlers.runs`)."""
 
 
 class Dispatcher:
@@ -77,8 +81,23 @@ class Dispatcher:
     def writes(self) -> Writes:
         return self.reconciler.writes
 
+    @property
+    def runs(self) -> Runs:
+        return Runs(self.kube, clock=self.reconciler.clock)
+
     def jobflow(self, namespace: str, name: str, *, snapshot: dict | None = None) -> Result:
-        return Result([self.reconciler.jobflow(namespace, name, snapshot=snapshot)])
+        """Reconcile the JobFlow; when it is a JobFlowTemplate's run that has just ended, look at its template too
+        (its active runs, history, and a run ``Forbid`` held)."""
+        outcome = self.reconciler.jobflow(namespace, name, snapshot=snapshot)
+        result = Result([outcome])
+        template = ((outcome.written or {}).get("metadata", {}).get("labels") or {}).get(RUN_OF)
+        if template and outcome.phase in (JobFlowPhase.SUCCEED, JobFlowPhase.FAILED):
+            result.templates.append(self.runs.template(namespace, template))
+        return result
+
+    def jobflowtemplate(self, namespace: str, name: str) -> Result:
+        """A JobFlowTemplate came or changed: its schedule's status follows at once (and what is due starts)."""
+        return Result(templates=[self.runs.template(namespace, name)])
 
     def jobtemplate(self, namespace: str, name: str) -> Result:
         """A JobTemplate appeared or changed: refresh its ``jobDependsOnList``, and the JobFlows still waiting for
@@ -112,13 +131,16 @@ class Dispatcher:
 
     def resync(self) -> Result:
         """Reconcile every JobFlow that can still change, and let go of vcjobs whose JobFlow is gone (the safety
-        net for lost events)."""
+        net for lost events); start the scheduled runs that are due (:mod:`handlers.runs`)."""
         scopes: tuple[str | None, ...] = self.reconciler.namespaces or (None,)
         listed = [raw for scope in scopes for raw in self.kube.list_jobflows(scope)]
         alive = {raw["metadata"].get("uid") for raw in listed}
         for job in (job for scope in scopes for job in self.kube.list_vcjobs(scope, FLOW_JOBS_SELECTOR)):
             self._release_orphan(job, jobflow_uids=alive)
-        return self._each(raw for raw in listed if can_change(raw))
+        templates = self.runs.every_template(scopes)  # the tick is the schedules' clock
+        result = self._each(raw for raw in listed if can_change(raw))
+        result.templates = templates
+        return result
 
     def _claimants(self, namespace: str, job: str, *, controller: str | None) -> list[dict]:
         """The JobFlows that claim vcjob ``job``: the one its controller names when that one does, else every one of

@@ -9,7 +9,7 @@ from flask import Blueprint, current_app, jsonify, request
 from kubernetes.client.rest import ApiException
 from pydantic import ValidationError
 
-from jobflow_core.api import JOBFLOW, JOBTEMPLATE, VCJOB
+from jobflow_core.api import JOBFLOW, JOBFLOWTEMPLATE, JOBTEMPLATE, VCJOB
 
 from handlers import metrics
 from handlers.events import BadEvent, Hint, hint_from_request
@@ -47,6 +47,8 @@ def dispatch(dispatcher: Dispatcher, hint: Hint) -> Result:
         return dispatcher.jobflow(hint.namespace, hint.name, snapshot=hint.snapshot)
     if hint.about is JOBTEMPLATE:
         return dispatcher.jobtemplate(hint.namespace, hint.name)
+    if hint.about is JOBFLOWTEMPLATE:
+        return dispatcher.jobflowtemplate(hint.namespace, hint.name)
     return dispatcher.vcjob(hint.namespace, hint.name, controller=hint.controller, deleted=hint.deleted,
                             snapshot=hint.snapshot)
 
@@ -96,6 +98,10 @@ def _run(handle, *, replies: bool = False):
         log.info("reconciled %s from %s: phase=%s created=%s deleted=%s status_written=%s attempts=%d",
                  outcome.jobflow, outcome.source, outcome.phase, outcome.created, outcome.deleted,
                  outcome.status_written, outcome.attempts)
+    for looked in result.templates:
+        if looked.created or looked.deleted or looked.status_written:
+            log.info("JobFlowTemplate %s: %s created=%s deleted=%s status_written=%s", looked.template,
+                     looked.verdict, looked.created, looked.deleted, looked.status_written)
     if result.handed:
         log.info("handed %d JobFlow(s) back to the event source", len(result.handed))
     return _answer(result, replies=replies)

@@ -130,6 +130,51 @@ def evaluate(expression: str, *, variables: Mapping[str, Any]) -> Verdict:
     return Verdict(holds=bool(value))
 
 
+def value_text(expression: str, *, variables: Mapping[str, Any]) -> tuple[str | None, str | None]:
+    """The value of CEL ``expression`` over ``variables`` as a parameter's text (a string as it is, a bool as
+    ``true``/``false``, anything else as compact JSON), or None and why it could not be evaluated
+    (a JobFlowTemplate trigger's ``parameters``, :mod:`jobflow_core.triggers`)."""
+    import celpy
+
+    try:
+        value = _program(expression).evaluate(celpy.json_to_cel(dict(variables)))
+    except celpy.CELParseError:
+        return None, f"it is not CEL: {compile_error(expression)}"
+    except celpy.CELEvalError as error:
+        return None, f"it cannot be evaluated: {_first_line(error)}"
+    if isinstance(value, celpy.CELEvalError):
+        return None, f"it cannot be evaluated: {_first_line(value)}"
+    return _text(value), None
+
+
+def _text(value: Any) -> str:
+    import celpy
+
+    if isinstance(value, celpy.celtypes.BoolType):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return str(value)
+    return json.dumps(_plain(value), separators=(",", ":"))
+
+
+def _plain(value: Any) -> Any:
+    import celpy
+
+    if isinstance(value, celpy.celtypes.BoolType):
+        return bool(value)
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, float):
+        return float(value)
+    if isinstance(value, int):
+        return int(value)
+    return str(value)
+
+
 def _first_line(error: Exception) -> str:
     reason = error.args[0] if error.args else error
     return str(reason).splitlines()[0][:300]

@@ -25,7 +25,6 @@ So a daily schedule fires exactly once a day, but on a day whose local time skip
 pure function of the schedule and the instant given; nothing reads a clock.
 """
 
-from __future__ import annotations
 
 import re
 from collections.abc import Iterator

@@ -61,6 +61,8 @@ class Reason(StrEnum):
     """``concurrencyPolicy: Replace`` deleted the active runs to start a new one."""
     RUN_DELETED = "RunDeleted"
     """A finished run went beyond the history limits and was deleted."""
+    RUN_REJECTED = "RunRejected"
+    """The API server refused a run's JobFlow (the JobFlow CRD's rules, a quota); the message says why."""
     INVALID_SCHEDULE = "InvalidSchedule"
     """The schedule or time zone of a JobFlowTemplate cannot be used; no run is scheduled."""
 
