@@ -39,7 +39,9 @@ from handlers.runs import Runs, RunsOutcome
 from handlers.writes import Writes
 from jobflow_core import UpdateTemplate
 from jobflow_core.api import RECORD_FINALIZER, RUN_OF
-from jobflow_core.models import JobFlowPhase
+from jobflow_core.events import Event, EventType, Reason
+from jobflow_core.models import JobFlowPhase, JobFlowTemplate
+from jobflow_core.triggers import Incoming, matches
 from jobflow_core.models import VcJob
 from jobflow_core.naming import FLOW_JOBS_SELECTOR, jobs_of_template_selector
 from jobflow_core.routing import (can_change, controller_name, flows_of_job, jobflows_of_job, orphan_to_release,
@@ -93,6 +95,23 @@ class Dispatcher:
         template = ((outcome.written or {}).get("metadata", {}).get("labels") or {}).get(RUN_OF)
         if template and outcome.phase in (JobFlowPhase.SUCCEED, JobFlowPhase.FAILED):
             result.templates.append(self.runs.template(namespace, template))
+        return result
+
+    def cloudevent(self, event: Incoming) -> Result:
+        """Any other CloudEvent (``POST /trigger``): each JobFlowTemplate of the served namespaces whose triggers
+        match it starts a run (:mod:`jobflow_core.triggers`); the run's name makes a repeated event start one."""
+        result, runs = Result(), self.runs
+        for scope in self.reconciler.namespaces or (None,):
+            for raw in self.kube.list_jobflowtemplates(scope):
+                template = JobFlowTemplate.model_validate(raw)
+                for match in matches(template, event):
+                    outcome = RunsOutcome(f"{template.namespace}/{template.name}", verdict="event")
+                    if match.start is not None:
+                        name, created = runs.start(template.namespace, template.name, match.start)
+                        outcome.created += [name] if created else []
+                    elif match.error is not None:
+                        runs.tell(raw, Event(EventType.WARNING, Reason.RUN_REJECTED, match.error))
+                    result.templates.append(outcome)
         return result
 
     def jobflowtemplate(self, namespace: str, name: str) -> Result:

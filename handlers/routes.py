@@ -12,12 +12,13 @@ from pydantic import ValidationError
 from jobflow_core.api import JOBFLOW, JOBFLOWTEMPLATE, JOBTEMPLATE, VCJOB
 
 from handlers import metrics
-from handlers.events import BadEvent, Hint, hint_from_request
+from handlers.events import BadEvent, Hint, data_of, hint_from_request, parse_cloudevent
 from handlers.kube import Conflict, KubeApi, Unavailable, shared_client
 from handlers.dispatch import Dispatcher, PartlyFailed, Result
 from handlers.reconciler import Reconciler
 from handlers.writes import Replan
 from jobflow_core.snapshots import trim_jobflow
+from jobflow_core.triggers import incoming
 
 log = logging.getLogger("handlers")
 bp = Blueprint("handlers", __name__)
@@ -124,6 +125,23 @@ def receive_event():
              hint.name)
     reply = _run(lambda: dispatch(Dispatcher(_reconciler(), hand_back=hint.replies), hint), replies=hint.replies)
     metrics.EVENTS.labels(metrics.event_type_label(hint.event_type), str(reply[1])).inc()
+    return reply
+
+
+@bp.post("/trigger")
+def receive_trigger_event():
+    """Any CloudEvent that may start runs of JobFlowTemplates (their ``spec.triggers``); 202 whether or not one
+    matched (an event nobody listens to is not an error), 400 for a request that is not a CloudEvent."""
+    try:
+        event = parse_cloudevent(dict(request.headers), request.get_data())
+    except BadEvent as error:
+        metrics.EVENTS.labels("invalid", "400").inc()
+        return _error(400, str(error))
+    attributes = {key: event.get_attributes().get(key) for key in ("id", "source", "type", "subject", "time")}
+    if attributes["time"] is not None and not isinstance(attributes["time"], str):
+        attributes["time"] = attributes["time"].isoformat()
+    reply = _run(lambda: Dispatcher(_reconciler()).cloudevent(incoming(attributes, data_of(event))))
+    metrics.EVENTS.labels("trigger", str(reply[1])).inc()
     return reply
 
 

@@ -138,6 +138,10 @@ class Runs:
                 f"{start.trigger})")
         self._record(raw, [Event(EventType.NORMAL, Reason.RUN_STARTED, what)])
 
+    def tell(self, raw: Mapping, event: Event) -> None:
+        """Record one Event on the template (a trigger that could not be evaluated over an event)."""
+        self._record(raw, [event])
+
     def _record(self, raw: Mapping, events: list[Event]) -> None:
         for event in events:
             try:

@@ -120,6 +120,9 @@ class Run:
     cause: str | None
     scheduled: datetime | None
     deleting: bool = False
+    trigger: str | None = None
+    event_id: str | None = None
+    event_source: str | None = None
 
     @property
     def finished(self) -> bool:
@@ -149,4 +152,5 @@ def run_from(jobflow: Mapping[str, Any]) -> Run:
     return Run(name=meta.get("name", ""), phase=phase, created=_time(meta.get("creationTimestamp")),
                ended=max(ends) if ends and phase in (JobFlowPhase.SUCCEED, JobFlowPhase.FAILED) else None,
                cause=annotations.get(RUN_CAUSE), scheduled=_time(annotations.get(SCHEDULED_TIME)),
-               deleting=meta.get("deletionTimestamp") is not None)
+               deleting=meta.get("deletionTimestamp") is not None, trigger=annotations.get(RUN_TRIGGER),
+               event_id=annotations.get(EVENT_ID), event_source=annotations.get(EVENT_SOURCE))

@@ -205,6 +205,8 @@ def plan_schedule(template: JobFlowTemplate, *, runs: Sequence[Run], now: dateti
                                 "passed without a run (only the most recent one starts, as for a CronJob)"))
     gone = set(replace)
     remaining = [run for run in runs if run.name not in gone]
+    if start is None:
+        last_run = _newest(remaining) or last_run
     active = sorted({run.name for run in remaining if not run.finished and not run.deleting}
                     | ({start.name} if start else set()))
     succeeded = [run.ended for run in runs if run.phase is JobFlowPhase.SUCCEED and run.ended is not None]
@@ -230,6 +232,17 @@ def plan_schedule(template: JobFlowTemplate, *, runs: Sequence[Run], now: dateti
         events.append(Event(EventType.WARNING if verdict is Verdict.INVALID else EventType.NORMAL, reason, message))
     return ScheduleDecision(verdict=verdict, status=status, start=start, replace=replace, prune=prune,
                             events=tuple(events))
+
+
+def _newest(runs: Sequence[Run]) -> LastRun | None:
+    """``status.lastRun`` from the runs themselves: the one created last, whatever started it (a run by hand or by
+    an event shows there at the template's next look)."""
+    dated = [run for run in runs if run.created is not None and run.cause in {c.value for c in Cause}]
+    if not dated:
+        return None
+    run = max(dated, key=lambda r: (r.created, r.name))
+    return LastRun(name=run.name, cause=run.cause, scheduled_time=run.scheduled, trigger=run.trigger,
+                   event_id=run.event_id, event_source=run.event_source)
 
 
 def _limit(value: int | None, default: int) -> int:
