@@ -90,11 +90,17 @@ class Dispatcher:
     def jobflow(self, namespace: str, name: str, *, snapshot: dict | None = None) -> Result:
         """Reconcile the JobFlow; when it is a JobFlowTemplate's run that has just ended, look at its template too
         (its active runs, history, and a run ``Forbid`` held)."""
-        outcome = self.reconciler.jobflow(namespace, name, snapshot=snapshot)
-        result = Result([outcome])
-        template = ((outcome.written or {}).get("metadata", {}).get("labels") or {}).get(RUN_OF)
-        if template and outcome.phase in (JobFlowPhase.SUCCEED, JobFlowPhase.FAILED):
-            result.templates.append(self.runs.template(namespace, template))
+        return self._runs_ended(Result([self.reconciler.jobflow(namespace, name, snapshot=snapshot)]))
+
+    def _runs_ended(self, result: Result) -> Result:
+        """Look at the JobFlowTemplate of each run this result's reconciles just saw end (their status write
+        recorded ``Succeed`` or ``Failed``): its ``active`` list, ``lastSuccessfulTime``, history limits, and a run
+        ``Forbid`` held follow at once instead of at the next tick."""
+        for outcome in result.outcomes:
+            meta = (outcome.written or {}).get("metadata") or {}
+            template = (meta.get("labels") or {}).get(RUN_OF)
+            if template and outcome.status_written and outcome.phase in (JobFlowPhase.SUCCEED, JobFlowPhase.FAILED):
+                result.templates.append(self.runs.template(meta["namespace"], template))
         return result
 
     def cloudevent(self, event: Incoming) -> Result:
@@ -134,12 +140,12 @@ class Dispatcher:
         owner = (snapshot or {}).get("jobflow") or {}
         if controller is not None and (owner.get("metadata") or {}).get("name") == controller \
                 and flows_of_job(owner, name):
-            result = Result([self.reconciler.jobflow(namespace, controller, snapshot=snapshot)])
+            result = self._runs_ended(Result([self.reconciler.jobflow(namespace, controller, snapshot=snapshot)]))
         else:
             candidates = self._claimants(namespace, name, controller=controller)
             if not candidates:
                 self._release_orphan(self.kube.get_vcjob(namespace, name), jobflow_uids=())
-            result = self._each(candidates, inline=True)
+            result = self._runs_ended(self._each(candidates, inline=True))
         if deleted and self.kube.get_vcjob(namespace, name) is None:
             for raw in self.kube.list_jobtemplates(namespace):
                 if name in ((raw.get("status") or {}).get("jobDependsOnList") or ()):
