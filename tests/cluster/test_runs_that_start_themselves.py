@@ -7,6 +7,7 @@ the runs are real JobFlows, run by the engine through Volcano's real job control
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
@@ -15,6 +16,7 @@ import pytest
 from devcluster.testing import LocalCluster
 from engine import Engine, post, start_engine
 from jobflow_core.api import JOBFLOWTEMPLATE, RUN_OF
+from kubectl_jobflow.cli import run as cli_run
 from objects import apply, events_of, template, vcjobs
 
 pytestmark = pytest.mark.cluster
@@ -275,3 +277,50 @@ spec:
                                                                                                    "data-ready")
     send_event(scheduled, event_id="no-date", data='{"size": 3}')  # the condition is false: no run
     assert list(runs(cluster, namespace, "etl")) == [name]
+
+
+def jobflow_cli(cluster: LocalCluster, *argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = cli_run([*argv, "--kubeconfig", str(cluster.state.kubeconfig)], out=out, err=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_a_run_by_hand_and_the_history_that_says_what_started_each_run(
+        cluster: LocalCluster, namespace: str, scheduled: Engine, clock: Clock) -> None:
+    apply(cluster, namespace, template("load"))
+    apply(cluster, namespace, """
+apiVersion: flow.volcano.sh/v1alpha1
+kind: JobFlowTemplate
+metadata: {name: etl}
+spec:
+  schedule: '0 * * * *'
+  triggers: [{name: data-ready, type: com.example.data.ready, parameters: {date: data.date}}]
+  jobFlow:
+    spec:
+      parameters: [{name: date, value: none}]
+      flows: [{name: load}]
+""")
+    code, out, err = jobflow_cli(cluster, "run", "etl", "-n", namespace, "-p", "date=2026-11-25")
+    assert code == 0, err
+    [manual] = runs(cluster, namespace, "etl")
+    assert out.startswith(f"Started run: {namespace}/{manual} (JobFlowTemplate etl)")
+    assert runs(cluster, namespace, "etl")[manual]["spec"]["parameters"] == [{"name": "date", "value": "2026-11-25"}]
+    code, _, err = jobflow_cli(cluster, "run", "etl", "-n", namespace, "-p", "lr=1")
+    assert code == 1 and "declares no parameter lr (it declares: date)" in err
+
+    send_event(scheduled, event_id="landing-7", data='{"date": "2026-11-24"}')
+    hour = clock.now.replace(minute=0, second=0, microsecond=0) + timedelta(hours=1)
+    clock.now = hour + timedelta(seconds=2)
+    tick(scheduled)
+    cluster.wait_until("three runs Succeed", lambda: all(
+        (run.get("status") or {}).get("state", {}).get("phase") == "Succeed"
+        for run in runs(cluster, namespace, "etl").values()) and len(runs(cluster, namespace, "etl")) == 3,
+        timeout=60)
+
+    code, out, err = jobflow_cli(cluster, "history", "etl", "-n", namespace)
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0].split() == ["RUN", "STARTED-BY", "PHASE", "START", "DURATION"]
+    started_by = sorted(" ".join(line.split()[1:-3]) for line in lines[1:])
+    assert started_by == sorted(["manual", "event landing-7 (data-ready)", f"schedule {stamp(hour)}"])
+    assert all(line.split()[-3] == "Succeed" for line in lines[1:])
