@@ -133,7 +133,8 @@ class Schedule:
 
     def _instant(self, day: date, hour: int, minute: int, *, fold: int = 0) -> datetime | None:
         """The instant of a wall time on ``day`` (its ``fold``-th occurrence), or None when the clock skips it or
-        lives it only once (``fold=1``)."""
+        lives it only once (``fold=1``: asked only in an hour lived twice, but a half-hour change lives only part of
+        it twice)."""
         wall = datetime(day.year, day.month, day.day, hour, minute, tzinfo=self.zone, fold=fold)
         instant = wall.astimezone(UTC)
         back = instant.astimezone(self.zone)
@@ -143,18 +144,27 @@ class Schedule:
             return None
         return instant
 
-    def _day(self, day: date, *, backwards: bool, bound: int | None = None) -> Iterator[datetime]:
-        """The instants of ``day``, in time order (or reversed), from wall hour ``bound`` on (or back): a wall hour
-        before the one of the instant searched from is earlier in time too. In an hour lived twice, an hourly
-        schedule fires in both (they come after the hour's first occurrence and before the next hour)."""
+    def _lived_twice(self, day: date, hour: int) -> bool:
+        """Whether the wall hour ``hour`` of ``day`` happens twice (the clock is set back through it)."""
+        wall = datetime(day.year, day.month, day.day, hour, 30, tzinfo=self.zone)
+        return wall.utcoffset() != wall.replace(fold=1).utcoffset()
+
+    def _day(self, day: date, *, backwards: bool, edge: datetime | None = None) -> Iterator[datetime]:
+        """The instants of ``day``, in time order (or reversed), from the wall time ``edge`` on (or back), when the
+        search starts that day: a wall hour before ``edge``'s is earlier in time too, and so is an earlier minute of
+        the same hour lived the same time (``fold``). In an hour lived twice, an hourly schedule fires in both (they
+        come after the hour's first occurrence and before the next hour)."""
         hourly = len(self.hours) == 24
         hours = sorted(self.hours, reverse=backwards)
-        if bound is not None:
-            hours = [hour for hour in hours if (hour <= bound if backwards else hour >= bound)]
+        if edge is not None:
+            hours = [hour for hour in hours if (hour <= edge.hour if backwards else hour >= edge.hour)]
         for hour in hours:
-            folds = (0, 1) if hourly else (0,)
+            folds = (0, 1) if hourly and self._lived_twice(day, hour) else (0,)
             for fold in (reversed(folds) if backwards else folds):
-                for minute in sorted(self.minutes, reverse=backwards):
+                minutes = sorted(self.minutes, reverse=backwards)
+                if edge is not None and (hour, fold) == (edge.hour, edge.fold):
+                    minutes = [m for m in minutes if (m <= edge.minute if backwards else m >= edge.minute)]
+                for minute in minutes:
                     instant = self._instant(day, hour, minute, fold=fold)
                     if instant is not None:
                         yield instant
@@ -166,8 +176,8 @@ class Schedule:
         day, last = start.date(), start.date() + timedelta(days=366 * SEARCH_YEARS)
         while day <= last:
             if self._day_matches(day):
-                bound = start.hour if day == start.date() else None
-                found = next((instant for instant in self._day(day, backwards=False, bound=bound)
+                edge = start if day == start.date() else None
+                found = next((instant for instant in self._day(day, backwards=False, edge=edge)
                               if instant > after), None)
                 if found is not None:
                     return found
@@ -181,8 +191,8 @@ class Schedule:
         day, first = end.date(), end.date() - timedelta(days=366 * SEARCH_YEARS)
         while day >= first:
             if self._day_matches(day):
-                bound = end.hour if day == end.date() else None
-                found = next((instant for instant in self._day(day, backwards=True, bound=bound)
+                edge = end if day == end.date() else None
+                found = next((instant for instant in self._day(day, backwards=True, edge=edge)
                               if instant <= moment), None)
                 if found is not None:
                     return found
