@@ -118,33 +118,34 @@ class KubeApi:
 
     def __init__(self, api: client.ApiClient) -> None:
         self.api = api
-        self.custom = client.CustomObjectsApi(api)
         self.requests = 0  # API requests made, for the benchmark's "requests per event"
 
-    def _core(self, method: str, path: str, *, namespace: str, query: list[tuple[str, str]] | None = None,
-              body: dict | None = None) -> dict:
-        """A core/v1 request by path, made the way ``kubernetes.dynamic`` makes its requests.
+    def _request(self, method: str, path: str, path_params: dict[str, str], *,
+                 query: list[tuple[str, Any]] | None = None, body: Any = None,
+                 content_type: str = "application/json") -> dict:
+        """One request by path, made the way ``kubernetes.dynamic`` makes its requests.
 
-        Not ``CoreV1Api``: its first use imports some 250 pydantic models of the client (half a second of a
-        cold start on Knative), and the two calls below need none of them: they send and read plain JSON.
+        Not ``CustomObjectsApi`` or ``CoreV1Api``: their first use imports modules and models of the client (about
+        50 ms for the one, half a second for the other, of a cold start on Knative) that plain JSON in and out does
+        not need. An answer outside 2xx raises the client's ApiException, as theirs do.
         """
-        request = self.api.param_serialize(method, path, path_params={"namespace": namespace},
-                                           query_params=query or [], body=body, auth_settings=["BearerToken"],
+        request = self.api.param_serialize(method, path, path_params=path_params, query_params=query or [],
+                                           body=body, auth_settings=["BearerToken"],
                                            header_params={"Accept": "application/json",
-                                                          "Content-Type": "application/json"})
+                                                          "Content-Type": content_type})
         response = self.api.call_api(*request)
         response.read()
-        metrics.API_REQUESTS.labels(method.lower(), "2xx" if 200 <= response.status <= 299
-                                    else str(response.status)).inc()
         if not 200 <= response.status <= 299:
             self.api.response_deserialize(response, {})  # raises the ApiException of that status
-        return json.loads(response.data)
+        return json.loads(response.data) if response.data else {}
 
-    def _call(self, fn, *args, missing_ok: bool = False, **kwargs) -> Any:
+    def _call(self, verb: str, method: str, path: str, path_params: dict[str, str], *, missing_ok: bool = False,
+              **kwargs: Any) -> Any:
+        """:meth:`_request`, counted, its errors translated by :data:`API_ERRORS`; ``verb`` is the table's (get,
+        list, create, replace, patch, delete; ``record`` for a Kubernetes Event, which no row of a create concerns)."""
         self.requests += 1
-        verb = fn.__name__.split("_", 1)[0]  # get, list, create, replace, patch, delete
         try:
-            result = fn(*args, **kwargs)
+            result = self._request(method, path, path_params, **kwargs)
         except ApiException as error:
             metrics.API_REQUESTS.labels(verb, str(error.status)).inc()
             outcome = translate(error, verb)
@@ -157,16 +158,19 @@ class KubeApi:
         metrics.API_REQUESTS.labels(verb, "2xx").inc()
         return result
 
-    def _custom(self, verb: str, api_type: ApiType, namespace: str | None, *args: Any, missing_ok: bool = False,
-                **kwargs: Any) -> Any:
-        """``CustomObjectsApi.<verb>_namespaced_custom_object`` (or ``_cluster_`` when ``namespace`` is None)."""
-        if namespace is None:
-            fn = getattr(self.custom, f"{verb}_cluster_custom_object")
-            return self._call(fn, api_type.group, api_type.version, api_type.plural, *args, missing_ok=missing_ok,
-                              **kwargs)
-        fn = getattr(self.custom, f"{verb}_namespaced_custom_object{'_status' if verb == 'replace' else ''}")
-        return self._call(fn, api_type.group, api_type.version, namespace, api_type.plural, *args,
-                          missing_ok=missing_ok, **kwargs)
+    def _custom(self, verb: str, api_type: ApiType, namespace: str | None, name: str | None = None,
+                body: Any = None, *, missing_ok: bool = False, status: bool = False,
+                query: list[tuple[str, Any]] | None = None, content_type: str = "application/json") -> Any:
+        """A request about objects of ``api_type``: of ``namespace`` (every namespace when it is None), the one
+        called ``name`` (its status subresource when ``status``)."""
+        path, params = f"/apis/{api_type.group}/{api_type.version}", {}
+        if namespace is not None:
+            path, params["namespace"] = path + "/namespaces/{namespace}", namespace
+        path += f"/{api_type.plural}"
+        if name is not None:
+            path, params["name"] = path + "/{name}" + ("/status" if status else ""), name
+        return self._call(verb, _METHODS[verb], path, params, missing_ok=missing_ok, query=query, body=body,
+                          content_type=content_type)
 
     # JobFlows
     def get_jobflow(self, namespace: str, name: str) -> dict | None:
@@ -179,7 +183,7 @@ class KubeApi:
     def replace_jobflow_status(self, flow: dict) -> dict:
         """PUT status with the read resourceVersion: a concurrent writer makes this fail with Conflict."""
         meta = flow["metadata"]
-        return self._custom("replace", JOBFLOW, meta["namespace"], meta["name"], flow)
+        return self._custom("replace", JOBFLOW, meta["namespace"], meta["name"], flow, status=True)
 
     def list_runs(self, namespace: str, label_selector: str) -> list[dict]:
         """The JobFlows of ``namespace`` that match ``label_selector`` (a JobFlowTemplate's runs)."""
@@ -215,12 +219,12 @@ class KubeApi:
 
     def replace_jobtemplate_status(self, template: dict) -> dict:
         meta = template["metadata"]
-        return self._custom("replace", JOBTEMPLATE, meta["namespace"], meta["name"], template)
+        return self._custom("replace", JOBTEMPLATE, meta["namespace"], meta["name"], template, status=True)
 
     # vcjobs
     def list_vcjobs(self, namespace: str | None, label_selector: str) -> list[dict]:
         """The vcjobs of ``namespace`` (every namespace when None) that match ``label_selector``."""
-        return self._custom("list", VCJOB, namespace, label_selector=label_selector).get("items", [])
+        return self._custom("list", VCJOB, namespace, query=[("labelSelector", label_selector)]).get("items", [])
 
     def get_vcjob(self, namespace: str, name: str) -> dict | None:
         return self._custom("get", VCJOB, namespace, name, missing_ok=True)
@@ -228,12 +232,12 @@ class KubeApi:
     def create_vcjob(self, body: dict) -> None:
         """Create a vcjob; raises Exists when one of that name is there already (the caller checks whose it is),
         Rejected with the API server's message when it is refused."""
-        self._custom("create", VCJOB, body["metadata"]["namespace"], body)
+        self._custom("create", VCJOB, body["metadata"]["namespace"], body=body)
 
     def create_command(self, body: dict) -> None:
         """Create a Volcano Command; one of that name existing already is as good (its name says what it does)."""
         try:
-            self._custom("create", COMMAND, body["metadata"]["namespace"], body)
+            self._custom("create", COMMAND, body["metadata"]["namespace"], body=body)
         except Exists:
             return
 
@@ -247,14 +251,14 @@ class KubeApi:
         patch = [{"op": "test", "path": "/metadata/finalizers", "value": current},
                  {"op": "replace", "path": "/metadata/finalizers", "value": [f for f in current if f != finalizer]}]
         self._custom("patch", VCJOB, meta["namespace"], meta["name"], patch, missing_ok=True,
-                     _content_type="application/json-patch+json")
+                     content_type="application/json-patch+json")
 
     def delete_vcjob(self, namespace: str, name: str) -> None:
-        self._custom("delete", VCJOB, namespace, name, propagation_policy="Background", missing_ok=True)
+        self._custom("delete", VCJOB, namespace, name, missing_ok=True, query=[("propagationPolicy", "Background")])
 
     # Pods (for the HTTP and TCP probes)
     def list_pods(self, namespace: str, label_selector: str) -> list[dict]:
-        listing = self._call(self._core, "GET", "/api/v1/namespaces/{namespace}/pods", namespace=namespace,
+        listing = self._call("list", "GET", "/api/v1/namespaces/{namespace}/pods", {"namespace": namespace},
                              query=[("labelSelector", label_selector)])
         return listing.get("items", [])
 
@@ -273,9 +277,13 @@ class KubeApi:
             "source": {"component": COMPONENT},
             "reportingComponent": COMPONENT, "reportingInstance": os.environ.get("HOSTNAME", COMPONENT),
         }
-        self._call(self._core, "POST", "/api/v1/namespaces/{namespace}/events", namespace=meta["namespace"],
+        self._call("record", "POST", "/api/v1/namespaces/{namespace}/events", {"namespace": meta["namespace"]},
                    body=body)
 
+
+_METHODS = {"get": "GET", "list": "GET", "create": "POST", "replace": "PUT", "patch": "PATCH",
+            "delete": "DELETE"}
+"""The HTTP method of each verb of :data:`API_ERRORS`."""
 
 _shared: client.ApiClient | None = None
 _shared_lock = threading.Lock()
