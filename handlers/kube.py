@@ -187,15 +187,15 @@ class KubeApi:
 
     def list_runs(self, namespace: str, label_selector: str) -> list[dict]:
         """The JobFlows of ``namespace`` that match ``label_selector`` (a JobFlowTemplate's runs)."""
-        return self._custom("list", JOBFLOW, namespace, label_selector=label_selector).get("items", [])
+        return self._custom("list", JOBFLOW, namespace, query=[("labelSelector", label_selector)]).get("items", [])
 
     def create_jobflow(self, body: dict) -> dict:
         """Create a JobFlow (a run); raises Exists when one of that name is there already."""
-        return self._custom("create", JOBFLOW, body["metadata"]["namespace"], body)
+        return self._custom("create", JOBFLOW, body["metadata"]["namespace"], body=body)
 
     def delete_jobflow(self, namespace: str, name: str) -> None:
         """Delete a JobFlow and, through their owner references, its vcjobs; gone already is as good."""
-        self._custom("delete", JOBFLOW, namespace, name, propagation_policy="Background", missing_ok=True)
+        self._custom("delete", JOBFLOW, namespace, name, missing_ok=True, query=[("propagationPolicy", "Background")])
 
     # JobFlowTemplates
     def get_jobflowtemplate(self, namespace: str, name: str) -> dict | None:
@@ -208,7 +208,7 @@ class KubeApi:
     def replace_jobflowtemplate_status(self, template: dict) -> dict:
         """PUT status with the read resourceVersion: a concurrent writer makes this fail with Conflict."""
         meta = template["metadata"]
-        return self._custom("replace", JOBFLOWTEMPLATE, meta["namespace"], meta["name"], template)
+        return self._custom("replace", JOBFLOWTEMPLATE, meta["namespace"], meta["name"], template, status=True)
 
     # JobTemplates
     def get_jobtemplate(self, namespace: str, name: str) -> dict | None:
