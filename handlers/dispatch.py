@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from kubernetes.client.rest import ApiException
 from pydantic import ValidationError
 
-from handlers.kube import Conflict, Gone, Unavailable
+from handlers.kube import Conflict, Gone, Rejected, Unavailable
 from handlers.reconciler import Outcome, Reconciler
 from handlers.runs import Runs, RunsOutcome
 from handlers.writes import Writes
@@ -113,7 +113,13 @@ class Dispatcher:
                 for match in matches(template, event):
                     outcome = RunsOutcome(f"{template.namespace}/{template.name}", verdict="event")
                     if match.start is not None:
-                        name, created = runs.start(template.namespace, template.name, match.start)
+                        try:
+                            name, created = runs.start(template.namespace, template.name, match.start)
+                        except Rejected as refused:  # told on the template; retrying the event cannot help
+                            runs.tell(raw, Event(EventType.WARNING, Reason.RUN_REJECTED, str(refused)))
+                            continue
+                        except Gone:  # the template went meanwhile
+                            continue
                         outcome.created += [name] if created else []
                     elif match.error is not None:
                         runs.tell(raw, Event(EventType.WARNING, Reason.RUN_REJECTED, match.error))

@@ -73,3 +73,13 @@ def test_post_trigger_refuses_what_is_not_a_cloudevent_with_400():
     _, _, app = setup()
     reply = app.post("/trigger", data=b"{}")
     assert reply.status_code == 400 and "not a valid CloudEvent" in reply.get_json()["error"]
+
+
+def test_an_event_the_trigger_cannot_read_starts_nothing_and_warns_on_the_template():
+    kube, _, app = setup()
+    event = {"ce-specversion": "1.0", "ce-id": "e2", "ce-type": "com.example.ready", "ce-source": "/s",
+             "content-type": "application/json"}
+    assert app.post("/trigger", headers=event, data=b'{"size": 1}').status_code == 202
+    assert runs(kube) == []
+    [(name, kind, reason, message)] = kube.events
+    assert (name, kind, reason) == ("etl", "Warning", "RunRejected") and "parameter date = 'data.date'" in message
