@@ -324,3 +324,16 @@ spec:
     started_by = sorted(" ".join(line.split()[1:-3]) for line in lines[1:])
     assert started_by == sorted(["manual", "event landing-7 (data-ready)", f"schedule {stamp(hour)}"])
     assert all(line.split()[-3] == "Succeed" for line in lines[1:])
+
+
+def test_our_event_source_wakes_the_template_at_its_next_time_with_no_tick(
+        cluster: LocalCluster, namespace: str, scheduled: Engine, clock: Clock) -> None:
+    apply(cluster, namespace, template("a"))
+    apply(cluster, namespace, jobflowtemplate("punctual", "  schedule: '* * * * *'"))
+    shown = cluster.wait_until("nextScheduleTime", lambda: (
+        the_template(cluster, namespace, "punctual").get("status") or {}).get("nextScheduleTime"), timeout=30)
+    minute = datetime.fromisoformat(shown.replace("Z", "+00:00"))
+    assert runs(cluster, namespace, "punctual") == {}
+    clock.now = minute + timedelta(seconds=2)  # the time comes; nobody sends a tick
+    cluster.wait_until("the run started by the event source's wake-up", lambda: list(
+        runs(cluster, namespace, "punctual")) == [run_name("punctual", minute)], timeout=15)
