@@ -1,7 +1,8 @@
 """List, then watch, one type of object in one namespace (or all), forever; re-list after 410 and on every resync.
 
-What the event source watches is :data:`WATCHED`: every JobFlow, JobTemplate and JobFlowTemplate, and only the vcjobs some JobFlow
-created (a cluster's other vcjobs are none of our business), narrowed on the API server by a label selector.
+What the event source watches is :data:`WATCHED`: every JobFlow, JobTemplate and JobFlowTemplate, and only the
+vcjobs some JobFlow created (a cluster's other vcjobs are none of our business), narrowed on the API server by a
+label selector.
 
 Each (re-)list compares what the API server has with what this watcher last knew, and announces the difference:
 ``add`` for objects that are new to it (so everything at start-up), ``update`` for the ones it knew (a resync
