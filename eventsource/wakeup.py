@@ -6,8 +6,8 @@ Knative the PingSource's tick does, every minute. Our event source has its own, 
 event) one second after that time, so the run starts within about a second of its time rather than at the next
 re-announcement of everything (``RESYNC_SECONDS``). A template whose status names no next time (suspended, no
 schedule), or that is deleted, is dropped; a new status replaces its timer. One timer per scheduled template, so
-no busy loop. The time is the wall clock (``time.time``; tests hand in one they move): the scheduled times are wall-clock
-instants.
+no busy loop. The time is the wall clock (``time.time``; tests hand in one they move): the scheduled times are
+wall-clock instants.
 """
 
 from __future__ import annotations

@@ -124,7 +124,8 @@ def test_a_schedule_in_a_time_zone_starts_one_run_per_scheduled_time_at_the_righ
     assert list(runs(cluster, namespace, "hourly")) == [first]
     clock.now = next_hour + timedelta(hours=1, seconds=2)
     tick(scheduled)
-    assert sorted(runs(cluster, namespace, "hourly")) == sorted([first, run_name("hourly", next_hour + timedelta(hours=1))])
+    second = run_name("hourly", next_hour + timedelta(hours=1))
+    assert sorted(runs(cluster, namespace, "hourly")) == sorted([first, second])
     assert any(reason == "RunStarted" for _, reason, _ in events_of(cluster, namespace, "hourly"))
 
 
