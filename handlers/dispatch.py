@@ -168,9 +168,12 @@ class Dispatcher:
         alive = {raw["metadata"].get("uid") for raw in listed}
         for job in (job for scope in scopes for job in self.kube.list_vcjobs(scope, FLOW_JOBS_SELECTOR)):
             self._release_orphan(job, jobflow_uids=alive)
-        templates = self.runs.every_template(scopes)  # the tick is the schedules' clock
-        result = self._each(raw for raw in listed if can_change(raw))
-        result.templates = templates
+        try:
+            result = self._each(raw for raw in listed if can_change(raw))
+        except PartlyFailed:
+            self.runs.every_template(scopes)  # a JobFlow that cannot be reconciled holds no schedule up
+            raise
+        result.templates = self.runs.every_template(scopes)  # the tick is the schedules' clock
         return result
 
     def _claimants(self, namespace: str, job: str, *, controller: str | None) -> list[dict]:

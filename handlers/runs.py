@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from kubernetes.client.rest import ApiException
+from pydantic import ValidationError
 
 from handlers.kube import Conflict, Exists, Gone, KubeApi, Rejected, Unavailable
 from jobflow_core.events import Event, EventType, Reason
@@ -91,9 +92,17 @@ class Runs:
         raise Conflict(f"JobFlowTemplate {namespace}/{name} kept changing under {MAX_ATTEMPTS} attempts")
 
     def every_template(self, scopes: tuple[str | None, ...]) -> list[RunsOutcome]:
-        """A resync tick: look at every template of the served namespaces (all when ``scopes`` is ``(None,)``)."""
-        return [self.template(raw["metadata"]["namespace"], raw["metadata"]["name"])
-                for scope in scopes for raw in self.kube.list_jobflowtemplates(scope)]
+        """A resync tick: look at every template of the served namespaces (all when ``scopes`` is ``(None,)``). One
+        that cannot be looked at (an object the models cannot read, a refusal, a lost race five times) is logged
+        and holds the others up no more than a JobFlow does; the next tick tries it again."""
+        outcomes = []
+        for raw in (raw for scope in scopes for raw in self.kube.list_jobflowtemplates(scope)):
+            meta = raw["metadata"]
+            try:
+                outcomes.append(self.template(meta["namespace"], meta["name"]))
+            except (ApiException, Conflict, Gone, ValidationError) as error:
+                log.warning("could not look at JobFlowTemplate %s/%s: %s", meta["namespace"], meta["name"], error)
+        return outcomes
 
     def start(self, namespace: str, name: str, start: Start) -> tuple[str, bool]:
         """Start one run by hand or by an event, whatever the schedule says (concurrencyPolicy and suspend are the
