@@ -57,8 +57,9 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
                       NAMESPACES=tuple(n.strip() for n in os.environ.get("NAMESPACES", "").split(",") if n.strip()),
                       SNAPSHOT_KEY=snapshot_key(os.environ))
     from handlers.notify import Notifier
+    from handlers.writes import Writes
 
-    app.config.update(NOTIFIER=Notifier.from_environment(os.environ))
+    app.config.update(NOTIFIER=Notifier.from_environment(os.environ), WRITES=Writes())
     app.config.update(config or {})
     from handlers.admission import bp as admission
     from handlers.routes import bp

@@ -31,7 +31,7 @@ from handlers import metrics
 from handlers.kube import Conflict, Exists, KubeApi, Rejected
 from handlers.notify import Notifier
 from handlers.reads import Read, Reader, Source
-from handlers.writes import WRITES, Replan, Writes
+from handlers.writes import Replan, Writes
 from jobflow_core import Abort, Create, Delete, Event, Plan, Release, UpdateTemplate, WriteStatus, notifications
 from jobflow_core import plan_observation
 from jobflow_core.api import RECORD_FINALIZER
@@ -74,11 +74,11 @@ class _Learned:
 class Reconciler:
     def __init__(self, kube: KubeApi, *, clock: Callable[[], datetime], recheck_seconds: int = 10,
                  probe_timeout: float = 1.0, notifier: Notifier | None = None, namespaces: tuple[str, ...] = (),
-                 writes: Writes = WRITES) -> None:
+                 writes: Writes | None = None) -> None:
         self.kube, self.clock, self.recheck_seconds = kube, clock, recheck_seconds
         self.namespaces = namespaces  # served; empty: every namespace (the resync's lists are cluster-wide)
         self.reader = Reader(kube, probe_timeout=probe_timeout)
-        self.notifier, self.writes = notifier, writes
+        self.notifier, self.writes = notifier, writes or Writes()
 
     def jobflow(self, namespace: str, name: str, *, known: dict | None = None,
                 snapshot: dict | None = None) -> Outcome:

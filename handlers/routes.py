@@ -31,7 +31,8 @@ def _reconciler() -> Reconciler:
     clock = current_app.config.get("CLOCK") or (lambda: datetime.now(UTC))
     return Reconciler(kube, clock=clock, recheck_seconds=current_app.config["RECHECK_SECONDS"],
                       probe_timeout=current_app.config["PROBE_TIMEOUT_SECONDS"],
-                      notifier=current_app.config.get("NOTIFIER"), namespaces=current_app.config["NAMESPACES"])
+                      notifier=current_app.config.get("NOTIFIER"), namespaces=current_app.config["NAMESPACES"],
+                      writes=current_app.config["WRITES"])
 
 
 def _error(status: int, message: str, **extra: object):

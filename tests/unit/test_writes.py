@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from handlers.kube import Conflict
-from handlers.writes import Replan, Writes
+from handlers.writes import REMEMBERED_TEMPLATES, Replan, Writes
 from jobflow_core import UpdateTemplate
 from jobflow_core.api import JOBFLOW, JOBTEMPLATE
 from jobflow_core.models import FlowState, JobFlowStatus
@@ -101,3 +101,73 @@ def test_a_planned_jobflow_status_that_loses_a_race_asks_for_a_new_plan():
     kube.put(kube.stored(JOBFLOW, NS, "f"))  # someone wrote after our read
     with pytest.raises(Replan):
         writes.planned(kube, flow, JobFlowStatus(state=FlowState(phase="Running")))
+
+
+class CountingReads(MemoryKube):
+    """Counts the template GETs and the PUTs answered 409."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gets = self.conflicts = 0
+
+    def get_jobtemplate(self, namespace: str, name: str) -> dict | None:
+        self.gets += 1
+        return super().get_jobtemplate(namespace, name)
+
+    def replace_jobtemplate_status(self, template: dict) -> dict:
+        try:
+            return super().replace_jobtemplate_status(template)
+        except Conflict:
+            self.conflicts += 1
+            raise
+
+
+def test_the_next_write_to_a_template_starts_from_what_this_process_wrote_there_last():
+    kube, writes = CountingReads(), Writes()
+    put_template(kube)
+    stale = kube.get_jobtemplate(NS, "t")  # a reconcile's read, made before the writes below
+    for i in range(1, 6):
+        writes.template(kube, NS, "t", UpdateTemplate("t", runs=(run(i),)).apply)
+    writes.template(kube, NS, "t", UpdateTemplate("t", added=("f9-t",)).apply, read=stale)
+    status = kube.stored(JOBTEMPLATE, NS, "t")["status"]
+    assert (status["runs"], status["jobDependsOnList"]) == (5, ["f9-t"])
+    assert (kube.gets, kube.conflicts) == (2, 0)  # the one above and the first write's: no GET since, no lost race
+
+
+def test_a_template_another_process_wrote_since_is_read_again_and_nothing_is_lost():
+    kube, writes = CountingReads(), Writes()
+    put_template(kube)
+    writes.template(kube, NS, "t", UpdateTemplate("t", runs=(run(1),)).apply)
+    stored = kube.stored(JOBTEMPLATE, NS, "t")  # another handler process records a run of its own
+    kube.put(stored | {"status": {**stored["status"], "runs": 2, "succeeded": 2}})
+    writes.template(kube, NS, "t", UpdateTemplate("t", runs=(run(3),)).apply)
+    status = kube.stored(JOBTEMPLATE, NS, "t")["status"]
+    assert status["runs"] == 3 and kube.conflicts == 1
+
+
+def test_a_template_deleted_and_made_again_gets_none_of_the_old_ones_statistics():
+    kube, writes = CountingReads(), Writes()
+    put_template(kube)
+    writes.template(kube, NS, "t", UpdateTemplate("t", runs=(run(1), run(2))).apply)
+    kube.remove(JOBTEMPLATE, NS, "t")
+    put_template(kube)
+    writes.template(kube, NS, "t", UpdateTemplate("t", runs=(run(3),)).apply)
+    assert kube.stored(JOBTEMPLATE, NS, "t")["status"]["runs"] == 1
+
+
+def test_a_handler_remembers_only_its_last_writes_to_so_many_templates():
+    kube, writes = MemoryKube(), Writes()
+    for i in range(REMEMBERED_TEMPLATES + 5):
+        put_template(kube, f"t{i}")
+        writes.template(kube, NS, f"t{i}", UpdateTemplate(f"t{i}", added=(f"x-t{i}",)).apply)
+    assert len(writes._written) == REMEMBERED_TEMPLATES
+    assert (NS, "t0") not in writes._written and (NS, f"t{REMEMBERED_TEMPLATES + 4}") in writes._written
+
+
+def test_a_template_deleted_since_this_process_wrote_it_takes_the_change_nowhere():
+    kube, writes = MemoryKube(), Writes()
+    put_template(kube)
+    writes.template(kube, NS, "t", UpdateTemplate("t", runs=(run(1),)).apply)
+    kube.remove(JOBTEMPLATE, NS, "t")
+    writes.template(kube, NS, "t", UpdateTemplate("t", runs=(run(2),)).apply)  # no error: as when a GET finds none
+    assert kube.stored(JOBTEMPLATE, NS, "t") is None and writes._written == {}
