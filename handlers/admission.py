@@ -1,4 +1,5 @@
-"""Admission webhook routes: ``POST /validate/jobflows`` and ``POST /validate/jobtemplates``.
+"""Admission webhook routes: ``POST /validate/jobflows``, ``/validate/jobtemplates`` and
+``/validate/jobflowtemplates``.
 
 The API server POSTs an ``admission.k8s.io/v1`` AdmissionReview and expects one back with status 200; the
 decision itself is made by the pure core (:mod:`jobflow_core.admission`). A body that is not JSON, or not an
@@ -30,7 +31,7 @@ def _freeze_what_is_loaded(_state) -> None:
     gc.freeze()
 
 
-@bp.post("/validate/<any(jobflows, jobtemplates):resource>")
+@bp.post("/validate/<any(jobflows, jobtemplates, jobflowtemplates):resource>")
 def validate(resource: str):
     # Imported on the first review: a handler that only reconciles (the usual one) never loads the webhooks' core.
     from jobflow_core.admission import KINDS, BadReview, review

@@ -38,7 +38,7 @@ from urllib3.exceptions import HTTPError
 
 from apiclient import connect
 from handlers import metrics
-from jobflow_core.api import COMMAND, JOBFLOW, JOBTEMPLATE, VCJOB, ApiType
+from jobflow_core.api import COMMAND, JOBFLOW, JOBFLOWTEMPLATE, JOBTEMPLATE, VCJOB, ApiType
 
 COMPONENT = "volcano-jobflow-handler"
 
@@ -184,6 +184,31 @@ class KubeApi:
         """PUT status with the read resourceVersion: a concurrent writer makes this fail with Conflict."""
         meta = flow["metadata"]
         return self._custom("replace", JOBFLOW, meta["namespace"], meta["name"], flow, status=True)
+
+    def list_runs(self, namespace: str, label_selector: str) -> list[dict]:
+        """The JobFlows of ``namespace`` that match ``label_selector`` (a JobFlowTemplate's runs)."""
+        return self._custom("list", JOBFLOW, namespace, query=[("labelSelector", label_selector)]).get("items", [])
+
+    def create_jobflow(self, body: dict) -> dict:
+        """Create a JobFlow (a run); raises Exists when one of that name is there already."""
+        return self._custom("create", JOBFLOW, body["metadata"]["namespace"], body=body)
+
+    def delete_jobflow(self, namespace: str, name: str) -> None:
+        """Delete a JobFlow and, through their owner references, its vcjobs; gone already is as good."""
+        self._custom("delete", JOBFLOW, namespace, name, missing_ok=True, query=[("propagationPolicy", "Background")])
+
+    # JobFlowTemplates
+    def get_jobflowtemplate(self, namespace: str, name: str) -> dict | None:
+        return self._custom("get", JOBFLOWTEMPLATE, namespace, name, missing_ok=True)
+
+    def list_jobflowtemplates(self, namespace: str | None = None) -> list[dict]:
+        """The JobFlowTemplates of ``namespace``, or of every namespace when it is None."""
+        return self._custom("list", JOBFLOWTEMPLATE, namespace or None).get("items", [])
+
+    def replace_jobflowtemplate_status(self, template: dict) -> dict:
+        """PUT status with the read resourceVersion: a concurrent writer makes this fail with Conflict."""
+        meta = template["metadata"]
+        return self._custom("replace", JOBFLOWTEMPLATE, meta["namespace"], meta["name"], template, status=True)
 
     # JobTemplates
     def get_jobtemplate(self, namespace: str, name: str) -> dict | None:

@@ -10,6 +10,7 @@ object                    group             version      kind          plural
 :data:`JOBFLOW`           flow.volcano.sh   v1alpha1     JobFlow       jobflows
 :data:`JOBTEMPLATE`       flow.volcano.sh   v1alpha1     JobTemplate   jobtemplates
 :data:`VCJOB`             batch.volcano.sh  v1alpha1     Job           jobs
+:data:`JOBFLOWTEMPLATE`   flow.volcano.sh   v1alpha1     JobFlowTemplate  jobflowtemplates (ours)
 ========================  ================  ===========  ============  ===============
 
 The label and annotation keys are upstream Volcano's (its tools select on them), except
@@ -42,10 +43,12 @@ class ApiType:
 JOBFLOW: Final = ApiType("flow.volcano.sh", "v1alpha1", "JobFlow", "jobflows")
 JOBTEMPLATE: Final = ApiType("flow.volcano.sh", "v1alpha1", "JobTemplate", "jobtemplates")
 VCJOB: Final = ApiType("batch.volcano.sh", "v1alpha1", "Job", "jobs")
+JOBFLOWTEMPLATE: Final = ApiType("flow.volcano.sh", "v1alpha1", "JobFlowTemplate", "jobflowtemplates")
+"""Ours: a JobFlow that starts itself, on a schedule, an event or by hand (:mod:`jobflow_core.schedules`)."""
 COMMAND: Final = ApiType("bus.volcano.sh", "v1alpha1", "Command", "commands")
 """Volcano's: an action for its job controller to carry out on a vcjob (we send ``AbortJob``)."""
 
-API_TYPES: Final = (JOBFLOW, JOBTEMPLATE, VCJOB)
+API_TYPES: Final = (JOBFLOW, JOBTEMPLATE, VCJOB, JOBFLOWTEMPLATE)
 """The types the engine watches and reconciles."""
 
 
@@ -84,3 +87,16 @@ POD_JOB_NAME: Final = "volcano.sh/job-name"
 """Label Volcano puts on a vcjob's pods: the vcjob's name."""
 POD_TASK_SPEC: Final = "volcano.sh/task-spec"
 """Label Volcano puts on a vcjob's pods: the name of the task the pod belongs to."""
+
+RUN_OF: Final = "flow.volcano.sh/jobflow-template"
+"""Ours, a label of a JobFlow a JobFlowTemplate started (a run): the template's name (:mod:`jobflow_core.runs`)."""
+RUN_CAUSE: Final = "flow.volcano.sh/run-cause"
+"""Ours, an annotation of a run: what started it, ``schedule``, ``manual`` or ``event``."""
+SCHEDULED_TIME: Final = "flow.volcano.sh/scheduled-time"
+"""Ours, an annotation of a scheduled run: the scheduled time it was started for (RFC 3339, UTC)."""
+RUN_TRIGGER: Final = "flow.volcano.sh/trigger"
+"""Ours, an annotation of an event's run: the name of the trigger that matched."""
+EVENT_ID: Final = "flow.volcano.sh/event-id"
+"""Ours, an annotation of an event's run: the CloudEvent's ``id``."""
+EVENT_SOURCE: Final = "flow.volcano.sh/event-source"
+"""Ours, an annotation of an event's run: the CloudEvent's ``source``."""

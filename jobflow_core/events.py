@@ -57,6 +57,20 @@ class Reason(StrEnum):
     """A memoized flow reused a Completed run of the same key instead of running (a Normal event)."""
     INVALID_ITEMS = "InvalidItems"
     """A ``forEach`` flow's items cannot be worked out (its parameter or its target's result is no JSON list)."""
+    RUN_STARTED = "RunStarted"
+    """A JobFlowTemplate started a run (:mod:`jobflow_core.schedules`): which, and for which time or event."""
+    MISS_SCHEDULE = "MissSchedule"
+    """Scheduled times passed without a run (Kubernetes CronJob's reason word)."""
+    RUN_HELD = "RunHeld"
+    """A scheduled run waits (``concurrencyPolicy: Forbid``) or none is scheduled (suspended)."""
+    RUN_REPLACED = "RunReplaced"
+    """``concurrencyPolicy: Replace`` deleted the active runs to start a new one."""
+    RUN_DELETED = "RunDeleted"
+    """A finished run went beyond the history limits and was deleted."""
+    RUN_REJECTED = "RunRejected"
+    """The API server refused a run's JobFlow (the JobFlow CRD's rules, a quota); the message says why."""
+    INVALID_SCHEDULE = "InvalidSchedule"
+    """The schedule or time zone of a JobFlowTemplate cannot be used; no run is scheduled."""
 
 
 @dataclass(frozen=True)

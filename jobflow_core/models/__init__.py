@@ -52,6 +52,16 @@ from jobflow_core.models.jobflow import (
     TcpSocket,
     WaitingFlow,
 )
+from jobflow_core.models.jobflowtemplate import (
+    ConcurrencyPolicy,
+    JobFlowTemplate,
+    JobFlowTemplateSpec,
+    JobFlowTemplateStatus,
+    LastRun,
+    RunMeta,
+    RunTemplate,
+    Trigger,
+)
 from jobflow_core.models.jobtemplate import JobTemplate, JobTemplateStatus, LastFailure, RecentRun
 from jobflow_core.models.vcjob import (
     JobCondition,
@@ -69,6 +79,14 @@ from jobflow_core.models.vcjob import (
 )
 
 __all__ = [
+    "ConcurrencyPolicy",
+    "JobFlowTemplate",
+    "JobFlowTemplateSpec",
+    "JobFlowTemplateStatus",
+    "LastRun",
+    "RunMeta",
+    "RunTemplate",
+    "Trigger",
     "AwaitedOutcome",
     "Backoff",
     "BackoffPolicy",

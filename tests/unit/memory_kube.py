@@ -30,7 +30,7 @@ from typing import Any
 
 
 from handlers.kube import Conflict, Exists, Gone, Rejected
-from jobflow_core.api import COMMAND, JOBFLOW, JOBTEMPLATE, VCJOB, ApiType
+from jobflow_core.api import COMMAND, JOBFLOW, JOBFLOWTEMPLATE, JOBTEMPLATE, VCJOB, ApiType
 from jobflow_core.models import format_time
 
 T0 = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
@@ -137,6 +137,29 @@ class MemoryKube:
     def replace_jobflow_status(self, flow: dict) -> dict:
         self.before_status_write(flow)
         return self._replace_status(JOBFLOW, flow)
+
+    def list_runs(self, namespace: str, label_selector: str) -> list[dict]:
+        return self._list(JOBFLOW, namespace, label_selector)
+
+    def create_jobflow(self, body: dict) -> dict:
+        self.requests += 1
+        meta = body["metadata"]
+        if (JOBFLOW.kind, meta["namespace"], meta["name"]) in self.objects:
+            raise Exists(f"jobflows {meta['name']} already exists")
+        return self.put(body)
+
+    def delete_jobflow(self, namespace: str, name: str) -> None:
+        self.requests += 1
+        self.remove(JOBFLOW, namespace, name)
+
+    def get_jobflowtemplate(self, namespace: str, name: str) -> dict | None:
+        return self._get(JOBFLOWTEMPLATE, namespace, name)
+
+    def list_jobflowtemplates(self, namespace: str | None = None) -> list[dict]:
+        return self._list(JOBFLOWTEMPLATE, namespace or None)
+
+    def replace_jobflowtemplate_status(self, template: dict) -> dict:
+        return self._replace_status(JOBFLOWTEMPLATE, template)
 
     def get_jobtemplate(self, namespace: str, name: str) -> dict | None:
         return self._get(JOBTEMPLATE, namespace, name)
