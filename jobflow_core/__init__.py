@@ -76,6 +76,7 @@ Around the planner:
 * :mod:`~jobflow_core.relevance`: which changes to an object can matter to the engine, which may wait a moment,
   which JobFlow a vcjob's change is about.
 * :mod:`~jobflow_core.routing`: which JobFlows an incoming event concerns, and what a resync looks at.
+* :mod:`~jobflow_core.snapshots`: what an event's snapshot of a JobFlow holds, how big it may be, how it is signed.
 * :mod:`~jobflow_core.conversion`: JobTemplate <-> vcjob, the same spec under two kinds, for the CLI.
 
 Runs that start themselves (JobFlowTemplates):
