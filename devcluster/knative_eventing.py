@@ -241,6 +241,7 @@ MANIFESTS = ("base/broker.yaml", "base/dead-letters.yaml", "base/handler.yaml", 
              "pingsource.yaml")
 HANDLER_NAMESPACE = "volcano-jobflow"
 WIRING = (("Broker", "jobflow"), ("Trigger", "jobflow-jobflows"), ("Trigger", "jobflow-jobtemplates"),
+          ("Trigger", "jobflow-jobflowtemplates"), ("Trigger", "jobflow-run-triggers"),
           ("Trigger", "jobflow-vcjobs"), ("Trigger", "jobflow-resync"), ("ApiServerSource", "jobflow-objects"),
           ("PingSource", "jobflow-resync"))
 

@@ -4,7 +4,8 @@
 and calls it, and the tests call it with a short ``watch_seconds`` to run the real event source in-process::
 
     watchers (one per watched type and namespace) ──put──▶ Outbox ──POST──▶ sink
-        ├── JobFlows also go to the Rechecker ────put─────┘  (senders threads) │
+        ├── JobFlows also go to the Rechecker ────put─────┤  (senders threads) │
+        ├── JobFlowTemplates also go to the Waker ─put────┘                     │
         └── every change goes to the WatchCache ◀── snapshots, answers ─────────┘
 
 With a key (``snapshot_key``), each event about a JobFlow or one of its vcjobs carries that JobFlow's snapshot from
@@ -13,7 +14,7 @@ handler's answers are read: the JobFlows it wrote go into the cache, and the Job
 event's) are queued, one event each (:mod:`handlers.dispatch`).
 
 Every thread is a daemon and ends soon after :meth:`EventSource.stop`: the senders after the POST in hand, the
-rechecker within a second, a watcher when its current watch request ends (within ``watch_seconds``).
+rechecker and the waker within a second, a watcher when its current watch request ends (within ``watch_seconds``).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from kubernetes import client
@@ -31,8 +32,9 @@ from eventsource import cloudevent, metrics
 from eventsource.cache import WatchCache
 from eventsource.outbox import DEFAULT_HOLD_SECONDS, Outbox
 from eventsource.recheck import Rechecker
+from eventsource.wakeup import Waker
 from eventsource.watcher import WATCH_SECONDS, WATCHED, Watcher
-from jobflow_core.api import JOBFLOW
+from jobflow_core.api import JOBFLOW, JOBFLOWTEMPLATE
 from jobflow_core.snapshots import SIGNATURE_EXTENSION
 
 log = logging.getLogger("eventsource")
@@ -98,7 +100,7 @@ def start(api: client.ApiClient, *, sink: str, namespaces: Sequence[str], mode: 
           resync_seconds: float, senders: int, overrides: Mapping[str, str] | None = None,
           ca_certs: str | None = None, watch_seconds: int = WATCH_SECONDS,
           hold: float = DEFAULT_HOLD_SECONDS, snapshot_key: bytes | None = None,
-          replies: bool = False) -> EventSource:
+          replies: bool = False, clock: Callable[[], float] = time.time) -> EventSource:
     """Watch :data:`~eventsource.watcher.WATCHED` in ``namespaces`` (none: all namespaces) through ``api`` and POST
     every change to ``sink`` as ApiServerSource would, with ``senders`` events in flight at most.
 
@@ -106,7 +108,7 @@ def start(api: client.ApiClient, *, sink: str, namespaces: Sequence[str], mode: 
     how often every object is re-announced, ``watch_seconds`` how long one watch request lasts, ``hold`` how long
     a change that may wait is held for the next (:class:`~eventsource.outbox.Outbox`), ``snapshot_key`` the key
     snapshots are signed with (none: events carry none), ``replies`` whether the sink is the handler itself, whose
-    answers are then read.
+    answers are then read, ``clock`` the wall clock the JobFlowTemplates' wake-ups are timed by (tests move it).
     """
     source = api.configuration.host  # ApiServerSource's ``source``: the API server's URL
     cache = WatchCache()
@@ -115,14 +117,16 @@ def start(api: client.ApiClient, *, sink: str, namespaces: Sequence[str], mode: 
     outbox = Outbox(sink, encoder, ca_certs=ca_certs, hold=hold,
                     on_answer=(lambda body: answered(cache, outbox, body)) if replies else None)
     stopping = threading.Event()
-    rechecker = Rechecker(outbox, stopping)
+    rechecker, waker = Rechecker(outbox, stopping), Waker(outbox, stopping, clock=clock)
+    observers = {JOBFLOW: rechecker.observe, JOBFLOWTEMPLATE: waker.observe}
     threads = [threading.Thread(target=outbox.run, name=f"sender-{i}", daemon=True) for i in range(senders)]
     threads.append(threading.Thread(target=rechecker.run, name="recheck", daemon=True))
+    threads.append(threading.Thread(target=waker.run, name="wakeup", daemon=True))
     for api_type, label_selector in WATCHED.items():
         for namespace in namespaces or [None]:
             watcher = Watcher(api, api_type, namespace, outbox, resync_seconds=resync_seconds, stop=stopping,
                               label_selector=label_selector, watch_seconds=watch_seconds,
-                              observer=rechecker.observe if api_type is JOBFLOW else None, cache=cache)
+                              observer=observers.get(api_type), cache=cache)
             threads.append(threading.Thread(target=watcher.run, name=f"watch-{api_type.plural}", daemon=True))
     for thread in threads:
         thread.start()

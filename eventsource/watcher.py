@@ -1,7 +1,8 @@
 """List, then watch, one type of object in one namespace (or all), forever; re-list after 410 and on every resync.
 
-What the event source watches is :data:`WATCHED`: every JobFlow and JobTemplate, and only the vcjobs some JobFlow
-created (a cluster's other vcjobs are none of our business), narrowed on the API server by a label selector.
+What the event source watches is :data:`WATCHED`: every JobFlow, JobTemplate and JobFlowTemplate, and only the
+vcjobs some JobFlow created (a cluster's other vcjobs are none of our business), narrowed on the API server by a
+label selector.
 
 Each (re-)list compares what the API server has with what this watcher last knew, and announces the difference:
 ``add`` for objects that are new to it (so everything at start-up), ``update`` for the ones it knew (a resync
@@ -28,7 +29,7 @@ from eventsource.cache import WatchCache
 from eventsource.cloudevent import Change, Envelope
 from eventsource.outbox import Outbox
 from eventsource import metrics
-from jobflow_core.api import JOBFLOW, JOBTEMPLATE, VCJOB, ApiType
+from jobflow_core.api import JOBFLOW, JOBFLOWTEMPLATE, JOBTEMPLATE, VCJOB, ApiType
 from jobflow_core.naming import FLOW_JOBS_SELECTOR
 from jobflow_core.relevance import fingerprint, phase_of
 
@@ -36,7 +37,8 @@ log = logging.getLogger("eventsource.watcher")
 
 WATCH_SECONDS = 240  # a watch request's server-side timeout; the loop simply opens the next one
 
-WATCHED: Final[Mapping[ApiType, str | None]] = {JOBFLOW: None, JOBTEMPLATE: None, VCJOB: FLOW_JOBS_SELECTOR}
+WATCHED: Final[Mapping[ApiType, str | None]] = {JOBFLOW: None, JOBTEMPLATE: None, VCJOB: FLOW_JOBS_SELECTOR,
+                                                JOBFLOWTEMPLATE: None}
 """Each watched type, with the label selector its lists and watches carry (None: every object of the type)."""
 
 CHANGES = {"ADDED": Change.ADD, "MODIFIED": Change.UPDATE, "DELETED": Change.DELETE}

@@ -1,4 +1,5 @@
-"""Admission webhook routes: ``POST /validate/jobflows`` and ``POST /validate/jobtemplates``.
+"""Admission webhook routes: ``POST /validate/jobflows``, ``/validate/jobtemplates`` and
+``/validate/jobflowtemplates``.
 
 The API server POSTs an ``admission.k8s.io/v1`` AdmissionReview and expects one back with status 200; the
 decision itself is made by the pure core (:mod:`jobflow_core.admission`). A body that is not JSON, or not an
@@ -34,7 +35,7 @@ def _freeze_what_is_loaded(_state) -> None:
     gc.freeze()
 
 
-@bp.post("/validate/<any(jobflows, jobtemplates):resource>")
+@bp.post("/validate/<any(jobflows, jobtemplates, jobflowtemplates):resource>")
 def validate(resource: str):
     # Imported on the first review: a handler that only reconciles (the usual one) never loads the webhooks' core.
     from jobflow_core.admission import KINDS, BadReview, review
@@ -62,6 +63,7 @@ def _capacity_warnings(body: dict) -> list[str]:
     from handlers.kube import KubeApi, shared_client
     from handlers.queues import QueueReader
     from jobflow_core.models import JobFlow, JobTemplate
+    from jobflow_core.naming import template_name
     from jobflow_core.queueing import queue_of, unschedulable
 
     admission = body.get("request") or {}
@@ -72,7 +74,7 @@ def _capacity_warnings(body: dict) -> list[str]:
         raw.setdefault("metadata", {}).setdefault("namespace", admission.get("namespace"))
         jobflow = JobFlow.model_validate(raw)
         kube = current_app.config.get("KUBE") or KubeApi(shared_client())
-        names = {flow.name for flow in jobflow.spec.flows or ()}
+        names = {template_name(flow) for flow in jobflow.spec.flows or ()}
         templates = {t["metadata"]["name"]: JobTemplate.model_validate(t)
                      for t in kube.list_jobtemplates(jobflow.namespace) if t["metadata"]["name"] in names}
         queues = sorted({queue_of(t.spec.to_wire()) for t in templates.values()})

@@ -33,11 +33,15 @@ from dataclasses import dataclass, field
 from kubernetes.client.rest import ApiException
 from pydantic import ValidationError
 
-from handlers.kube import Conflict, Gone, Unavailable
+from handlers.kube import Conflict, Gone, Rejected, Unavailable
 from handlers.reconciler import Outcome, Reconciler
+from handlers.runs import Runs, RunsOutcome
 from handlers.writes import Writes
 from jobflow_core import UpdateTemplate
-from jobflow_core.api import RECORD_FINALIZER
+from jobflow_core.api import RECORD_FINALIZER, RUN_OF
+from jobflow_core.events import Event, EventType, Reason
+from jobflow_core.models import JobFlowPhase, JobFlowTemplate
+from jobflow_core.triggers import Incoming, matches
 from jobflow_core.models import VcJob
 from jobflow_core.naming import FLOW_JOBS_SELECTOR, jobs_of_template_selector
 from jobflow_core.routing import (can_change, controller_name, flows_of_job, jobflows_of_job, orphan_to_release,
@@ -66,6 +70,8 @@ class Result:
 
     outcomes: list[Outcome] = field(default_factory=list)
     handed: list[tuple[str, str]] = field(default_factory=list)
+    templates: list[RunsOutcome] = field(default_factory=list)
+    """The JobFlowTemplates looked at (:mod:`handlers.runs`)."""
 
 
 class Dispatcher:
@@ -77,8 +83,52 @@ class Dispatcher:
     def writes(self) -> Writes:
         return self.reconciler.writes
 
+    @property
+    def runs(self) -> Runs:
+        return Runs(self.kube, clock=self.reconciler.clock)
+
     def jobflow(self, namespace: str, name: str, *, snapshot: dict | None = None) -> Result:
-        return Result([self.reconciler.jobflow(namespace, name, snapshot=snapshot)])
+        """Reconcile the JobFlow; when it is a JobFlowTemplate's run that has just ended, look at its template too
+        (its active runs, history, and a run ``Forbid`` held)."""
+        return self._runs_ended(Result([self.reconciler.jobflow(namespace, name, snapshot=snapshot)]))
+
+    def _runs_ended(self, result: Result) -> Result:
+        """Look at the JobFlowTemplate of each run this result's reconciles just saw end (their status write
+        recorded ``Succeed`` or ``Failed``): its ``active`` list, ``lastSuccessfulTime``, history limits, and a run
+        ``Forbid`` held follow at once instead of at the next tick."""
+        for outcome in result.outcomes:
+            meta = (outcome.written or {}).get("metadata") or {}
+            template = (meta.get("labels") or {}).get(RUN_OF)
+            if template and outcome.status_written and outcome.phase in (JobFlowPhase.SUCCEED, JobFlowPhase.FAILED):
+                result.templates.append(self.runs.template(meta["namespace"], template))
+        return result
+
+    def cloudevent(self, event: Incoming) -> Result:
+        """Any other CloudEvent (``POST /trigger``): each JobFlowTemplate of the served namespaces whose triggers
+        match it starts a run (:mod:`jobflow_core.triggers`); the run's name makes a repeated event start one."""
+        result, runs = Result(), self.runs
+        for scope in self.reconciler.namespaces or (None,):
+            for raw in self.kube.list_jobflowtemplates(scope):
+                template = JobFlowTemplate.model_validate(raw)
+                for match in matches(template, event):
+                    outcome = RunsOutcome(f"{template.namespace}/{template.name}", verdict="event")
+                    if match.start is not None:
+                        try:
+                            name, created = runs.start(template.namespace, template.name, match.start)
+                        except Rejected as refused:  # told on the template; retrying the event cannot help
+                            runs.tell(raw, Event(EventType.WARNING, Reason.RUN_REJECTED, str(refused)))
+                            continue
+                        except Gone:  # the template went meanwhile
+                            continue
+                        outcome.created += [name] if created else []
+                    elif match.error is not None:
+                        runs.tell(raw, Event(EventType.WARNING, Reason.RUN_REJECTED, match.error))
+                    result.templates.append(outcome)
+        return result
+
+    def jobflowtemplate(self, namespace: str, name: str) -> Result:
+        """A JobFlowTemplate came or changed: its schedule's status follows at once (and what is due starts)."""
+        return Result(templates=[self.runs.template(namespace, name)])
 
     def jobtemplate(self, namespace: str, name: str) -> Result:
         """A JobTemplate appeared or changed: refresh its ``jobDependsOnList``, and the JobFlows still waiting for
@@ -96,12 +146,12 @@ class Dispatcher:
         owner = (snapshot or {}).get("jobflow") or {}
         if controller is not None and (owner.get("metadata") or {}).get("name") == controller \
                 and flows_of_job(owner, name):
-            result = Result([self.reconciler.jobflow(namespace, controller, snapshot=snapshot)])
+            result = self._runs_ended(Result([self.reconciler.jobflow(namespace, controller, snapshot=snapshot)]))
         else:
             candidates = self._claimants(namespace, name, controller=controller)
             if not candidates:
                 self._release_orphan(self.kube.get_vcjob(namespace, name), jobflow_uids=())
-            result = self._each(candidates, inline=True)
+            result = self._runs_ended(self._each(candidates, inline=True))
         if deleted and self.kube.get_vcjob(namespace, name) is None:
             for raw in self.kube.list_jobtemplates(namespace):
                 if name in ((raw.get("status") or {}).get("jobDependsOnList") or ()):
@@ -112,13 +162,19 @@ class Dispatcher:
 
     def resync(self) -> Result:
         """Reconcile every JobFlow that can still change, and let go of vcjobs whose JobFlow is gone (the safety
-        net for lost events)."""
+        net for lost events); start the scheduled runs that are due (:mod:`handlers.runs`)."""
         scopes: tuple[str | None, ...] = self.reconciler.namespaces or (None,)
         listed = [raw for scope in scopes for raw in self.kube.list_jobflows(scope)]
         alive = {raw["metadata"].get("uid") for raw in listed}
         for job in (job for scope in scopes for job in self.kube.list_vcjobs(scope, FLOW_JOBS_SELECTOR)):
             self._release_orphan(job, jobflow_uids=alive)
-        return self._each(raw for raw in listed if can_change(raw))
+        try:
+            result = self._each(raw for raw in listed if can_change(raw))
+        except PartlyFailed:
+            self.runs.every_template(scopes)  # a JobFlow that cannot be reconciled holds no schedule up
+            raise
+        result.templates = self.runs.every_template(scopes)  # the tick is the schedules' clock
+        return result
 
     def _claimants(self, namespace: str, job: str, *, controller: str | None) -> list[dict]:
         """The JobFlows that claim vcjob ``job``: the one its controller names when that one does, else every one of

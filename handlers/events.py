@@ -80,6 +80,19 @@ def parse_cloudevent(headers: dict[str, str], body: bytes) -> Any:
         raise BadEvent(f"not a valid CloudEvent (binary or structured HTTP mode): {error}") from None
 
 
+def data_of(event: Any) -> Any:
+    """An event's data as JSON when it is JSON (bytes or text that parse), else as sent (text), None if none."""
+    data = event.get_data()
+    if isinstance(data, bytes):
+        data = data.decode("utf-8", errors="replace")
+    if isinstance(data, str) and data:
+        try:
+            return json.loads(data)
+        except (ValueError, RecursionError):
+            return data
+    return data
+
+
 def _data_dict(event: Any) -> dict[str, Any]:
     data = event.get_data()
     if isinstance(data, (bytes, str)) and data:

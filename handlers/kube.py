@@ -38,7 +38,7 @@ from urllib3.exceptions import HTTPError
 
 from apiclient import connect
 from handlers import metrics
-from jobflow_core.api import COMMAND, JOBFLOW, JOBTEMPLATE, QUEUE, VCJOB, ApiType
+from jobflow_core.api import COMMAND, JOBFLOW, JOBFLOWTEMPLATE, JOBTEMPLATE, QUEUE, VCJOB, ApiType
 
 COMPONENT = "volcano-jobflow-handler"
 
@@ -185,6 +185,31 @@ class KubeApi:
         meta = flow["metadata"]
         return self._custom("replace", JOBFLOW, meta["namespace"], meta["name"], flow, status=True)
 
+    def list_runs(self, namespace: str, label_selector: str) -> list[dict]:
+        """The JobFlows of ``namespace`` that match ``label_selector`` (a JobFlowTemplate's runs)."""
+        return self._custom("list", JOBFLOW, namespace, query=[("labelSelector", label_selector)]).get("items", [])
+
+    def create_jobflow(self, body: dict) -> dict:
+        """Create a JobFlow (a run); raises Exists when one of that name is there already."""
+        return self._custom("create", JOBFLOW, body["metadata"]["namespace"], body=body)
+
+    def delete_jobflow(self, namespace: str, name: str) -> None:
+        """Delete a JobFlow and, through their owner references, its vcjobs; gone already is as good."""
+        self._custom("delete", JOBFLOW, namespace, name, missing_ok=True, query=[("propagationPolicy", "Background")])
+
+    # JobFlowTemplates
+    def get_jobflowtemplate(self, namespace: str, name: str) -> dict | None:
+        return self._custom("get", JOBFLOWTEMPLATE, namespace, name, missing_ok=True)
+
+    def list_jobflowtemplates(self, namespace: str | None = None) -> list[dict]:
+        """The JobFlowTemplates of ``namespace``, or of every namespace when it is None."""
+        return self._custom("list", JOBFLOWTEMPLATE, namespace or None).get("items", [])
+
+    def replace_jobflowtemplate_status(self, template: dict) -> dict:
+        """PUT status with the read resourceVersion: a concurrent writer makes this fail with Conflict."""
+        meta = template["metadata"]
+        return self._custom("replace", JOBFLOWTEMPLATE, meta["namespace"], meta["name"], template, status=True)
+
     # JobTemplates
     def get_jobtemplate(self, namespace: str, name: str) -> dict | None:
         return self._custom("get", JOBTEMPLATE, namespace, name, missing_ok=True)
@@ -241,6 +266,21 @@ class KubeApi:
     def get_priority_class(self, name: str) -> dict | None:
         return self._call("get", "GET", "/apis/scheduling.k8s.io/v1/priorityclasses/{name}", {"name": name},
                           missing_ok=True)
+    # The memoization cache: one ConfigMap per namespace (jobflow_core.memo)
+    def get_configmap(self, namespace: str, name: str) -> dict | None:
+        return self._call("get", "GET", "/api/v1/namespaces/{namespace}/configmaps/{name}",
+                          {"namespace": namespace, "name": name}, missing_ok=True)
+
+    def create_configmap(self, body: dict) -> None:
+        """Create a ConfigMap; raises Exists when one of that name is there already."""
+        self._call("create", "POST", "/api/v1/namespaces/{namespace}/configmaps",
+                   {"namespace": body["metadata"]["namespace"]}, body=body)
+
+    def replace_configmap(self, body: dict) -> None:
+        """PUT with the read resourceVersion: a concurrent writer makes this fail with Conflict."""
+        meta = body["metadata"]
+        self._call("replace", "PUT", "/api/v1/namespaces/{namespace}/configmaps/{name}",
+                   {"namespace": meta["namespace"], "name": meta["name"]}, body=body)
 
     # Pods (for the HTTP and TCP probes)
     def list_pods(self, namespace: str, label_selector: str) -> list[dict]:

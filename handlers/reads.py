@@ -31,6 +31,8 @@ from jobflow_core import Observation, observe, templates_needed
 from jobflow_core.conditions import result_of_pods
 from jobflow_core.models import JobFlow, JobTemplate, VcJob
 from jobflow_core.naming import jobs_of_jobflow_selector, pods_of_job_selector
+from jobflow_core.api import MEMO_CACHE
+from jobflow_core.memo import Entry, entries_of
 
 LIST_TEMPLATES_FROM = 3
 """A plan that needs this many JobTemplates or more reads them with one LIST of the namespace's, not a GET each."""
@@ -99,6 +101,13 @@ class Reader:
             listed = {raw["metadata"]["name"]: raw for raw in self.kube.list_jobtemplates(namespace)}
             return {name: listed[name] for name in needed if name in listed}
         return {name: found for name in needed if (found := self.kube.get_jobtemplate(namespace, name))}
+
+    def memo(self, observation: Observation) -> dict[str, Entry] | None:
+        """The namespace's memoized runs (jobflow_core.memo), read only when a memoized flow may start now."""
+        if not any(view.flow.memoize is not None for view in observation.candidates):
+            return None
+        found = self.kube.get_configmap(observation.jobflow.namespace, MEMO_CACHE)
+        return entries_of((found or {}).get("data"))
 
     @staticmethod
     def models(templates: dict[str, dict]) -> dict[str, JobTemplate]:

@@ -35,7 +35,7 @@ from handlers.queues import QueueReader
 from handlers.reads import Read, Reader, Source
 from handlers.writes import Replan, Writes
 from jobflow_core import Abort, Create, Delete, Event, Plan, Release, UpdateTemplate, WriteStatus, notifications
-from jobflow_core import plan_observation
+from jobflow_core import Memoize, plan_observation
 from jobflow_core.api import RECORD_FINALIZER
 from jobflow_core.models import JobFlow, JobFlowPhase, VcJob
 from jobflow_core.phase import regresses
@@ -115,7 +115,7 @@ class Reconciler:
         models = self.reader.models(templates)
         plan = plan_observation(observation, templates=models, recheck_seconds=self.recheck_seconds,
                                 rejections=learned.rejections, notify=self.notifier is not None,
-                                queues=self.queues.views(observation, models))
+                                memo=self.reader.memo(observation), queues=self.queues.views(observation, models))
         held = {n.id for n in notifications.pending(observation.jobflow.status)} if self.notifier else set()
         self._act(read, plan, outcome, learned, now=now, templates=templates, held=held)
 
@@ -130,6 +130,8 @@ class Reconciler:
             match action:
                 case UpdateTemplate(name=name):
                     self.writes.template(self.kube, namespace, name, action.apply, read=templates.pop(name, None))
+                case Memoize(key=key, entry=entry):
+                    self.writes.memo(self.kube, namespace, key, entry)
                 case WriteStatus(status=status, events=events, rerun_accepted=rerun_accepted):
                     before = ((raw.get("status") or {}).get("state") or {}).get("phase")
                     after = status.state.phase if status.state else None

@@ -9,15 +9,16 @@ from flask import Blueprint, current_app, jsonify, request
 from kubernetes.client.rest import ApiException
 from pydantic import ValidationError
 
-from jobflow_core.api import JOBFLOW, JOBTEMPLATE, VCJOB
+from jobflow_core.api import JOBFLOW, JOBFLOWTEMPLATE, JOBTEMPLATE, VCJOB
 
 from handlers import metrics
-from handlers.events import BadEvent, Hint, hint_from_request
+from handlers.events import BadEvent, Hint, data_of, hint_from_request, parse_cloudevent
 from handlers.kube import Conflict, KubeApi, Unavailable, shared_client
 from handlers.dispatch import Dispatcher, PartlyFailed, Result
 from handlers.reconciler import Reconciler
 from handlers.writes import Replan
 from jobflow_core.snapshots import trim_jobflow
+from jobflow_core.triggers import incoming
 
 log = logging.getLogger("handlers")
 bp = Blueprint("handlers", __name__)
@@ -48,6 +49,8 @@ def dispatch(dispatcher: Dispatcher, hint: Hint) -> Result:
         return dispatcher.jobflow(hint.namespace, hint.name, snapshot=hint.snapshot)
     if hint.about is JOBTEMPLATE:
         return dispatcher.jobtemplate(hint.namespace, hint.name)
+    if hint.about is JOBFLOWTEMPLATE:
+        return dispatcher.jobflowtemplate(hint.namespace, hint.name)
     return dispatcher.vcjob(hint.namespace, hint.name, controller=hint.controller, deleted=hint.deleted,
                             snapshot=hint.snapshot)
 
@@ -97,6 +100,10 @@ def _run(handle, *, replies: bool = False):
         log.info("reconciled %s from %s: phase=%s created=%s deleted=%s status_written=%s attempts=%d",
                  outcome.jobflow, outcome.source, outcome.phase, outcome.created, outcome.deleted,
                  outcome.status_written, outcome.attempts)
+    for looked in result.templates:
+        if looked.created or looked.deleted or looked.status_written:
+            log.info("JobFlowTemplate %s: %s created=%s deleted=%s status_written=%s", looked.template,
+                     looked.verdict, looked.created, looked.deleted, looked.status_written)
     if result.handed:
         log.info("handed %d JobFlow(s) back to the event source", len(result.handed))
     return _answer(result, replies=replies)
@@ -119,6 +126,23 @@ def receive_event():
              hint.name)
     reply = _run(lambda: dispatch(Dispatcher(_reconciler(), hand_back=hint.replies), hint), replies=hint.replies)
     metrics.EVENTS.labels(metrics.event_type_label(hint.event_type), str(reply[1])).inc()
+    return reply
+
+
+@bp.post("/trigger")
+def receive_trigger_event():
+    """Any CloudEvent that may start runs of JobFlowTemplates (their ``spec.triggers``); 202 whether or not one
+    matched (an event nobody listens to is not an error), 400 for a request that is not a CloudEvent."""
+    try:
+        event = parse_cloudevent(dict(request.headers), request.get_data())
+    except BadEvent as error:
+        metrics.EVENTS.labels("invalid", "400").inc()
+        return _error(400, str(error))
+    attributes = {key: event.get_attributes().get(key) for key in ("id", "source", "type", "subject", "time")}
+    if attributes["time"] is not None and not isinstance(attributes["time"], str):
+        attributes["time"] = attributes["time"].isoformat()
+    reply = _run(lambda: Dispatcher(_reconciler()).cloudevent(incoming(attributes, data_of(event))))
+    metrics.EVENTS.labels("trigger", str(reply[1])).inc()
     return reply
 
 

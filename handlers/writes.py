@@ -33,7 +33,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from handlers import metrics
-from handlers.kube import Conflict, Gone, KubeApi
+from handlers.kube import Conflict, Exists, Gone, KubeApi
+from jobflow_core.api import MEMO_CACHE
+from jobflow_core.memo import Entry, with_entry
 from jobflow_core.models import JobFlow, JobFlowStatus, JobTemplate, JobTemplateStatus
 from jobflow_core.snapshots import newer
 
@@ -63,6 +65,9 @@ class _Batch:
     waiting: list[_Ticket] = field(default_factory=list)
 
 
+MEMO_ATTEMPTS = 5
+
+
 class Writes:
     """The handler process's writer (one per app, hence per process: the group commit needs to see every thread)."""
 
@@ -80,6 +85,25 @@ class Writes:
             raise Replan(f"status write lost a race: {lost}") from lost
         metrics.STATUS_WRITES.inc()
         return written
+
+    @staticmethod
+    def memo(kube: KubeApi, namespace: str, key: str, entry: Entry) -> None:
+        """Store a memoized run in the namespace's cache ConfigMap (jobflow_core.memo), creating it when missing;
+        a concurrent writer's change is read again and kept (a few attempts, then Replan: the event is retried)."""
+        for _ in range(MEMO_ATTEMPTS):
+            found = kube.get_configmap(namespace, MEMO_CACHE)
+            data = with_entry((found or {}).get("data"), key, entry)
+            try:
+                if found is None:
+                    kube.create_configmap({"apiVersion": "v1", "kind": "ConfigMap", "data": data, "metadata": {
+                        "name": MEMO_CACHE, "namespace": namespace,
+                        "labels": {"app.kubernetes.io/managed-by": "jobflow-engine"}}})
+                else:
+                    kube.replace_configmap({**found, "data": data})
+                return
+            except (Conflict, Exists):
+                metrics.CONFLICTS.labels("ConfigMap").inc()
+        raise Replan(f"the memoization cache {namespace}/{MEMO_CACHE} kept changing")
 
     def flow_change(self, kube: KubeApi, namespace: str, name: str, change: FlowChange, *,
                     read: dict | None = None) -> dict | None:

@@ -17,6 +17,7 @@ The objects:
 * :mod:`~jobflow_core.models.jobflow`: the JobFlow, field for field, with upstream's JSON names.
 * :mod:`~jobflow_core.models.jobtemplate`: the JobTemplate, field for field.
 * :mod:`~jobflow_core.models.vcjob`: the Volcano job (vcjob), the fields the engine reads and keeps.
+* :mod:`~jobflow_core.models.jobflowtemplate`: the JobFlowTemplate (ours): a JobFlow that starts itself.
 * :mod:`~jobflow_core.api`: the API identity: group, version, kind, plural, label and annotation keys.
 * :mod:`~jobflow_core.naming`: vcjob names, ``createdBy`` labels, owner references, whether a vcjob is ours.
 * :mod:`~jobflow_core.durations`: how a duration is written (Go's ``time.Duration.String``).
@@ -59,6 +60,8 @@ Deciding:
 * :mod:`~jobflow_core.resources`: what a vcjob's gang requests at once, in Kubernetes quantities.
 * :mod:`~jobflow_core.queueing`: when a JobFlow may start on a Volcano queue it shares: started JobFlows and older
   ones first, what can never run never started.
+* :mod:`~jobflow_core.outputs`: which targets' results a patch reads, where they may go, how big they may be.
+* :mod:`~jobflow_core.memo`: a memoized flow's cache key, whether a recent Completed run is reused, what is stored.
 
 Writing it down:
 
@@ -81,6 +84,14 @@ Around the planner:
 * :mod:`~jobflow_core.routing`: which JobFlows an incoming event concerns, and what a resync looks at.
 * :mod:`~jobflow_core.snapshots`: what an event's snapshot of a JobFlow holds, how big it may be, how it is signed.
 * :mod:`~jobflow_core.conversion`: JobTemplate <-> vcjob, the same spec under two kinds, for the CLI.
+
+Runs that start themselves (JobFlowTemplates):
+
+* :mod:`~jobflow_core.cron`: which minutes a cron schedule names in its time zone, and when it next fires.
+* :mod:`~jobflow_core.runs`: a run's name by what started it, its JobFlow, and what is read back from one.
+* :mod:`~jobflow_core.schedules`: whether a scheduled run starts, waits, is missed or replaces one, from one table.
+* :mod:`~jobflow_core.triggers`: which CloudEvents start a run, and with which parameters (CEL).
+* :mod:`~jobflow_core.jobflowtemplate_validation`: whether a JobFlowTemplate's schedule, triggers and run are valid.
 """
 
 from jobflow_core.decisions import templates_needed
@@ -90,6 +101,7 @@ from jobflow_core.planner import (
     Abort,
     Create,
     Delete,
+    Memoize,
     Plan,
     UpdateTemplate,
     Release,
@@ -99,6 +111,7 @@ from jobflow_core.planner import (
 )
 from jobflow_core.probes import CheckKind, CheckResult, NetworkCheck
 
-__all__ = ["Abort", "CheckKind", "CheckResult", "Create", "Delete", "Event", "EventType", "NetworkCheck", "Observation",
+__all__ = ["Abort", "CheckKind", "CheckResult", "Create", "Delete", "Event", "EventType", "Memoize", "NetworkCheck",
+           "Observation",
            "Plan", "Reason", "Release", "UpdateTemplate", "WriteStatus", "observe", "plan", "plan_observation",
            "templates_needed"]

@@ -1,11 +1,13 @@
 """The admission webhooks' decisions, over plain JSON: an AdmissionReview in, an AdmissionReview out.
 
-The API server sends ``admission.k8s.io/v1`` AdmissionReviews for every CREATE and UPDATE of a JobFlow or
-JobTemplate (``manifests/webhook/``). :func:`review` answers one, with the same checks the planner uses, so
+The API server sends ``admission.k8s.io/v1`` AdmissionReviews for every CREATE and UPDATE of a JobFlow,
+JobTemplate or JobFlowTemplate (``manifests/webhook/``). :func:`review` answers one, with the same checks the planner uses, so
 what the webhook rejects and what the planner fails are one set of rules with one set of messages:
 
 * JobFlows: :func:`jobflow_core.validation.validate` (a DAG of defined, unique, well-named flows; probes);
-* JobTemplates: :func:`jobflow_core.template_validation.validate_template` (Volcano's vcjob rules).
+* JobTemplates: :func:`jobflow_core.template_validation.validate_template` (Volcano's vcjob rules);
+* JobFlowTemplates: :func:`jobflow_core.jobflowtemplate_validation.validate_jobflowtemplate` (the schedule, the
+  time zone, the triggers and the JobFlow each run would be).
 
 A request is allowed when the object has no error. A denial carries ``status.code`` 422 and ``reason: Invalid``
 and a message listing the problems (the first :data:`MAX_LISTED`), each with what to do; the API server prefixes
@@ -30,8 +32,10 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from jobflow_core.models import JobFlow, JobTemplate
+from jobflow_core.jobflowtemplate_validation import validate_jobflowtemplate
+from jobflow_core.models import JobFlow, JobFlowTemplate, JobTemplate
 from jobflow_core.api import JOBFLOW as JOBFLOW_TYPE
+from jobflow_core.api import JOBFLOWTEMPLATE as JOBFLOWTEMPLATE_TYPE
 from jobflow_core.api import JOBTEMPLATE as JOBTEMPLATE_TYPE
 from jobflow_core.api import ApiType
 from jobflow_core.template_validation import validate_template
@@ -76,7 +80,8 @@ class Reviewed:
 
 JOBFLOW = Reviewed(JOBFLOW_TYPE, JobFlow, validate, jobflow_update_warnings)
 JOBTEMPLATE = Reviewed(JOBTEMPLATE_TYPE, JobTemplate, validate_template, jobtemplate_update_warnings)
-KINDS = {reviewed.api_type.plural: reviewed for reviewed in (JOBFLOW, JOBTEMPLATE)}
+JOBFLOWTEMPLATE = Reviewed(JOBFLOWTEMPLATE_TYPE, JobFlowTemplate, validate_jobflowtemplate, lambda old, new: [])
+KINDS = {reviewed.api_type.plural: reviewed for reviewed in (JOBFLOW, JOBTEMPLATE, JOBFLOWTEMPLATE)}
 """By resource (plural), as in the webhook paths ``/validate/<resource>``."""
 
 

@@ -10,6 +10,7 @@ object                    group             version      kind          plural
 :data:`JOBFLOW`           flow.volcano.sh   v1alpha1     JobFlow       jobflows
 :data:`JOBTEMPLATE`       flow.volcano.sh   v1alpha1     JobTemplate   jobtemplates
 :data:`VCJOB`             batch.volcano.sh  v1alpha1     Job           jobs
+:data:`JOBFLOWTEMPLATE`   flow.volcano.sh   v1alpha1     JobFlowTemplate  jobflowtemplates (ours)
 ========================  ================  ===========  ============  ===============
 
 The label and annotation keys are upstream Volcano's (its tools select on them), except
@@ -42,12 +43,14 @@ class ApiType:
 JOBFLOW: Final = ApiType("flow.volcano.sh", "v1alpha1", "JobFlow", "jobflows")
 JOBTEMPLATE: Final = ApiType("flow.volcano.sh", "v1alpha1", "JobTemplate", "jobtemplates")
 VCJOB: Final = ApiType("batch.volcano.sh", "v1alpha1", "Job", "jobs")
+JOBFLOWTEMPLATE: Final = ApiType("flow.volcano.sh", "v1alpha1", "JobFlowTemplate", "jobflowtemplates")
+"""Ours: a JobFlow that starts itself, on a schedule, an event or by hand (:mod:`jobflow_core.schedules`)."""
 COMMAND: Final = ApiType("bus.volcano.sh", "v1alpha1", "Command", "commands")
 QUEUE: Final = ApiType("scheduling.volcano.sh", "v1beta1", "Queue", "queues")
 """Volcano's queue (cluster-scoped): the engine reads its ``capability`` (:mod:`jobflow_core.queueing`)."""
 """Volcano's: an action for its job controller to carry out on a vcjob (we send ``AbortJob``)."""
 
-API_TYPES: Final = (JOBFLOW, JOBTEMPLATE, VCJOB)
+API_TYPES: Final = (JOBFLOW, JOBTEMPLATE, VCJOB, JOBFLOWTEMPLATE)
 """The types the engine watches and reconciles."""
 
 
@@ -66,6 +69,10 @@ ITEM_INDEX: Final = "flow.volcano.sh/item-index"
 """Ours, a label and annotation of an item's vcjob (and its pods) in a ``forEach`` flow: the item's index."""
 ITERATION: Final = "flow.volcano.sh/iteration"
 """Ours, a label and annotation of an iteration's vcjob (and its pods) in a ``repeat`` flow: its index, from 0."""
+MEMO_KEY: Final = "flow.volcano.sh/memo-key"
+"""Annotation of a memoized flow's vcjob: the cache key its run is stored under once it Completed."""
+MEMO_CACHE: Final = "jobflow-memo"
+"""The ConfigMap of each namespace that holds its memoized runs (:mod:`jobflow_core.memo`)."""
 RERUN: Final = "flow.volcano.sh/rerun"
 """Ours, an annotation of a JobFlow: a new value asks to run its failed flows again (``kubectl jobflow retry``)."""
 RERUN_FLOWS: Final = "flow.volcano.sh/rerun-flows"
@@ -85,3 +92,16 @@ POD_JOB_NAME: Final = "volcano.sh/job-name"
 """Label Volcano puts on a vcjob's pods: the vcjob's name."""
 POD_TASK_SPEC: Final = "volcano.sh/task-spec"
 """Label Volcano puts on a vcjob's pods: the name of the task the pod belongs to."""
+
+RUN_OF: Final = "flow.volcano.sh/jobflow-template"
+"""Ours, a label of a JobFlow a JobFlowTemplate started (a run): the template's name (:mod:`jobflow_core.runs`)."""
+RUN_CAUSE: Final = "flow.volcano.sh/run-cause"
+"""Ours, an annotation of a run: what started it, ``schedule``, ``manual`` or ``event``."""
+SCHEDULED_TIME: Final = "flow.volcano.sh/scheduled-time"
+"""Ours, an annotation of a scheduled run: the scheduled time it was started for (RFC 3339, UTC)."""
+RUN_TRIGGER: Final = "flow.volcano.sh/trigger"
+"""Ours, an annotation of an event's run: the name of the trigger that matched."""
+EVENT_ID: Final = "flow.volcano.sh/event-id"
+"""Ours, an annotation of an event's run: the CloudEvent's ``id``."""
+EVENT_SOURCE: Final = "flow.volcano.sh/event-source"
+"""Ours, an annotation of an event's run: the CloudEvent's ``source``."""

@@ -13,6 +13,8 @@ here by ``cel-python`` (a maintained implementation), never by a hand-written in
 ``targets.<flow>.attempts``              how many attempts it took
 ``jobflow.name``, ``.namespace``,        the JobFlow's
 ``.labels``, ``.annotations``
+``jobflow.outcome``, ``.failedFlows``,   in a ``finally`` flow: how the other flows ended
+``.errors``                              (:func:`jobflow_core.outcomes.jobflow_outcome`)
 ``params.<name>``                        a parameter's value, a string (``double(params.threshold)``)
 =======================================  ==========================================================================
 
@@ -128,6 +130,64 @@ def evaluate(expression: str, *, variables: Mapping[str, Any]) -> Verdict:
     if not isinstance(value, celpy.celtypes.BoolType):
         return Verdict(holds=False, error=f"it gives {type(value).__name__} {value}, not a bool")
     return Verdict(holds=bool(value))
+
+
+def _run(expression: str, variables: Mapping[str, Any], *, prefix: str) -> tuple[Any, str | None]:
+    """The CEL value of ``expression`` over ``variables``, or None and why there is none (``prefix`` starts it)."""
+    import celpy
+
+    try:
+        value = _program(expression).evaluate(celpy.json_to_cel(dict(variables)))
+    except celpy.CELParseError:
+        return None, f"{prefix}is not CEL: {compile_error(expression)}"
+    except celpy.CELEvalError as error:
+        return None, f"{prefix}cannot be evaluated: {_first_line(error)}"
+    if isinstance(value, celpy.CELEvalError):
+        return None, f"{prefix}cannot be evaluated: {_first_line(value)}"
+    return value, None
+
+
+def evaluate_value(expression: str, *, variables: Mapping[str, Any]) -> tuple[Any, str | None]:
+    """The value of the CEL ``expression`` over ``variables`` as plain Python (a string stays a string), or why it
+    has none: ``(value, None)`` or ``(None, error)``."""
+    value, error = _run(expression, variables, prefix="")
+    return (None, error) if error is not None else (_plain(value), None)
+
+
+def value_text(expression: str, *, variables: Mapping[str, Any]) -> tuple[str | None, str | None]:
+    """The value of CEL ``expression`` over ``variables`` as a parameter's text (a string as it is, a bool as
+    ``true``/``false``, anything else as compact JSON), or None and why it could not be evaluated
+    (a JobFlowTemplate trigger's ``parameters``, :mod:`jobflow_core.triggers`)."""
+    value, error = _run(expression, variables, prefix="it ")
+    return (None, error) if error is not None else (_text(value), None)
+
+
+def _text(value: Any) -> str:
+    import celpy
+
+    if isinstance(value, celpy.celtypes.BoolType):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return str(value)
+    return json.dumps(_plain(value), separators=(",", ":"))
+
+
+def _plain(value: Any) -> Any:
+    import celpy
+
+    if isinstance(value, celpy.celtypes.BoolType):
+        return bool(value)
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, float):
+        return float(value)
+    if isinstance(value, int):
+        return int(value)
+    return str(value)
 
 
 def _first_line(error: Exception) -> str:

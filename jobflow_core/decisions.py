@@ -19,6 +19,8 @@ its next attempt waits out the retry backoff (:mod:`jobflow_core.retries`) wait
 its probe can never pass as written (a task its target does not have)   blocked  ProbeTaskNotFound
 its ``when`` condition cannot be evaluated                              blocked  ConditionError
 its targets are not ready (not Completed, or a probe has not passed)    wait
+the results its patch reads are not known yet (:mod:`jobflow_core.outputs`) wait
+its patch cannot take its targets' results (a missing key, too long)    blocked  InvalidResult
 its items are not known yet (a ``forEach`` over a result not read yet)  wait
 its items cannot be worked out (:mod:`jobflow_core.items`)              blocked  InvalidItems
 its ``forEach`` already runs ``parallelism`` items                      wait
@@ -26,6 +28,8 @@ a vcjob that this JobFlow does not control holds its vcjob name         blocked 
 the JobFlow already succeeded (its spec was edited since)               held
 its JobTemplate does not exist                                          blocked  TemplateNotFound
 its JobTemplate, with the flow's patch, would make an invalid vcjob     blocked  InvalidTemplate
+its ``memoize.key`` cannot be evaluated (:mod:`jobflow_core.memo`)      blocked  MemoKeyError
+a Completed run of its memoize key is recent enough                     cached   Cached
 the API server refused its vcjob (e.g. Volcano's webhook)               blocked  JobRejected
 its gang asks more than its Volcano queue can ever hold                 blocked  Unschedulable
 its JobFlow has not started, and its queue has no room for it yet       wait
@@ -38,6 +42,7 @@ that passes them all needs its JobTemplate read (:func:`templates_needed`), so t
 for flows that are about to start. A new rule (a condition, a retry, a timeout) is a new row here plus its tests.
 """
 
+import copy
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -52,7 +57,13 @@ from jobflow_core.jobs import build_job
 from jobflow_core.queueing import (RECHECK_SECONDS, Admission, QueueView, first_stages_admission, never_fits,
                                    queue_of)
 from jobflow_core.models import JobSpec, JobTemplate, format_time
+from jobflow_core.naming import template_name
+from jobflow_core.api import MEMO_KEY
+from jobflow_core.memo import Entry, declared_key, key_value, lookup, spec_key
 from jobflow_core.observation import Observation
+from jobflow_core.parameters import values
+from jobflow_core.outcomes import unread
+from jobflow_core.outputs import flow_references, referenced_targets, resolve, results_read
 from jobflow_core.views import FlowView
 from jobflow_core.retries import delay_seconds, due, max_attempts, recheck_seconds
 from jobflow_core.template_validation import validate_template
@@ -68,6 +79,8 @@ class Verdict(StrEnum):
     """The flow waits for its dependencies; nothing is wrong."""
     BLOCKED = "blocked"
     """The flow cannot start until someone fixes something; the message says what."""
+    CACHED = "cached"
+    """A memoized flow reuses a Completed run of the same key instead of running (:mod:`jobflow_core.memo`)."""
     START = "start"
 
 
@@ -76,11 +89,13 @@ class FlowFacts:
     worked out only when a rule first asks, so flows that wait never touch a template."""
 
     def __init__(self, view: FlowView, *, observation: Observation, templates: Mapping[str, JobTemplate],
-                 rejections: Mapping[str, str], queues: Mapping[str, QueueView] | None = None,
-                 admission: Admission | None = None) -> None:
+                 rejections: Mapping[str, str], memo: Mapping[str, Entry] | None = None,
+                 queues: Mapping[str, QueueView] | None = None, admission: Admission | None = None) -> None:
         self.view, self.observation = view, observation
         self.readiness: Readiness = observation.readiness[view.name]
         self._templates, self._rejections = templates, rejections
+        self.memo = memo or {}
+        """The namespace's memoized runs by key (:mod:`jobflow_core.memo`); empty when none was read."""
         self.queues = queues or {}
         self.admission = admission
         """For a JobFlow that has not started: whether its queue lets it start now (None: not asked)."""
@@ -90,8 +105,12 @@ class FlowFacts:
         return self.observation.jobflow.namespace
 
     @property
+    def template_name(self) -> str:
+        return template_name(self.view.flow)
+
+    @property
     def template(self) -> JobTemplate | None:
-        return self._templates.get(self.view.name)
+        return self._templates.get(self.template_name)
 
     @property
     def retry_due(self) -> datetime | None:
@@ -101,14 +120,64 @@ class FlowFacts:
         return due(self.view.flow, after=self.view.current.number, ended=self.view.current.ended_at)
 
     @cached_property
-    def manifest(self) -> dict[str, Any]:
-        """The vcjob this flow would create (its template must exist)."""
+    def target_values(self) -> tuple[dict[str, str], list[str]]:
+        """The values of the flow's ``{{targets...}}`` placeholders, and why some have none
+        (:mod:`jobflow_core.outputs`)."""
+        refs = flow_references(self.view.flow)
+        if not refs:
+            return {}, []
+        outcomes = self.observation.outcomes
+        jobflow = self.observation.jobflow
+        own = {"name": jobflow.name, "namespace": jobflow.namespace}
+        if self.view.flow.final:
+            outcome = outcomes.jobflow_outcome()
+            own |= {"outcome": outcome["outcome"], "failedFlows": outcome["failedFlows"],
+                    "firstError": next(iter(outcome["errors"].values()), "")}
+        return resolve(refs, variables_of={ref.target: outcomes.variables(ref.target) for ref in refs
+                                           if ref.target is not None}, jobflow=own)
+
+    @cached_property
+    def _built(self) -> dict[str, Any]:
         assert self.template is not None, "only rules after the template check read the manifest"
         # The PriorityClass is one for the whole cluster: any queue read says whether it is installed.
         queue = next(iter(self.queues.values()), None)
         priority = queue.priority_class if queue is not None and self.observation.started else None
         return build_job(self.observation.jobflow, flow=self.view.name, template=self.template,
-                         attempt=self.view.next_attempt, item=self.view.item, priority_class=priority)
+                         attempt=self.view.next_attempt, item=self.view.item, targets=self.target_values[0],
+                         priority_class=priority)
+
+    @cached_property
+    def memo_key(self) -> tuple[str | None, str | None]:
+        """A memoized flow's cache key, or why it has none (:mod:`jobflow_core.memo`); ``(None, None)`` for a flow
+        that is not memoized."""
+        flow, namespace = self.view.flow, self.namespace
+        if flow.memoize is None:
+            return None, None
+        if flow.memoize.key is None:
+            return spec_key(namespace=namespace, spec=self._built["spec"]), None
+        outcomes, jobflow = self.observation.outcomes, self.observation.jobflow
+        targets = flow.depends_on.targets or () if flow.depends_on else ()
+        value, error = key_value(flow, variables={
+            "params": values(jobflow), "jobflow": {"name": jobflow.name, "namespace": namespace},
+            "targets": {target: outcomes.variables(target) for target in targets}})
+        if error is not None:
+            return None, error
+        return declared_key(namespace=namespace, template=self.template_name, value=value or ""), None
+
+    @cached_property
+    def memo_hit(self) -> Entry | None:
+        key = self.memo_key[0]
+        return lookup(self.memo, key, flow=self.view.flow, now=self.observation.now) if key else None
+
+    @cached_property
+    def manifest(self) -> dict[str, Any]:
+        """The vcjob this flow would create (its template must exist); a memoized one carries its cache key."""
+        key = self.memo_key[0]
+        if key is None:
+            return self._built
+        manifest = copy.deepcopy(self._built)
+        manifest["metadata"]["annotations"][MEMO_KEY] = key
+        return manifest
 
     @property
     def queue(self) -> QueueView | None:
@@ -208,6 +277,25 @@ def _not_ready(facts: FlowFacts) -> str | None:
     return facts.readiness.message if not facts.readiness.ready else None
 
 
+def _results_unknown(facts: FlowFacts) -> str | None:
+    outcomes = facts.observation.outcomes
+    reading = results_read(facts.view.flow)
+    waiting = [target for target in referenced_targets(facts.view.flow) if outcomes.of.get(target) is None
+               or (target in reading and target in outcomes.fates and unread(outcomes.fates[target]))]
+    if not waiting:
+        return None
+    names = ", ".join(f'"{target}"' for target in waiting)
+    return f"waiting for the result of {names} (its patch reads it)"
+
+
+def _results_unusable(facts: FlowFacts) -> str | None:
+    problems = facts.target_values[1]
+    if not problems:
+        return None
+    return f'flow "{facts.view.name}": its patch cannot take its targets\' results: ' + "; ".join(problems) + \
+        " (fix flows[].patch, or what the target writes)"
+
+
 def _items_unknown(facts: FlowFacts) -> str | None:
     if not facts.view.placeholder:
         return None
@@ -241,7 +329,7 @@ def _name_taken(facts: FlowFacts) -> str | None:
 def _template_missing(facts: FlowFacts) -> str | None:
     if facts.template is not None:
         return None
-    return (f'JobTemplate "{facts.namespace}/{facts.view.name}" not found: '
+    return (f'JobTemplate "{facts.namespace}/{facts.template_name}" not found: '
             "create it (kubectl apply -f ...) and the flow will continue")
 
 
@@ -249,15 +337,27 @@ def _template_invalid(facts: FlowFacts) -> str | None:
     if not facts.template_errors:
         return None
     errors = "; ".join(str(error) for error in facts.template_errors)
-    return (f'JobTemplate "{facts.namespace}/{facts.view.name}" (with the flow\'s patch) would make an '
+    return (f'JobTemplate "{facts.namespace}/{facts.template_name}" (with the flow\'s patch) would make an '
             f"invalid vcjob: {errors}")
+
+
+def _memo_key_error(facts: FlowFacts) -> str | None:
+    return facts.memo_key[1]
+
+
+def _cached(facts: FlowFacts) -> str | None:
+    entry = facts.memo_hit
+    if entry is None:
+        return None
+    return (f'flow "{facts.view.name}" not run: it reuses the run of vcjob {entry.job}, Completed at '
+            f"{format_time(entry.completed)} (memoize, key {facts.memo_key[0][:12]})")
 
 
 def _refused(facts: FlowFacts) -> str | None:
     if facts.rejection is None:
         return None
     return (f'the API server refused vcjob "{facts.view.next_job_name}": {facts.rejection} '
-            f'(fix JobTemplate "{facts.namespace}/{facts.view.name}" or the cluster; the flow will retry)')
+            f'(fix JobTemplate "{facts.namespace}/{facts.template_name}" or the cluster; the flow will retry)')
 
 
 def _never_fits(facts: FlowFacts) -> str | None:
@@ -283,6 +383,9 @@ READINESS_RULES: Final = (
     StartRule("its probe can never pass as written", Verdict.BLOCKED, Reason.PROBE_TASK_NOT_FOUND, _broken_probe),
     StartRule("its condition cannot be evaluated", Verdict.BLOCKED, Reason.CONDITION_ERROR, _condition_error),
     StartRule("its targets are not ready", Verdict.WAIT, None, _not_ready),
+    StartRule("the results its patch reads are not known yet", Verdict.WAIT, None, _results_unknown),
+    StartRule("its patch cannot take its targets' results", Verdict.BLOCKED, Reason.INVALID_RESULT,
+              _results_unusable),
     StartRule("its items are not known yet", Verdict.WAIT, None, _items_unknown),
     StartRule("its items cannot be worked out", Verdict.BLOCKED, Reason.INVALID_ITEMS, _items_invalid),
     StartRule("its forEach already runs parallelism items", Verdict.WAIT, None, _no_free_slot),
@@ -296,6 +399,8 @@ TEMPLATE_RULES: Final = (
     StartRule("its JobTemplate does not exist", Verdict.BLOCKED, Reason.TEMPLATE_NOT_FOUND, _template_missing),
     StartRule("its JobTemplate, patched, would make an invalid vcjob", Verdict.BLOCKED, Reason.INVALID_TEMPLATE,
               _template_invalid),
+    StartRule("its memoize.key cannot be evaluated", Verdict.BLOCKED, Reason.MEMO_KEY_ERROR, _memo_key_error),
+    StartRule("a Completed run of its memoize key is recent enough", Verdict.CACHED, Reason.CACHED, _cached),
     StartRule("the API server refused its vcjob", Verdict.BLOCKED, Reason.JOB_REJECTED, _refused),
 )
 """The rules that read the flow's JobTemplate."""
@@ -324,6 +429,8 @@ class FlowDecision:
     readiness: Readiness
     manifest: dict[str, Any] | None = None
     """The vcjob to create, for a flow that starts."""
+    cached: Entry | None = None
+    """The memoized run a flow reuses instead of starting (:mod:`jobflow_core.memo`)."""
     recheck_seconds: int | None = None
     """For a wait on time (a backoff): how often to look again."""
     admission: Admission | None = None
@@ -346,12 +453,14 @@ def decide(facts: FlowFacts, rules: tuple[StartRule, ...] = START_RULES) -> Flow
             manifest = facts.manifest if rule.verdict is Verdict.START else None
             return FlowDecision(view=facts.view, rule=rule, message=message, readiness=facts.readiness,
                                 manifest=manifest, recheck_seconds=rule.recheck(facts) if rule.recheck else None,
+                                cached=facts.memo_hit if rule.verdict is Verdict.CACHED else None,
                                 admission=facts.admission)
     return None
 
 
 def decide_all(observation: Observation, *, templates: Mapping[str, JobTemplate],
                rejections: Mapping[str, str] | None = None,
+               memo: Mapping[str, Entry] | None = None,
                queues: Mapping[str, QueueView] | None = None) -> list[FlowDecision]:
     """A decision for every flow that needs a vcjob, in spec order. ``queues``: the Volcano queues of the flows
     that would start, as the shell read them (:mod:`jobflow_core.queueing`; none: nothing is held back)."""
@@ -359,7 +468,7 @@ def decide_all(observation: Observation, *, templates: Mapping[str, JobTemplate]
         decisions = []
         for view in observation.undecided:
             facts = FlowFacts(view, observation=observation, templates=templates, rejections=rejections or {},
-                              queues=queues, admission=admission)
+                              memo=memo, queues=queues, admission=admission)
             decision = decide(facts)
             assert decision is not None, "the last rule always holds"
             decisions.append(decision)
@@ -374,9 +483,10 @@ def decide_all(observation: Observation, *, templates: Mapping[str, JobTemplate]
 def templates_needed(observation: Observation) -> list[str]:
     """The JobTemplates the plan will read: those of the flows no readiness rule holds back, and, on a JobFlow's
     first reconcile, every flow's, for its run-time estimate (:mod:`jobflow_core.eta`)."""
-    starting = [view.name for view in observation.candidates
+    starting = [view.flow for view in observation.candidates
                 if decide(FlowFacts(view, observation=observation, templates={}, rejections={}),
                           READINESS_RULES) is None]
+    estimated = (observation.node(name).flow for name in observation.estimates_needed())
     whole = observation.jobflow.spec.whole_flow_admission and starting and not observation.started
-    every = [node.name for node in observation.nodes] if whole else []  # its widest stage decides when it starts
-    return list(dict.fromkeys([*starting, *observation.estimates_needed(), *every]))
+    every = [node.flow for node in observation.nodes] if whole else []  # its widest stage decides when it starts
+    return list(dict.fromkeys(template_name(flow) for flow in (*starting, *estimated, *every)))

@@ -6,6 +6,7 @@ compute ourselves must look the same. The rules: zero is ``0s``; under a second 
 leading zero units left out.
 """
 
+import re
 from datetime import timedelta
 
 _NANOS_PER = {"ns": 1, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
@@ -37,3 +38,18 @@ def _decimal(amount: int, unit: int) -> str:
         return str(whole)
     digits = len(str(unit)) - 1
     return f"{whole}.{fraction:0{digits}d}".rstrip("0")
+
+
+_GO_DURATION = re.compile(r"(?:(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h))+")
+_GO_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
+_SECONDS_PER = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1, "m": 60, "h": 3600}
+
+
+def parse_go_duration(text: str) -> float | None:
+    """The seconds a Go duration string (``metav1.Duration``: ``30s``, ``5m``, ``1h30m``, ``0``) stands for, or
+    None when it is not one (``1d`` and ``5min`` are not: Go has no day unit)."""
+    if text == "0":
+        return 0.0
+    if not _GO_DURATION.fullmatch(text):
+        return None
+    return sum(float(number) * _SECONDS_PER[unit] for number, unit in _GO_PART.findall(text))

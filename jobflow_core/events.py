@@ -49,6 +49,12 @@ class Reason(StrEnum):
     """A flow's ``when`` condition cannot be evaluated: it waits until the JobFlow is fixed."""
     DEPENDENCY_NOT_MET = "DependencyNotMet"
     """A flow is Skipped: what it waits for its targets to do can no longer happen (a Normal event)."""
+    INVALID_RESULT = "InvalidResult"
+    """A flow's patch reads a target's result that cannot go into it (a key it does not have, too long)."""
+    MEMO_KEY_ERROR = "MemoKeyError"
+    """A memoized flow's ``memoize.key`` cannot be evaluated: it waits until the JobFlow is fixed."""
+    CACHED = "Cached"
+    """A memoized flow reused a Completed run of the same key instead of running (a Normal event)."""
     INVALID_ITEMS = "InvalidItems"
     """A ``forEach`` flow's items cannot be worked out (its parameter or its target's result is no JSON list)."""
     WAITING_FOR_QUEUE = "WaitingForQueue"
@@ -57,6 +63,20 @@ class Reason(StrEnum):
     UNSCHEDULABLE = "Unschedulable"
     """A flow's vcjob could never be scheduled: its gang asks more than its Volcano queue can ever hold, or Volcano
     says so of a vcjob that waits (:mod:`jobflow_core.queueing`)."""
+    RUN_STARTED = "RunStarted"
+    """A JobFlowTemplate started a run (:mod:`jobflow_core.schedules`): which, and for which time or event."""
+    MISS_SCHEDULE = "MissSchedule"
+    """Scheduled times passed without a run (Kubernetes CronJob's reason word)."""
+    RUN_HELD = "RunHeld"
+    """A scheduled run waits (``concurrencyPolicy: Forbid``) or none is scheduled (suspended)."""
+    RUN_REPLACED = "RunReplaced"
+    """``concurrencyPolicy: Replace`` deleted the active runs to start a new one."""
+    RUN_DELETED = "RunDeleted"
+    """A finished run went beyond the history limits and was deleted."""
+    RUN_REJECTED = "RunRejected"
+    """The API server refused a run's JobFlow (the JobFlow CRD's rules, a quota); the message says why."""
+    INVALID_SCHEDULE = "InvalidSchedule"
+    """The schedule or time zone of a JobFlowTemplate cannot be used; no run is scheduled."""
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,8 @@ For flow ``b`` of JobFlow ``test`` in namespace ``default`` the manifest is::
                          controller: true, blockOwnerDeletion: true}]
       finalizers: [flow.volcano.sh/keep-record]   (only with spec.ttlSecondsAfterFinished, see below)
     spec: <the JobTemplate's spec, with the flow's patch.jobSpec merged in (jobflow_core.patching), its
-           {{params.NAME}} placeholders replaced by the JobFlow's parameters (jobflow_core.parameters)>
+           {{params.NAME}} placeholders replaced by the JobFlow's parameters (jobflow_core.parameters) and its
+           {{targets.NAME.result}} ones by its targets' results (jobflow_core.outputs)>
 
 A flow with ``retry`` (and any attempt after the first, a rerun's too) also gets the label and annotation
 ``flow.volcano.sh/attempt: "<n>"``, on the vcjob and on
@@ -49,12 +50,14 @@ from jobflow_core.patching import merge_job_spec
 
 
 def build_job(jobflow: JobFlow, *, flow: str, template: JobTemplate, attempt: int = 1,
-              item: Item | None = None, priority_class: str | None = None) -> dict[str, Any]:
+              item: Item | None = None, targets: Mapping[str, str] | None = None,
+              priority_class: str | None = None) -> dict[str, Any]:
     """The vcjob manifest for attempt ``attempt`` of ``flow`` (of its ``item``) of ``jobflow``, ready to POST;
+    ``targets``: the values of its patch's ``{{targets...}}`` placeholders (:mod:`jobflow_core.outputs`);
     ``priority_class`` is set as its ``priorityClassName`` unless the template names one."""
     spec_flow = _flow_named(jobflow, flow)
-    keys = created_by(jobflow, flow)
-    spec = job_spec(template, flow=spec_flow, params=values(jobflow), item=item)
+    keys = created_by(jobflow, template.name)
+    spec = job_spec(template, flow=spec_flow, params=values(jobflow), item=item, targets=targets)
     if priority_class is not None and not spec.get("priorityClassName"):
         spec["priorityClassName"] = priority_class
     pod_keys = {}
@@ -117,14 +120,14 @@ def abort_command(job: VcJob, *, reason: str, message: str) -> dict[str, Any]:
 
 
 def job_spec(template: JobTemplate, *, flow: Flow | None = None, params: Mapping[str, str] | None = None,
-             item: Item | None = None) -> dict[str, Any]:
+             item: Item | None = None, targets: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The vcjob spec: the template's spec with the flow's ``patch.jobSpec`` merged in (none: verbatim), its
     placeholders replaced first (:mod:`jobflow_core.parameters`)."""
     patch = flow.patch.job_spec if flow is not None and flow.patch is not None else None
     base = copy.deepcopy(template.spec.to_wire())
     if patch is None:
         return base
-    return merge_job_spec(base, substitute(patch.to_wire(), params=params or {}, item=item))
+    return merge_job_spec(base, substitute(patch.to_wire(), params=params or {}, item=item, targets=targets))
 
 
 def _flow_named(jobflow: JobFlow, name: str) -> Flow | None:

@@ -24,7 +24,7 @@ from jobflow_core.api import (
     POD_TASK_SPEC,
     RECORD_FINALIZER,
 )
-from jobflow_core.models import JobFlow, VcJob
+from jobflow_core.models import Flow, JobFlow, VcJob
 
 FLOW_JOBS_SELECTOR = CREATED_BY_JOBFLOW
 """Selects every vcjob some JobFlow created (the label exists), in a namespace or cluster-wide."""
@@ -87,10 +87,16 @@ def pods_of_task_selector(*, job: str, task: str) -> str:
     return f"{POD_JOB_NAME}={job},{POD_TASK_SPEC}={task}"
 
 
-def created_by(jobflow: JobFlow, flow: str) -> dict[str, str]:
-    """The two ``createdBy`` keys of a flow's vcjob; upstream sets them as labels and as annotations."""
+def template_name(flow: Flow) -> str:
+    """The JobTemplate a flow runs: ``jobTemplate`` if set, else the one named like the flow (upstream's rule)."""
+    return flow.job_template or flow.name
+
+
+def created_by(jobflow: JobFlow, template: str) -> dict[str, str]:
+    """The two ``createdBy`` keys of a vcjob made from JobTemplate ``template``; upstream sets them as labels and
+    as annotations."""
     return {
-        CREATED_BY_JOBTEMPLATE: jobtemplate_label_value(namespace=jobflow.namespace, flow=flow),
+        CREATED_BY_JOBTEMPLATE: jobtemplate_label_value(namespace=jobflow.namespace, flow=template),
         CREATED_BY_JOBFLOW: jobflow_label_value(namespace=jobflow.namespace, jobflow=jobflow.name),
     }
 

@@ -40,11 +40,13 @@ from jobflow_core.loops import iterate
 from jobflow_core.naming import attempt_job_name, has_record_finalizer, is_owned_by
 from jobflow_core.parameters import Item, values
 from jobflow_core.outcomes import FlowFate, Outcomes, decide_outcomes
+from jobflow_core.memo import memo_results_needed
+from jobflow_core.outputs import results_read
 from jobflow_core.phase import (FlowOutcome, JobCategory, category_of, decide_flow_phase, is_final,
                                 outdated_by_record)
 from jobflow_core.probes import CheckResult, NetworkCheck, network_checks
 from jobflow_core.reruns import new_request, record, rerun_from
-from jobflow_core.retries import due
+from jobflow_core.retries import due, with_retry_policies
 from jobflow_core.validation import SpecError, validate
 from jobflow_core.views import Attempt, FlowNode, FlowView, unit_key
 
@@ -147,8 +149,10 @@ class Observation:
 
     def results_needed(self) -> list[str]:
         """The vcjobs whose result (their pods' termination message) is needed now and not known yet: the ended,
-        live vcjobs of the targets of candidates whose ``when`` condition reads results, of the targets a
-        ``forEach`` takes its items from, and the last iteration of a ``repeat`` flow, whose ``until`` reads it."""
+        live vcjobs of the targets of candidates whose ``when`` condition reads results, of the flows whose results
+        their patch reads (:mod:`jobflow_core.outputs`), of the targets a ``forEach`` takes its items from, the last
+        iteration of a ``repeat`` flow, whose ``until`` reads it, and the Completed vcjobs of memoized flows, whose
+        result is stored with them (:mod:`jobflow_core.memo`)."""
         nodes = {node.name: node for node in self.nodes}
         needed: dict[str, None] = {}
         for name in dict.fromkeys(view.name for view in self.candidates):
@@ -157,6 +161,7 @@ class Observation:
                 and flow.depends_on else []
             if flow.for_each is not None and flow.for_each.result:
                 targets.append(flow.for_each.result)
+            targets += results_read(flow)
             for target in targets:
                 for unit in nodes[target].units if target in nodes else ():
                     job = unit.job
@@ -164,6 +169,7 @@ class Observation:
                         needed[job.name] = None
         if not self.starts_nothing:
             needed.update(dict.fromkeys(node.unread for node in self.nodes if node.unread))
+        needed.update(dict.fromkeys(memo_results_needed(self)))
         return list(needed)
 
     def estimates_needed(self) -> list[str]:
@@ -186,6 +192,18 @@ class Observation:
                         first=self.first, now=self.now, probe_results=self.probe_results,
                         results={**self.results, **results}, errors=self.errors, rerun=self.rerun,
                         recorded=self.recorded_phase)
+
+    def with_records(self, records: Iterable[FlowJobStatus]) -> "Observation":
+        """The same observation, as if the previous status also recorded ``records`` (the flows a memoized run
+        stands for, :mod:`jobflow_core.memo`): they count as ended as recorded, with their results."""
+        added = list(records)
+        previous = self.previous.model_copy(update={"job_status_list": [*(self.previous.job_status_list or ()),
+                                                                        *added]})
+        jobflow = self.jobflow.model_copy(update={"status": previous})
+        return _observe(jobflow, owned={job.name: job for job in self.owned}, foreign=self.foreign,
+                        first=self.first, now=self.now, probe_results=self.probe_results,
+                        results={**self.results, **{r.name: r.result or "" for r in added if r.name}},
+                        errors=self.errors, rerun=self.rerun, recorded=self.recorded_phase)
 
     def flow_phase(self, *, creating: Iterable[str] = ()) -> JobFlowPhase:
         """The JobFlow phase, counting the units whose vcjobs are named in ``creating`` as just created."""
@@ -212,7 +230,9 @@ def observe(jobflow: JobFlow, *, jobs: Iterable[VcJob], now: datetime | None = N
             probe_results: Mapping[NetworkCheck, CheckResult] | None = None) -> Observation:
     """Pair each flow of ``jobflow`` with its vcjobs among ``jobs`` and its records in the previous status, as of
     ``now``; with a rerun request the JobFlow has not handled yet, as if that rerun was accepted
-    (:mod:`jobflow_core.reruns`)."""
+    (:mod:`jobflow_core.reruns`). A ``retryPolicy`` is read into each flow's ``retry`` first
+    (:func:`~jobflow_core.retries.with_retry_policies`)."""
+    jobflow = with_retry_policies(jobflow)
     previous = jobflow.status or JobFlowStatus()
     owned: dict[str, VcJob] = {}
     foreign: dict[str, VcJob] = {}

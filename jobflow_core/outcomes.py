@@ -23,7 +23,7 @@ start table (:mod:`jobflow_core.decisions`) reads.
 """
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -73,6 +73,17 @@ class Outcomes:
     """Some flow failed, and no flow handles it."""
     stopped: bool
     """The JobFlow fails fast and a flow that is not ``finally`` failed unhandled: only ``finally`` flows start."""
+    fates: Mapping[str, FlowFate] = field(default_factory=dict)
+    """What each flow's outcome was decided from, for what reads its targets (:func:`target_variables`)."""
+
+    def jobflow_outcome(self) -> dict[str, Any]:
+        """What a ``finally`` flow reads of the JobFlow (:func:`jobflow_outcome`)."""
+        return jobflow_outcome(self.fates, self.of, handled=self.handled)
+
+    def variables(self, name: str) -> dict[str, Any]:
+        """Flow ``name`` as a target, the way a condition and a patch read it (:func:`target_variables`)."""
+        fate = self.fates.get(name)
+        return target_variables(fate, self.of.get(name)) if fate is not None else {}
 
 
 _OVER_WAIT = "waiting for every other flow to end (this flow is finally)"
@@ -87,21 +98,56 @@ def handled_failures(flows: Sequence[Flow]) -> frozenset[str]:
     )
 
 
+def jobflow_outcome(fates: Mapping[str, FlowFate], outcomes: Mapping[str, FlowOutcome | None], *,
+                    handled: frozenset[str]) -> dict[str, Any]:
+    """What a ``finally`` flow reads of the JobFlow it ends, once every other flow has ended: ``outcome``
+    (``Succeeded``, or ``Failed`` when a flow failed and nothing handles it), ``failedFlows`` (those flows, in
+    spec order) and ``errors`` (each one's first error: how its vcjob ended, with Volcano's reason and message)."""
+    failed = [name for name, fate in fates.items() if not fate.flow.final
+              and outcomes.get(name) is FlowOutcome.FAILED and name not in handled]
+    return {"outcome": FlowOutcome.FAILED.value if failed else FlowOutcome.SUCCEEDED.value,
+            "failedFlows": failed, "errors": {name: first_error(fates[name]) for name in failed}}
+
+
+def first_error(fate: FlowFate) -> str:
+    """How a failed flow's vcjob (a fan-out's first failed item) ended: ``<phase>``, then Volcano's reason and
+    message when its status has them."""
+    if fate.items is not None:
+        failed = [unit for unit, _ in fate.items if unit.phase is not None
+                  and outcome_of_phase(unit.phase) is FlowOutcome.FAILED]
+        if failed:
+            unit = failed[0]
+            state = ((unit.job.status.to_wire() if unit.job is not None and unit.job.status else {}) or {}).get(
+                "state") or {}
+            return _error_text(unit.job_name, unit.phase.value, state)
+        return f"{fate.phase.value if fate.phase else 'Failed'}"
+    state = (fate.status or {}).get("state") or {}
+    name = fate.job.name if fate.job is not None else fate.flow.name
+    return _error_text(name, fate.phase.value if fate.phase else "Failed", state)
+
+
+def _error_text(job: str, phase: str, state: Mapping[str, Any]) -> str:
+    detail = ": ".join(str(part) for part in (state.get("reason"), state.get("message")) if part)
+    return f"vcjob {job} ended {phase}" + (f" ({detail})" if detail else "")
+
+
 def _condition(jobflow: JobFlow, flow: Flow, *, fates: Mapping[str, FlowFate],
-               outcomes: Mapping[str, FlowOutcome | None]) -> ConditionCheck:
+               outcomes: Mapping[str, FlowOutcome | None], handled: frozenset[str] = frozenset()) -> ConditionCheck:
     """The ``when`` of a flow whose dependencies are met (:mod:`jobflow_core.conditions`)."""
     targets = list(dict.fromkeys(flow.depends_on.targets or ())) if flow.depends_on else []
-    unread = [target for target in targets if target in fates and _unread(fates[target])] \
+    not_read = [target for target in targets if target in fates and unread(fates[target])] \
         if reads_results(flow.when or "") else []
-    if unread:
-        names = ", ".join(f'"{target}"' for target in unread)
+    if not_read:
+        names = ", ".join(f'"{target}"' for target in not_read)
         return ConditionCheck(holds=None, message=f"waiting for the result of {names} (its pods' termination "
                                                   "message) to evaluate its condition")
     variables = {
-        "targets": {target: _target_variables(fates[target], outcomes.get(target)) for target in targets
+        "targets": {target: target_variables(fates[target], outcomes.get(target)) for target in targets
                     if target in fates},
         "jobflow": {"name": jobflow.name, "namespace": jobflow.namespace,
-                    "labels": dict(jobflow.metadata.labels or {}), "annotations": dict(jobflow.metadata.annotations or {})},
+                    "labels": dict(jobflow.metadata.labels or {}),
+                    "annotations": dict(jobflow.metadata.annotations or {}),
+                    **(jobflow_outcome(fates, outcomes, handled=handled) if flow.final else {})},
         "params": values(jobflow),
     }
     verdict = evaluate(flow.when or "", variables=variables)
@@ -112,13 +158,15 @@ def _condition(jobflow: JobFlow, flow: Flow, *, fates: Mapping[str, FlowFate],
     return ConditionCheck(holds=verdict.holds)
 
 
-def _unread(fate: FlowFate) -> bool:
+def unread(fate: FlowFate) -> bool:
+    """Whether some result of the flow (an item's, for a fan-out) is not read yet."""
     if fate.items is not None:
         return any(result is None for _, result in fate.items)
     return fate.result is None
 
 
-def _target_variables(fate: FlowFate, outcome: FlowOutcome | None) -> dict[str, Any]:
+def target_variables(fate: FlowFate, outcome: FlowOutcome | None) -> dict[str, Any]:
+    """A target as a condition (and a patch, :mod:`jobflow_core.outputs`) reads it."""
     if fate.items is not None:
         return _fan_out_variables(fate, outcome)
     return {
@@ -177,7 +225,7 @@ def decide_outcomes(jobflow: JobFlow, fates: Mapping[str, FlowFate], *,
         flow = fate.flow
         ready = settle_readiness(SkipFacts(
             flow, outcome_of=outcomes.get, live_job=live.get, probe_results=probe_results, now=now,
-            condition=lambda: _condition(jobflow, flow, fates=fates, outcomes=outcomes)))
+            condition=lambda: _condition(jobflow, flow, fates=fates, outcomes=outcomes, handled=handled)))
         readiness[name] = ready
         if ready.skip is not None:
             outcomes[name] = FlowOutcome.SKIPPED
@@ -203,4 +251,5 @@ def decide_outcomes(jobflow: JobFlow, fates: Mapping[str, FlowFate], *,
         unhandled_failure=any(outcome is FlowOutcome.FAILED and name not in handled
                               for name, outcome in outcomes.items()),
         stopped=stopped,
+        fates=dict(fates),
     )

@@ -17,6 +17,9 @@ placeholder is replaced wherever it stands in a string value (``--lr={{params.lr
 the patch: the JobTemplate's own text is never rewritten, so a template is shared safely. The result of a
 substitution is not read again, so a value that itself contains ``{{`` is inserted verbatim.
 
+A target's result, ``{{targets.NAME.result}}``, is substituted in the same pass, but only where
+:mod:`jobflow_core.outputs` lets a result go (env values, args, command, pod annotations).
+
 An undefined parameter, ``{{item}}`` in a flow without ``forEach``, and a parameter without a value are admission
 errors naming what to fix (:func:`errors`). A condition (``when``, CEL) reads parameters as ``params.NAME``.
 """
@@ -28,9 +31,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from jobflow_core.models import Flow, JobFlow
+from jobflow_core.outputs import ANY_TARGET_PLACEHOLDER, may_hold_results
 from jobflow_core.spec_errors import SpecError
 
 PLACEHOLDER = re.compile(r"\{\{\s*(params\.[A-Za-z_][A-Za-z0-9_-]*|item(?:\.[A-Za-z_][A-Za-z0-9_-]*)?|index)\s*\}\}")
+_WITH_TARGETS = re.compile(f"{PLACEHOLDER.pattern}|{ANY_TARGET_PLACEHOLDER.pattern}")
 MAX_PARAMETERS = 100
 MAX_VALUE_LENGTH = 16384
 """A parameter's value is stored in the JobFlow and copied into vcjobs: kept far below an object's size limit."""
@@ -56,18 +61,31 @@ def text_of(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
 
 
-def substitute(document: Any, *, params: Mapping[str, str], item: Item | None = None) -> Any:
+def substitute(document: Any, *, params: Mapping[str, str], item: Item | None = None,
+               targets: Mapping[str, str] | None = None, path: tuple[str | int, ...] = ()) -> Any:
     """``document`` (JSON) with every placeholder in its string values replaced; a new value, the input unchanged.
-    A placeholder with nothing to replace it (refused at admission, so only for a spec that slipped past it) is
-    left as written."""
+    ``targets``: the values of ``{{targets...}}`` placeholders (:mod:`jobflow_core.outputs`), put only where
+    :func:`~jobflow_core.outputs.may_hold_results` allows, in the same single pass, so no substituted text is read
+    again. A placeholder with nothing to replace it (refused at admission, so only for a spec that slipped past
+    it) is left as written."""
     if isinstance(document, str):
-        return PLACEHOLDER.sub(lambda match: _value(match.group(1), params=params, item=item, default=match.group(0)),
-                               document)
+        pattern = _WITH_TARGETS if targets and may_hold_results(path) else PLACEHOLDER
+        return pattern.sub(lambda match: _replacement(match, params=params, item=item, targets=targets or {}),
+                           document)
     if isinstance(document, dict):
-        return {key: substitute(value, params=params, item=item) for key, value in document.items()}
+        return {key: substitute(value, params=params, item=item, targets=targets, path=(*path, key))
+                for key, value in document.items()}
     if isinstance(document, list):
-        return [substitute(value, params=params, item=item) for value in document]
+        return [substitute(value, params=params, item=item, targets=targets, path=(*path, i))
+                for i, value in enumerate(document)]
     return document
+
+
+def _replacement(match: re.Match, *, params: Mapping[str, str], item: Item | None,
+                 targets: Mapping[str, str]) -> str:
+    if match.group(1) is None:
+        return targets.get(match.group(2), match.group(0))
+    return _value(match.group(1), params=params, item=item, default=match.group(0))
 
 
 def _value(path: str, *, params: Mapping[str, str], item: Item | None, default: str) -> str:

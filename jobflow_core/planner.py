@@ -50,6 +50,7 @@ from jobflow_core import notifications
 from jobflow_core.jobs import abort_command
 from jobflow_core.queue_status import never_scheduled, queue_status
 from jobflow_core.queueing import QueueView
+from jobflow_core.memo import Entry, cached_record, newly_memoized
 from jobflow_core.models import (
     Estimate,
     Flow,
@@ -66,7 +67,7 @@ from jobflow_core.models import (
     VcJobPhase,
     WaitingFlow,
 )
-from jobflow_core.naming import has_record_finalizer, template_of
+from jobflow_core.naming import has_record_finalizer, template_name, template_of
 from jobflow_core.observation import Observation, observe
 from jobflow_core.phase import JobCategory, category_of, is_final
 from jobflow_core.probes import DEFAULT_RECHECK_SECONDS, CheckResult, NetworkCheck
@@ -148,8 +149,17 @@ class Release:
     job: VcJob
 
 
-Action = Create | Abort | Delete | UpdateTemplate | WriteStatus | Release
-A = TypeVar("A", Create, Abort, Delete, UpdateTemplate, WriteStatus, Release)
+@dataclass(frozen=True)
+class Memoize:
+    """Store ``entry`` under ``key`` in the namespace's cache ConfigMap (:mod:`jobflow_core.memo`): a memoized
+    flow's vcjob Completed. Carried out before the status write that records its end, so none is lost."""
+
+    key: str
+    entry: Entry
+
+
+Action = Create | Abort | Delete | UpdateTemplate | WriteStatus | Release | Memoize
+A = TypeVar("A", Create, Abort, Delete, UpdateTemplate, WriteStatus, Release, Memoize)
 
 
 @dataclass(frozen=True)
@@ -195,18 +205,21 @@ def plan(
     jobflow: JobFlow, /, *, templates: Mapping[str, JobTemplate], jobs: Sequence[VcJob], now: datetime,
     probe_results: Mapping[NetworkCheck, CheckResult] | None = None,
     recheck_seconds: int = DEFAULT_RECHECK_SECONDS,
-    rejections: Mapping[str, str] | None = None, notify: bool = False,
+    rejections: Mapping[str, str] | None = None, notify: bool = False, memo: Mapping[str, Entry] | None = None,
     queues: Mapping[str, QueueView] | None = None,
 ) -> Plan:
     """Observe (as of ``now``) and plan in one call (see :func:`plan_observation` for the arguments)."""
     return plan_observation(observe(jobflow, jobs=jobs, now=now, probe_results=probe_results), templates=templates,
-                            recheck_seconds=recheck_seconds, rejections=rejections, notify=notify, queues=queues)
+                            recheck_seconds=recheck_seconds, rejections=rejections, notify=notify, memo=memo,
+                            queues=queues)
 
 
 def plan_observation(
     observation: Observation, /, *, templates: Mapping[str, JobTemplate],
     recheck_seconds: int = DEFAULT_RECHECK_SECONDS, rejections: Mapping[str, str] | None = None,
-    notify: bool = False, queues: Mapping[str, QueueView] | None = None,
+    notify: bool = False, memo: Mapping[str, Entry] | None = None,
+    queues: Mapping[str, QueueView] | None = None,
+    _written: JobFlowStatus | None = None, _cached: tuple[Event, ...] = (),
 ) -> Plan:
     """Plan one step of the observed JobFlow.
 
@@ -217,10 +230,23 @@ def plan_observation(
     ``waitingFlows[].recheckSeconds``, how soon to look again. ``rejections`` maps flows whose vcjob the API
     server refused (Volcano's webhook) to its message: those wait, and say why, until the template or the cluster
     is fixed. With ``notify`` (the shell has a CloudEvents sink), the status also records a notification for each
-    transition it records (:mod:`jobflow_core.notifications`). ``queues`` are the Volcano queues the flows that would
-    start join, as the shell read them (:mod:`jobflow_core.queueing`); without them nothing is held back.
+    transition it records (:mod:`jobflow_core.notifications`). ``memo``: the namespace's memoized runs, when a
+    memoized flow may start (:mod:`jobflow_core.memo`); a flow that reuses one is recorded Completed (``reason:
+    Cached``) and the JobFlow is planned again from there, so what waits for it starts in the same plan. ``queues``
+    are the Volcano queues the flows that would start join, as the shell read them (:mod:`jobflow_core.queueing`);
+    without them nothing is held back.
     """
-    decisions = decide_all(observation, templates=templates, rejections=rejections, queues=queues)
+    decisions = decide_all(observation, templates=templates, rejections=rejections, memo=memo, queues=queues)
+    hits = [decision for decision in decisions if decision.cached is not None]
+    if hits and observation.now is not None:
+        records = [cached_record(job_name=d.view.next_job_name, entry=d.cached, now=observation.now) for d in hits]
+        events = tuple(Event(EventType.NORMAL, Reason.CACHED, d.message) for d in hits)
+        # The reuse is written before anything that rests on it is created (the write comes before the creates).
+        return plan_observation(observation.with_records(records), templates=templates,
+                                recheck_seconds=recheck_seconds, rejections=rejections, notify=notify,
+                                memo=memo, queues=queues,
+                                _written=observation.jobflow.status if not _cached else _written,
+                                _cached=_cached + events)
     starting = [decision for decision in decisions if decision.verdict is Verdict.START]
     creating = [decision.view.next_job_name for decision in starting]
     phase = observation.flow_phase(creating=creating)
@@ -243,7 +269,7 @@ def plan_observation(
                           forecast=expected)
     status = status.model_copy(update={"queue": queue_status(observation, decisions, queues=queues or {})})
     status = notifications.record(observation.jobflow, status, now=observation.now, enabled=notify)
-    previous = observation.jobflow.status
+    previous = _written if _cached else observation.jobflow.status
     changed = status.to_wire() != (previous.to_wire() if previous else {})
     deletes = _deletes(observation, phase=phase)
     # Our finalizer has done its job once the vcjob's end is in the status written here (or already there):
@@ -254,22 +280,24 @@ def plan_observation(
     added: dict[str, list[str]] = {}
     for decision in starting:
         if decision.manifest is not None:
-            added.setdefault(decision.view.name, []).append(decision.view.next_job_name)
+            added.setdefault(template_name(decision.view.flow), []).append(decision.view.next_job_name)
     removed: dict[str, list[str]] = {}
     for job in observation.owned:
         if job.name in deletes and (name := template_of(job)):
             removed.setdefault(name, []).append(job.name)
+    creates = tuple(Create(decision.view.name, decision.manifest, job_created(decision.view.next_job_name),
+                           _ready_since(observation, decision.view.flow))
+                    for decision in starting if decision.manifest is not None)
+    write = (WriteStatus(status, _cached + tuple(_events(
+        observation.jobflow, phase=phase, state=state, skipped=skipped, rerun=observation.rerun,
+        blocker=blockers[0] if blockers else None)),
+        rerun_accepted=observation.rerun_accepted),) if changed else ()
     return Plan(
         actions=(
             *(UpdateTemplate(template, runs=tuple(runs)) for template, runs in sorted(newly_ended(observation).items())),
-            *([WriteStatus(status, tuple(_events(observation.jobflow, phase=phase, state=state, skipped=skipped,
-                                                 rerun=observation.rerun,
-                                                 blocker=blockers[0] if blockers else None)),
-                           rerun_accepted=observation.rerun_accepted)]
-              if changed else []),
-            *(Create(decision.view.name, decision.manifest, job_created(decision.view.next_job_name),
-                     _ready_since(observation, decision.view.flow))
-              for decision in starting if decision.manifest is not None),
+            *(Memoize(key, entry) for key, entry in newly_memoized(observation)),
+            *write,
+            *creates,
             *_aborts(observation),
             *(Delete(name) for name in deletes),
             *(Release(job) for job in releases),
@@ -350,8 +378,9 @@ def _estimates(observation: Observation, templates: Mapping[str, JobTemplate]) -
     run time (a template that never ran: unknown, recorded without seconds)."""
     entries = list(observation.previous.estimates or ())
     for name in observation.estimates_needed():
-        if name in templates:
-            entries.append(Estimate(flow=name, seconds=expected_seconds(templates[name].status)))
+        template = templates.get(template_name(observation.node(name).flow))
+        if template is not None:
+            entries.append(Estimate(flow=name, seconds=expected_seconds(template.status)))
     return entries
 
 

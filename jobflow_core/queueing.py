@@ -38,6 +38,7 @@ from jobflow_core import resources
 from jobflow_core.graph import flow_graph
 from jobflow_core.jobs import build_job
 from jobflow_core.models import JobFlow, JobTemplate
+from jobflow_core.naming import template_name
 from jobflow_core.resources import Resources
 
 if TYPE_CHECKING:
@@ -169,7 +170,7 @@ def unschedulable(jobflow: JobFlow, *, templates: Mapping[str, JobTemplate],
     start table (they are blocked for that)."""
     messages = []
     for flow in jobflow.spec.flows or ():
-        template = templates.get(flow.name)
+        template = templates.get(template_name(flow))
         if template is None:
             continue
         try:
@@ -179,7 +180,7 @@ def unschedulable(jobflow: JobFlow, *, templates: Mapping[str, JobTemplate],
             continue
         if why:
             messages.append(f'JobFlow "{jobflow.namespace}/{jobflow.name}", flow "{flow.name}" (JobTemplate '
-                            f'"{flow.name}"): {why}')
+                            f'"{template_name(flow)}"): {why}')
     return messages
 
 
@@ -190,7 +191,7 @@ def widest_stage(observation: "Observation", templates: Mapping[str, JobTemplate
     levels: dict[int, list[Resources]] = {}
     graph = flow_graph(observation.jobflow)
     for node in observation.nodes:
-        template = templates.get(node.name)
+        template = templates.get(template_name(node.flow))
         if template is None:
             continue
         spec = build_job(observation.jobflow, flow=node.name, template=template)["spec"]

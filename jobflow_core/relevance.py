@@ -16,6 +16,7 @@ object          relevant
 JobFlow         everything but ``status`` (the engine writes it; a wake-up it asks for comes from the
                 event source's rechecker, which sees every version) and the bookkeeping metadata
 JobTemplate     everything but ``status`` (ours: statistics and ``jobDependsOnList``) and the bookkeeping
+JobFlowTemplate everything but ``status`` (the engine writes it) and the bookkeeping
 vcjob           metadata (labels, annotations, finalizers, deletion, owners) and spec, and of the status the
                 phase (``state``), ``conditions``, ``taskStatusCount``, ``retryCount``, ``runningDuration``;
                 not the pod counts (``pending``, ``running``, ...), ``version``, ``minAvailable`` or

@@ -71,7 +71,7 @@ def jobflows_of_job(jobflows: Iterable[Json], *, job: str, controller: str | Non
 
 
 def waits_for_template(jobflow: Json, template: str) -> bool:
-    """Whether a change of JobTemplate ``template`` can start a flow of ``jobflow``: one of that name that has not
+    """Whether a change of JobTemplate ``template`` can start a flow of ``jobflow``: one running it that has not
     got its vcjob yet and waits for no target any more (held by the template's absence, a refused create, ...), as
     far as its status says (a JobFlow without a status has not been planned at all).
 
@@ -79,13 +79,24 @@ def waits_for_template(jobflow: Json, template: str) -> bool:
     made from the template as it is then. Without this, every template change (each resync re-announces them) made
     one request reconcile every JobFlow not finished yet: 1,000 at once in the side-by-side benchmark, longer than
     the event source waits for an answer."""
-    if template not in _flow_names(jobflow):
+    flows = _flows_running(jobflow, template)
+    if not flows:
         return False
     status = _get(jobflow, "status")
     if not status:
         return True
-    return any(_get(waiting, "name") == template and not _list(_get(waiting, "waitingFor"))
+    return any(_get(waiting, "name") in flows and not _list(_get(waiting, "waitingFor"))
                for waiting in _list(_get(status, "waitingFlows")))
+
+
+def _flows_running(jobflow: Json, template: str) -> set[str]:
+    """The flows of ``jobflow`` that run JobTemplate ``template`` (``jobTemplate``, else the flow's own name)."""
+    found = set()
+    for flow in _list(_get(_get(jobflow, "spec"), "flows")):
+        name, named = _get(flow, "name"), _get(flow, "jobTemplate")
+        if isinstance(name, str) and (named if isinstance(named, str) and named else name) == template:
+            found.add(name)
+    return found
 
 
 def can_change(jobflow: Json) -> bool:

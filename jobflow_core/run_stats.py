@@ -25,7 +25,7 @@ from jobflow_core.cost import job_cost
 from jobflow_core.cost import total as total_cost
 from jobflow_core.jobs import gang_of
 from jobflow_core.models import Cost, JobTemplateStatus, LastFailure, RecentRun, VcJob
-from jobflow_core.naming import template_of
+from jobflow_core.naming import template_name, template_of
 from jobflow_core.phase import FlowOutcome, is_final, outcome_of_phase
 
 if TYPE_CHECKING:
@@ -117,7 +117,7 @@ def newly_ended(observation: "Observation") -> dict[str, list[Run]]:
             job = attempt.job
             if job is None or not is_final(job.phase) or (attempt.record and is_final(attempt.record.state)):
                 continue
-            template = template_of(job) or view.name
+            template = template_of(job) or template_name(view.flow)
             run = run_of(job, template=template)
             if run is not None:
                 found.setdefault(template, []).append(run)

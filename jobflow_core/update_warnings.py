@@ -5,8 +5,8 @@ never changed afterwards (neither upstream nor this engine patches or re-creates
 JobTemplate changed). Such an update is still allowed, because it applies to the vcjobs created from then on,
 but the admission webhook says so in a warning, which kubectl prints as ``Warning: ...``:
 
-* a JobFlow flow whose vcjob exists and whose ``patch`` or ``dependsOn`` changes (the vcjob keeps its spec, and it
-  has already started, whatever it now depends on);
+* a JobFlow flow whose vcjob exists and whose ``patch``, ``dependsOn`` or ``jobTemplate`` changes (the vcjob keeps
+  its spec, and it has already started, whatever it now depends on);
 * a JobFlow flow whose vcjob exists and that is removed from the spec (its vcjob stays, owned by the JobFlow);
 * a JobTemplate whose spec changes while vcjobs made from it exist.
 
@@ -43,7 +43,8 @@ def jobflow_update_warnings(old: JobFlow, new: JobFlow) -> list[str]:
             removed.append((f'"{name}"', vcjob))
             continue
         now = new_flows[name]
-        pairs = (("patch", flow.patch, now.patch), ("dependsOn", flow.depends_on, now.depends_on))
+        pairs = (("patch", flow.patch, now.patch), ("dependsOn", flow.depends_on, now.depends_on),
+                 ("jobTemplate", flow.job_template, now.job_template))
         fields = [field for field, before, after in pairs if before != after]
         if fields:
             changed.append((f'"{name}" ({" and ".join(fields)})', vcjob))

@@ -27,7 +27,13 @@ their errors are listed:
    :data:`~jobflow_core.items.MAX_ITEMS` items, valid vcjob names for its last item's last retry, no other flow
    named like one of its items, no ``finally`` fan-out, no probe on a fan-out;
 10. each ``repeat`` (:func:`jobflow_core.loops.errors`): ``until`` compiles, a limit from 1 to 2,000, not with
-    ``forEach`` nor ``finally``, a valid vcjob name for its last iteration's last retry.
+    ``forEach`` nor ``finally``, a valid vcjob name for its last iteration's last retry;
+0. (first) ``retryPolicy`` (:func:`jobflow_core.retries.policy_errors`): durations Kubernetes can read, at most 100
+   retries; then every check sees each flow's retries as ``retryPolicy`` gives them;
+11. each ``{{targets...}}`` placeholder of a patch (:func:`jobflow_core.outputs.errors`): it names a field we
+    know of a flow among the flow's targets (directly or through them), and stands where a result may go;
+12. each ``memoize`` (:func:`jobflow_core.memo.errors`): not on a fan-out or a loop, a key that is CEL, a maxAge that
+    is a duration.
 
 The admission webhook (:mod:`jobflow_core.admission`) rejects a JobFlow with any of these errors; the planner
 fails a JobFlow that slipped past it, with the same messages.
@@ -48,13 +54,15 @@ from collections.abc import Sequence
 from graphlib import CycleError, TopologicalSorter
 
 from jobflow_core.api import CREATED_BY_JOBFLOW, CREATED_BY_JOBTEMPLATE
-from jobflow_core import loops, parameters
+from jobflow_core import loops, memo, outputs, parameters
 from jobflow_core.items import errors as for_each_errors
 from jobflow_core.conditions import compile_error
+from jobflow_core.retries import policy_errors, with_retry_policies
 from jobflow_core.models import Flow, JobFlow, Probe
 from jobflow_core.spec_errors import SpecError
-from jobflow_core.validation_rules import MAX_NAME_LENGTH, is_dns1123_label
-from jobflow_core.naming import attempt_job_name, job_name, jobflow_label_value, jobtemplate_label_value
+from jobflow_core.validation_rules import MAX_NAME_LENGTH, is_dns1123_label, is_dns1123_subdomain
+from jobflow_core.naming import (attempt_job_name, job_name, jobflow_label_value, jobtemplate_label_value,
+                                 template_name)
 
 
 MAX_PORT = 65535
@@ -66,8 +74,11 @@ POD_PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
 
 def validate(jobflow: JobFlow) -> list[SpecError]:
     """Every problem with ``jobflow``'s spec, in the order described in the module docstring."""
+    errors = policy_errors(jobflow)
+    jobflow = with_retry_policies(jobflow)
     flows = jobflow.spec.flows or []
     return [
+        *errors,
         *_undefined_target(flows),
         *_cycle(flows),
         *_duplicates(flows),
@@ -77,6 +88,8 @@ def validate(jobflow: JobFlow) -> list[SpecError]:
         *parameters.errors(jobflow),
         *for_each_errors(jobflow),
         *loops.errors(jobflow),
+        *outputs.errors(jobflow),
+        *memo.errors(jobflow),
     ]
 
 
@@ -184,13 +197,20 @@ def _names(jobflow: JobFlow, flows: Sequence[Flow]) -> list[SpecError]:
                     f"(at most {MAX_NAME_LENGTH} characters)",
                     hint="shorten the JobFlow or the flow, or lower retry.limit",
                 ))
-        template_label = jobtemplate_label_value(namespace=jobflow.namespace, flow=flow.name)
+        template = template_name(flow)
+        template_label = jobtemplate_label_value(namespace=jobflow.namespace, flow=template)
         if len(template_label) > MAX_NAME_LENGTH:
             errors.append(
                 label_too_long(
                     CREATED_BY_JOBTEMPLATE, template_label, hint=f'shorten flow "{flow.name}" (and its JobTemplate)'
+                    if template == flow.name else f'shorten the name of JobTemplate "{template}"'
                 )
             )
+        elif flow.job_template is not None and not is_dns1123_subdomain(flow.job_template):
+            errors.append(SpecError(code="InvalidTemplateName",
+                                    message=f'flow "{flow.name}": jobTemplate "{flow.job_template}" is not a valid '
+                                    "JobTemplate name", hint="name an existing JobTemplate: lowercase letters, "
+                                    "digits, '-' and '.'"))
     return errors
 
 

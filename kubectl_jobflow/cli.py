@@ -19,7 +19,7 @@ from typing import TextIO
 
 from jobflow_core.api import JOBFLOW, JOBTEMPLATE
 from jobflow_core.conversion import ConversionError
-from kubectl_jobflow import control, convert, graph, plan, resources, status, timeline, validate
+from kubectl_jobflow import control, convert, graph, plan, resources, runs, status, timeline, validate
 from kubectl_jobflow.documents import DocumentError
 from kubectl_jobflow.errors import CommandError
 from kubectl_jobflow.kube import Cluster, KubeError, Target, default_namespace
@@ -166,6 +166,20 @@ def build_parser() -> argparse.ArgumentParser:
     _names(sub)
     sub.add_argument("--flow", action="append", metavar="FLOW",
                      help="run this flow (and what follows it) again instead of the failed ones (repeatable)")
+
+    sub = command(commands, "run", runs.run, "Failed to start a run",
+                  "start a run of a JobFlowTemplate now, whatever its schedule says")
+    _names(sub)
+    sub.add_argument("-p", "--param", action="append", metavar="NAME=VALUE",
+                     help="set a parameter the template declares (spec.jobFlow.spec.parameters) for this run "
+                          "(repeatable)")
+    sub.set_defaults(verb="run")
+    sub = command(commands, "history", runs.history, "Failed to list the runs",
+                  "a JobFlowTemplate's runs: what started each (a scheduled time, an event, by hand), phase, start, "
+                  "duration")
+    _names(sub)
+    _output(sub)
+    sub.set_defaults(verb="history")
 
     sub = command(commands, "release", control.release, "Failed to release",
                   "take the engine's finalizer off the vcjobs of a namespace (-A: of all), before uninstalling it")

@@ -35,6 +35,7 @@ FORMATS = ("text", "dot", "mermaid", "svg")
 
 FILL = {
     "Completed": "#c8e6c9",
+    "Cached": "#dcedc8",
     "Running": "#bbdefb", "Completing": "#bbdefb",
     "Pending": "#fff9c4", "Created": "#fff9c4",
     "Restarting": "#ffe0b2", "Aborting": "#ffe0b2", "Terminating": "#ffe0b2",
@@ -45,7 +46,7 @@ FILL = {
 """Fill colour by the phase shown for a flow (its vcjob's, or Waiting); white when unknown."""
 NO_PHASE = "#ffffff"
 UNDEFINED_STROKE = "#c62828"
-ANSI = {"#c8e6c9": "32", "#bbdefb": "34", "#fff9c4": "33", "#ffe0b2": "35", "#ffcdd2": "31", "#eeeeee": "2",
+ANSI = {"#c8e6c9": "32", "#dcedc8": "32", "#bbdefb": "34", "#fff9c4": "33", "#ffe0b2": "35", "#ffcdd2": "31", "#eeeeee": "2",
         "#d7ccc8": "90"}
 UNDEFINED = "undefined"
 NOT_DAG = "not a DAG"

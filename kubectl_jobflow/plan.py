@@ -25,7 +25,7 @@ from pydantic import ValidationError
 from jobflow_core import observe, plan_observation, templates_needed
 from jobflow_core.api import JOBFLOW, JOBTEMPLATE, VCJOB
 from jobflow_core.models import JobFlow, JobTemplate, VcJob
-from jobflow_core.naming import job_name
+from jobflow_core.naming import job_name, template_name
 from kubectl_jobflow import documents
 from kubectl_jobflow.errors import CommandError
 from kubectl_jobflow.output import dump, expected, parse_time, utc_now
@@ -87,8 +87,9 @@ def _plan_one(ctx: Context, doc: documents.Document, template_docs: list[documen
                     origin[name] = "the cluster"
     result = plan_observation(observation, templates=templates)
     state = result.status.state
-    starts = [{"flow": create.flow, "job": create.job_name, "template": f"{namespace}/{create.flow}",
-               "templateFrom": origin.get(create.flow)} for create in result.creates]
+    runs = {flow.name: template_name(flow) for flow in jobflow.spec.flows or ()}
+    starts = [{"flow": create.flow, "job": create.job_name, "template": f"{namespace}/{runs[create.flow]}",
+               "templateFrom": origin.get(runs[create.flow])} for create in result.creates]
     return {
         "namespace": namespace,
         "name": jobflow.name,

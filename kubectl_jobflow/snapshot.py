@@ -38,6 +38,8 @@ SKIPPED = "Skipped"
 """The phase shown for a flow that will never run (``status.skippedFlows``)."""
 CREATED = "Created"
 """The phase shown for a vcjob Volcano has not looked at yet (phase ``""``)."""
+CACHED = "Cached"
+"""The phase shown for a memoized flow that reused an earlier run instead of running (``reason: Cached``)."""
 POD_PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
 
 
@@ -124,7 +126,8 @@ def take(jobflow: dict[str, Any], jobs: Iterable[dict[str, Any]], *, now: dateti
         elif vcjob in records:
             record, condition = records[vcjob], conditions.get(vcjob)
             row = FlowRow(name=name, level=graph.levels[name], after=after, job=vcjob,
-                          phase=_shown(record.state), live=False, created=record.start_timestamp,
+                          phase=CACHED if record.cached_from else _shown(record.state), live=False,
+                          created=record.start_timestamp,
                           restarts=record.restart_count,
                           tasks=_counts(condition.task_status_count if condition else None),
                           ran=_ran(record.state, condition.running_duration if condition else None))

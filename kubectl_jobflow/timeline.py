@@ -67,7 +67,8 @@ def build(jobflow: dict[str, Any], jobs: list[dict[str, Any]], *, now: datetime)
         if record.name and record.name not in live and record.start_timestamp and record.end_timestamp:
             running = next((h.start_timestamp for h in record.running_histories or () if h.state in RUNNING), None)
             bars.append(Bar(_flow_of(record.name, flow), record.name, record.start_timestamp, running,
-                            record.end_timestamp, (record.state or VcJobPhase.NEW).value, True))
+                            record.end_timestamp, "Cached" if record.cached_from else
+                            (record.state or VcJobPhase.NEW).value, True))
     bars = sorted((bar for bar in bars if bar is not None), key=lambda bar: (bar.created, bar.job))
     start = min((bar.created for bar in bars), default=flow.metadata.creation_timestamp or now)
     end = max((bar.end for bar in bars), default=start)
@@ -137,7 +138,7 @@ def text(timeline: Timeline) -> str:
     return "\n".join(lines) + "\n"
 
 
-PHASE_FILL = {"Completed": "#66bb6a", "Failed": "#ef5350", "Terminated": "#ef5350", "Aborted": "#ef5350"}
+PHASE_FILL = {"Completed": "#66bb6a", "Cached": "#aed581", "Failed": "#ef5350", "Terminated": "#ef5350", "Aborted": "#ef5350"}
 PENDING_FILL = "#fff176"
 RUNNING_FILL = "#42a5f5"
 ROW, LEFT, CHART, TOP = 22, 220, 640, 40

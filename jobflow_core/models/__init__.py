@@ -16,6 +16,8 @@ from jobflow_core.models.base import (
 from jobflow_core.models.jobflow import (
     AwaitedOutcome,
     Backoff,
+    BackoffPolicy,
+    BackoffType,
     FailurePolicy,
     DependsOn,
     Flow,
@@ -37,7 +39,10 @@ from jobflow_core.models.jobflow import (
     Notifications,
     Rerun,
     Retry,
+    RetryPolicy,
+    RetryStrategy,
     ForEach,
+    Memoize,
     Parameter,
     Range,
     Estimate,
@@ -47,6 +52,16 @@ from jobflow_core.models.jobflow import (
     TaskStatus,
     TcpSocket,
     WaitingFlow,
+)
+from jobflow_core.models.jobflowtemplate import (
+    ConcurrencyPolicy,
+    JobFlowTemplate,
+    JobFlowTemplateSpec,
+    JobFlowTemplateStatus,
+    LastRun,
+    RunMeta,
+    RunTemplate,
+    Trigger,
 )
 from jobflow_core.models.jobtemplate import JobTemplate, JobTemplateStatus, LastFailure, RecentRun
 from jobflow_core.models.vcjob import (
@@ -66,13 +81,26 @@ from jobflow_core.models.vcjob import (
 )
 
 __all__ = [
+    "ConcurrencyPolicy",
+    "JobFlowTemplate",
+    "JobFlowTemplateSpec",
+    "JobFlowTemplateStatus",
+    "LastRun",
+    "RunMeta",
+    "RunTemplate",
+    "Trigger",
     "AwaitedOutcome",
     "Backoff",
+    "BackoffPolicy",
+    "BackoffType",
     "Notification",
     "Notifications",
     "Rerun",
     "Retry",
+    "RetryPolicy",
+    "RetryStrategy",
     "ForEach",
+    "Memoize",
     "Parameter",
     "Range",
     "Estimate",

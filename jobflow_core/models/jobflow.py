@@ -119,6 +119,39 @@ class Retry(WireModel):
     backoff: Backoff | None = None
 
 
+class RetryStrategy(StrEnum):
+    """``retryPolicy.policy``, as upstream's proposal (volcano-sh/apis PR #191) spells it. Unset: ``OnFailure``."""
+
+    ALWAYS = "Always"
+    """Run again whatever the end, success included (up to ``maxRetries`` more times)."""
+    ON_FAILURE = "OnFailure"
+    """Run again only after a failure (Failed, Terminated, Aborted)."""
+    NEVER = "Never"
+
+
+class BackoffType(StrEnum):
+    CONSTANT = "Constant"
+    EXPONENTIAL = "Exponential"
+
+
+class BackoffPolicy(WireModel):
+    """``retryPolicy.backoff`` of upstream's proposal: durations as ``metav1.Duration`` strings (``30s``, ``5m``)."""
+
+    type: BackoffType | None = None
+    base_delay: str | None = Field(None, alias="baseDelay")
+    max_delay: str | None = Field(None, alias="maxDelay")
+
+
+class RetryPolicy(WireModel):
+    """Upstream's proposed shape (volcano-sh/apis PR #191, design doc volcano#4567), accepted as ``spec.retryPolicy``
+    (the JobFlow-wide default) and ``flows[].retryPolicy``; a flow's own ``retry`` wins over both
+    (:func:`jobflow_core.retries.effective_retry`)."""
+
+    max_retries: int | None = Field(None, alias="maxRetries")
+    policy: RetryStrategy | None = None
+    backoff: BackoffPolicy | None = None
+
+
 class Range(WireModel):
     """``forEach.range``: the numbers ``start``, ``start + step``, ... up to ``end`` included (or ``count`` of them)."""
 
@@ -150,6 +183,15 @@ class Repeat(WireModel):
     limit: int
 
 
+class Memoize(WireModel):
+    """Ours: reuse a Completed run of this flow whose key is the same, within ``maxAge`` (:mod:`jobflow_core.memo`)."""
+
+    key: str | None = None
+    """A CEL expression whose value (a string) is the key; unset: a hash of the rendered vcjob spec."""
+    max_age: str | None = Field(None, alias="maxAge")
+    """How old a run may be to be reused, a Kubernetes duration (``12h``); unset: 24h."""
+
+
 class Parameter(WireModel):
     """Ours: a named value that ``patch.jobSpec`` strings (``{{params.NAME}}``) and conditions read."""
 
@@ -163,14 +205,20 @@ class Patch(WireModel):
 
 
 class Flow(WireModel):
-    """One node of the DAG; ``name`` is also the name of the JobTemplate it runs."""
+    """One node of the DAG; ``name`` is also the name of the JobTemplate it runs, unless ``jobTemplate`` names
+    another."""
 
     name: str
+    job_template: str | None = Field(None, alias="jobTemplate")
+    """Ours: the JobTemplate this flow runs (unset: the one named like the flow, upstream's rule), so one template
+    can run under several flow names in one JobFlow."""
     depends_on: DependsOn | None = Field(None, alias="dependsOn")
     patch: Patch | None = None
     final: bool | None = Field(None, alias="finally")
     """Ours: the flow runs once every flow that is not ``finally`` has ended, whatever the outcome."""
     retry: Retry | None = None
+    retry_policy: RetryPolicy | None = Field(None, alias="retryPolicy")
+    """Upstream's proposed shape of ``retry`` (:class:`RetryPolicy`); ``retry`` wins when both are set."""
     when: str | None = None
     """Ours: a CEL condition, evaluated once the dependencies are met: false skips the flow
     (:mod:`jobflow_core.conditions`)."""
@@ -178,6 +226,7 @@ class Flow(WireModel):
     """Ours: an attempt still running this long after its vcjob was created is aborted (it then ends Aborted)."""
     for_each: ForEach | None = Field(None, alias="forEach")
     repeat: Repeat | None = None
+    memoize: Memoize | None = None
 
 
 class JobFlowSpec(WireModel):
@@ -192,6 +241,8 @@ class JobFlowSpec(WireModel):
     and keep that room until the JobFlow ends, so that it never stalls half-way (:mod:`jobflow_core.queueing`)."""
     active_deadline_seconds: int | None = Field(None, alias="activeDeadlineSeconds")
     """Ours: this long after the JobFlow was created, whatever still runs is aborted and the JobFlow fails."""
+    retry_policy: RetryPolicy | None = Field(None, alias="retryPolicy")
+    """Upstream's proposal: the retries of every flow that sets none of its own."""
 
 
 class JobRunningHistory(WireModel):
@@ -219,6 +270,9 @@ class FlowJobStatus(WireModel):
     """Ours: the vcjob's result, its pods' termination message, once a condition needed it (kept after the pods go)."""
     cost: Cost | None = None
     """Ours, once it ended: its gang's requests x the seconds it ran (:mod:`jobflow_core.cost`)."""
+    cached_from: str | None = Field(None, alias="cachedFrom")
+    """Ours, for a memoized flow that was not run: the vcjob (``<namespace>/<name>``) whose Completed run it reused;
+    its ``reason`` is ``Cached`` and no vcjob of this name was created."""
 
 
 class FlowCondition(WireModel):

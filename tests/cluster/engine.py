@@ -78,12 +78,15 @@ TEST_KEY = secrets.token_bytes(32)
 def start_engine(cluster: LocalCluster, namespace: str, *, resync_seconds: float = 300,
                  handler_config: dict | None = None, snapshots: bool = True) -> Engine:
     """The handler and the event source as the Procfile runs them: snapshots signed with a shared key, the
-    handler's answers read (``snapshots=False``: no key, every reconcile reads the API server)."""
+    handler's answers read (``snapshots=False``: no key, every reconcile reads the API server). A ``CLOCK`` in
+    ``handler_config`` (a datetime) times the event source's JobFlowTemplate wake-ups too."""
     key = TEST_KEY if snapshots else None
     handler = start_handler(cluster, {"SNAPSHOT_KEY": key, **(handler_config or {})})
     source = eventsource.start(cluster.api, sink=handler.url, namespaces=[namespace], mode=cloudevent.Mode.REFERENCE,
                                resync_seconds=resync_seconds, senders=4, snapshot_key=key, replies=True,
-                               watch_seconds=2)  # short watches, so the threads notice the stop quickly
+                               watch_seconds=2,  # short watches, so the threads notice the stop quickly
+                               **({"clock": lambda: clock().timestamp()}
+                                  if (clock := (handler_config or {}).get("CLOCK")) else {}))
     return Engine(handler, source)
 
 

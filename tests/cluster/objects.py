@@ -13,6 +13,7 @@ from devcluster.testing import LocalCluster
 PLURALS = {
     ("flow.volcano.sh/v1alpha1", "JobFlow"): "jobflows",
     ("flow.volcano.sh/v1alpha1", "JobTemplate"): "jobtemplates",
+    ("flow.volcano.sh/v1alpha1", "JobFlowTemplate"): "jobflowtemplates",
     ("batch.volcano.sh/v1alpha1", "Job"): "jobs",
 }
 

@@ -86,7 +86,7 @@ def create_namespace(cluster: LocalCluster, labels: dict[str, str]) -> str:
 
 def create(cluster: LocalCluster, namespace: str, text: str, *, dry_run: bool = False) -> dict:
     doc = yaml.safe_load(text)
-    plural = {"JobFlow": "jobflows", "JobTemplate": "jobtemplates"}[doc["kind"]]
+    plural = {"JobFlow": "jobflows", "JobTemplate": "jobtemplates", "JobFlowTemplate": "jobflowtemplates"}[doc["kind"]]
     group, version = doc["apiVersion"].split("/")
     return cluster.custom.create_namespaced_custom_object(group, version, namespace, plural, doc,
                                                           **({"dry_run": "All"} if dry_run else {}))
@@ -186,8 +186,33 @@ BAD_JOBFLOWS = {
         jobflow("phase", "[{name: a}, {name: b, dependsOn: {targets: [a], probe: {taskStatusList: "
                          "[{taskName: worker, phase: Done}]}}}]"),
         'flow "b": dependsOn.probe.taskStatusList[0].phase "Done" is not a pod phase'),
+    "a result of a flow that is not a target": (
+        jobflow("reads", "[{name: a}, {name: b, patch: {jobSpec: {tasks: [{name: t, template: {spec: {containers: "
+                         "[{name: c, args: ['{{targets.a.result}}']}]}}}]}}}]"),
+        'flow "b": {{targets.a.result}} reads "a", which is not among its targets, directly or through them'),
+    "a result as an image": (
+        jobflow("image", "[{name: a}, {name: b, dependsOn: {targets: [a]}, patch: {jobSpec: {tasks: [{name: t, "
+                         "template: {spec: {containers: [{name: c, image: '{{targets.a.result}}'}]}}}]}}}]"),
+        "patch.jobSpec.tasks[0].template.spec.containers[0].image, where a result may not go"),
 }
 CEL_TOO = {"an undefined target", "a flow depending on itself", "a repeated flow name"}
+
+
+def jobflowtemplate(name: str, schedule: str, time_zone: str = "UTC") -> str:
+    return (f"apiVersion: flow.volcano.sh/v1alpha1\nkind: JobFlowTemplate\nmetadata: {{name: {name}}}\n"
+            f"spec: {{schedule: '{schedule}', timeZone: {time_zone}, jobFlow: {{spec: {{flows: [{{name: a}}]}}}}}}")
+
+
+@pytest.mark.parametrize("text, expected", [
+    (jobflowtemplate("minute", "61 * * * *"), "schedule '61 * * * *': minute: 61 is out of range 0-59"),
+    (jobflowtemplate("fields", "0 2 * *"), "has 4 field(s); write five"),
+    (jobflowtemplate("zone", "0 2 * * *", "Mars/Olympus"), "timeZone 'Mars/Olympus' is not an IANA time zone name"),
+])
+def test_a_jobflowtemplate_with_a_bad_cron_or_time_zone_is_refused_with_its_message(
+        cluster: LocalCluster, webhook: Webhook, text: str, expected: str):
+    status, message = refusal(lambda: create(cluster, webhook.namespace, text))
+    assert status == 422 and message.startswith(DENIED_BY.format("jobflowtemplates") + ": ") and expected in message
+    assert create(cluster, webhook.namespace, jobflowtemplate("good", "0 2 * * *", "Europe/Berlin"), dry_run=True)
 
 
 @pytest.mark.parametrize("what", list(BAD_JOBFLOWS))

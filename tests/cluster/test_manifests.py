@@ -74,6 +74,7 @@ def test_every_rendered_document_passes_a_server_side_dry_run(cluster: LocalClus
         ("Namespace", INSTALL_NAMESPACE),
         ("CustomResourceDefinition", "jobflows.flow.volcano.sh"),
         ("CustomResourceDefinition", "jobtemplates.flow.volcano.sh"),
+        ("CustomResourceDefinition", "jobflowtemplates.flow.volcano.sh"),
         ("ServiceAccount", "jobflow-handler"), ("ClusterRole", "jobflow-handler"),
         ("ClusterRoleBinding", "jobflow-handler"), ("Deployment", "jobflow-handler"), ("Service", "jobflow-handler"),
         ("ServiceAccount", "jobflow-eventsource"), ("ClusterRole", "jobflow-eventsource"),
@@ -253,6 +254,8 @@ def test_the_handler_role_allows_every_call_the_handler_makes(cluster: LocalClus
     apply(cluster, namespace, template("b"))
     [flow] = apply(cluster, namespace, "apiVersion: flow.volcano.sh/v1alpha1\nkind: JobFlow\n"
                                        "metadata: {name: calls}\nspec: {flows: [{name: b}]}")
+    apply(cluster, namespace, "apiVersion: flow.volcano.sh/v1alpha1\nkind: JobFlowTemplate\n"
+                              "metadata: {name: calls}\nspec: {jobFlow: {spec: {flows: [{name: b}]}}}")
     probe = one_pod_vcjob("probe", namespace=namespace)
     kube = KubeApi(accounts.handler)
     calls: dict[str, Callable[[], object]] = {
@@ -272,6 +275,19 @@ def test_the_handler_role_allows_every_call_the_handler_makes(cluster: LocalClus
         "list_pods": lambda: kube.list_pods(namespace, "volcano.sh/job-name=probe"),
         "create_command": lambda: kube.create_command(abort_command(VcJob.model_validate(
             {"metadata": {"name": "gone", "namespace": namespace, "uid": "0"}}), reason="Timeout", message="RBAC")),
+        "get_configmap": lambda: kube.get_configmap(namespace, "jobflow-memo"),
+        "create_configmap": lambda: kube.create_configmap({"apiVersion": "v1", "kind": "ConfigMap", "data": {},
+                                                           "metadata": {"name": "jobflow-memo", "namespace": namespace}}),
+        "replace_configmap": lambda: kube.replace_configmap(kube.get_configmap(namespace, "jobflow-memo")),
+        "list_runs": lambda: kube.list_runs(namespace, "flow.volcano.sh/jobflow-template=calls"),
+        "create_jobflow": lambda: kube.create_jobflow({"apiVersion": "flow.volcano.sh/v1alpha1", "kind": "JobFlow",
+                                                       "metadata": {"name": "run", "namespace": namespace},
+                                                       "spec": {"flows": [{"name": "b"}]}}),
+        "delete_jobflow": lambda: kube.delete_jobflow(namespace, "run"),
+        "get_jobflowtemplate": lambda: kube.get_jobflowtemplate(namespace, "calls"),
+        "list_jobflowtemplates": lambda: (kube.list_jobflowtemplates(namespace), kube.list_jobflowtemplates()),
+        "replace_jobflowtemplate_status": lambda: kube.replace_jobflowtemplate_status(
+            kube.get_jobflowtemplate(namespace, "calls")),
         "remove_finalizer": lambda: kube.remove_finalizer(
             {"metadata": {"namespace": namespace, "name": "probe", "finalizers": ["flow.volcano.sh/keep-record"]}},
             "flow.volcano.sh/keep-record"),
@@ -289,13 +305,12 @@ def test_the_handler_role_allows_every_call_the_handler_makes(cluster: LocalClus
 
 # The API server authorizes a request before it looks the object up, so these names need not exist.
 HANDLER_REFUSED: dict[str, Callable[[client.CustomObjectsApi, client.CoreV1Api, str], object]] = {
-    "delete a JobFlow": lambda custom, core, ns: custom.delete_namespaced_custom_object(
-        *FLOW, ns, "jobflows", "any"),
+    "delete a JobFlowTemplate": lambda custom, core, ns: custom.delete_namespaced_custom_object(
+        *FLOW, ns, "jobflowtemplates", "any"),
+    "change a JobFlowTemplate's spec": lambda custom, core, ns: custom.patch_namespaced_custom_object(
+        *FLOW, ns, "jobflowtemplates", "any", {"spec": {"suspend": True}}),
     "change a JobFlow's spec": lambda custom, core, ns: custom.patch_namespaced_custom_object(
         *FLOW, ns, "jobflows", "any", {"spec": {"jobRetainPolicy": "retain"}}),
-    "create a JobFlow": lambda custom, core, ns: custom.create_namespaced_custom_object(
-        *FLOW, ns, "jobflows", {"apiVersion": "flow.volcano.sh/v1alpha1", "kind": "JobFlow",
-                                "metadata": {"name": "any"}}),
     "patch a JobFlow's status (it PUTs)": lambda custom, core, ns: custom.patch_namespaced_custom_object_status(
         *FLOW, ns, "jobflows", "any", {"status": {}}),
     "watch JobFlows (events tell it)": lambda custom, core, ns: custom.list_namespaced_custom_object(
@@ -341,7 +356,9 @@ def test_the_eventsource_role_lists_and_watches_everything_the_event_source_watc
 EVENTSOURCE_REFUSED: dict[str, Callable[[client.CustomObjectsApi, client.CoreV1Api, str], object]] = {
     "get one JobFlow (it only lists)": lambda custom, core, ns: custom.get_namespaced_custom_object(
         *FLOW, ns, "jobflows", "any"),
-    "create a JobFlow": HANDLER_REFUSED["create a JobFlow"],
+    "create a JobFlow": lambda custom, core, ns: custom.create_namespaced_custom_object(
+        *FLOW, ns, "jobflows", {"apiVersion": "flow.volcano.sh/v1alpha1", "kind": "JobFlow",
+                                "metadata": {"name": "any"}}),
     "write a JobFlow's status": lambda custom, core, ns: custom.replace_namespaced_custom_object_status(
         *FLOW, ns, "jobflows", "any", {"apiVersion": "flow.volcano.sh/v1alpha1", "kind": "JobFlow",
                                        "metadata": {"name": "any"}}),

@@ -118,7 +118,8 @@ def test_the_seed_diamond_runs_to_succeed_through_the_real_broker_wired_by_knati
     subscriptions = cluster.custom.list_namespaced_custom_object("messaging.knative.dev", "v1", SYSTEM,
                                                                  "subscriptions")["items"]
     owners = {o["name"] for s in subscriptions for o in s["metadata"]["ownerReferences"] if o["kind"] == "Trigger"}
-    assert owners >= {"jobflow-jobflows", "jobflow-jobtemplates", "jobflow-vcjobs", "jobflow-resync"}
+    assert owners >= {"jobflow-jobflows", "jobflow-jobtemplates", "jobflow-vcjobs", "jobflow-resync",
+                      "jobflow-jobflowtemplates", "jobflow-run-triggers"}
 
 
 def test_a_lost_write_race_is_answered_503_and_the_broker_retries_it(cluster: LocalCluster, namespace: str,
@@ -175,6 +176,48 @@ def test_an_event_the_handler_refuses_goes_to_the_dead_letter_sink_through_the_r
     assert headers["ce-knativeerrorcode"] == "400"
     assert "jobflow-handler" in headers["ce-knativeerrordest"]
     assert [a.code for a in knative.arrivals.seen if a.event.get("ce-id") == event_id] == [400]  # not retried
+
+
+def test_a_users_cloudevent_through_the_real_broker_starts_one_run_of_the_jobflowtemplate_it_triggers(
+        cluster: LocalCluster, namespace: str, knative: Knative) -> None:
+    apply(cluster, namespace, template("load"))
+    apply(cluster, namespace, """
+apiVersion: flow.volcano.sh/v1alpha1
+kind: JobFlowTemplate
+metadata: {name: etl}
+spec:
+  triggers: [{name: data-ready, type: com.example.data.ready, parameters: {date: data.date}}]
+  jobFlow:
+    spec:
+      parameters: [{name: date, value: none}]
+      flows:
+      - name: load
+        patch: {jobSpec: {tasks: [{name: main, template: {metadata: {annotations: {example.com/date: "{{params.date}}"}}}}]}}
+""")
+    event_id = str(uuid.uuid4())
+    proxied = urllib.request.build_opener(urllib.request.ProxyHandler({"http": knative.eventing.dns.url}))
+    for _ in range(2):  # the same event twice: one run
+        sent = urllib.request.Request(INGRESS, method="POST", data=b'{"date": "2026-11-24"}', headers={
+            "ce-specversion": "1.0", "ce-id": event_id, "ce-source": "/storage/landing",
+            "ce-type": "com.example.data.ready", "content-type": "application/json"})
+        with proxied.open(sent, timeout=30) as reply:
+            assert reply.status == 202  # the Broker took it
+
+    def runs() -> list[dict]:
+        return cluster.custom.list_namespaced_custom_object(
+            "flow.volcano.sh", "v1alpha1", namespace, "jobflows",
+            label_selector="flow.volcano.sh/jobflow-template=etl")["items"]
+
+    cluster.wait_until("both deliveries answered at /trigger", lambda: [
+        a.code for a in knative.arrivals.seen if a.event.get("ce-id") == event_id] == [202, 202], timeout=30)
+    [run] = runs()
+    job = cluster.wait_until("the run's vcjob", lambda: vcjobs(cluster, namespace).get(f"{run['metadata']['name']}-load"),
+                             timeout=60)
+    assert job["spec"]["tasks"][0]["template"]["metadata"]["annotations"]["example.com/date"] == "2026-11-24"
+    assert {a.path for a in knative.arrivals.seen if a.event.get("ce-id") == event_id} == {"/trigger"}
+    # The engine's own events never take that Trigger.
+    assert all(a.event.get("ce-type", "").startswith("com.example.") for a in knative.arrivals.seen
+               if a.path == "/trigger")
 
 
 def test_flows_that_existed_before_the_adapter_started_finish_through_the_real_pingsources_resync(

@@ -10,6 +10,8 @@ makes, with the behaviour of the real API server that the shell depends on, and 
 * deleting an object that has finalizers only sets ``deletionTimestamp``; it goes when the last finalizer is
   removed; removing a finalizer from a list that changed since it was read fails with ``Conflict`` (the JSON
   patch's ``test`` op);
+* a ConfigMap (the memoization cache) is created once (``Exists`` after) and replaced only with the
+  ``resourceVersion`` read (``Conflict`` otherwise);
 * LISTs honour label selectors of the forms ``key=value`` (comma-separated) and ``key`` (the label exists).
 
 Tests seed objects with :meth:`MemoryKube.put`, play Volcano with :meth:`MemoryKube.move`, and read what the
@@ -28,7 +30,7 @@ from typing import Any
 
 
 from handlers.kube import Conflict, Exists, Gone, Rejected
-from jobflow_core.api import COMMAND, JOBFLOW, JOBTEMPLATE, VCJOB, ApiType
+from jobflow_core.api import COMMAND, JOBFLOW, JOBFLOWTEMPLATE, JOBTEMPLATE, VCJOB, ApiType
 from jobflow_core.models import format_time
 
 T0 = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
@@ -140,6 +142,29 @@ class MemoryKube:
         self.before_status_write(flow)
         return self._replace_status(JOBFLOW, flow)
 
+    def list_runs(self, namespace: str, label_selector: str) -> list[dict]:
+        return self._list(JOBFLOW, namespace, label_selector)
+
+    def create_jobflow(self, body: dict) -> dict:
+        self.requests += 1
+        meta = body["metadata"]
+        if (JOBFLOW.kind, meta["namespace"], meta["name"]) in self.objects:
+            raise Exists(f"jobflows {meta['name']} already exists")
+        return self.put(body)
+
+    def delete_jobflow(self, namespace: str, name: str) -> None:
+        self.requests += 1
+        self.remove(JOBFLOW, namespace, name)
+
+    def get_jobflowtemplate(self, namespace: str, name: str) -> dict | None:
+        return self._get(JOBFLOWTEMPLATE, namespace, name)
+
+    def list_jobflowtemplates(self, namespace: str | None = None) -> list[dict]:
+        return self._list(JOBFLOWTEMPLATE, namespace or None)
+
+    def replace_jobflowtemplate_status(self, template: dict) -> dict:
+        return self._replace_status(JOBFLOWTEMPLATE, template)
+
     def get_jobtemplate(self, namespace: str, name: str) -> dict | None:
         return self._get(JOBTEMPLATE, namespace, name)
 
@@ -209,6 +234,31 @@ class MemoryKube:
 
     def get_priority_class(self, name: str) -> dict | None:
         return self.priority_classes.get(name)
+    def get_configmap(self, namespace: str, name: str) -> dict | None:
+        self.requests += 1
+        found = self.objects.get(("ConfigMap", namespace, name))
+        return copy.deepcopy(found) if found is not None else None
+
+    def create_configmap(self, body: dict) -> None:
+        self.requests += 1
+        meta = body["metadata"]
+        key = ("ConfigMap", meta["namespace"], meta["name"])
+        if key in self.objects:
+            raise Exists(f"configmap {meta['name']} already exists")
+        stored = copy.deepcopy(body)
+        stored["metadata"]["resourceVersion"] = str(next(self._versions))
+        self.objects[key] = stored
+
+    def replace_configmap(self, body: dict) -> None:
+        self.requests += 1
+        meta = body["metadata"]
+        key = ("ConfigMap", meta["namespace"], meta["name"])
+        stored = self.objects.get(key)
+        if stored is None or stored["metadata"]["resourceVersion"] != meta.get("resourceVersion"):
+            raise Conflict(f"conflict: configmap {meta['name']} has been modified")
+        replaced = copy.deepcopy(body)
+        replaced["metadata"]["resourceVersion"] = str(next(self._versions))
+        self.objects[key] = replaced
 
     def list_pods(self, namespace: str, label_selector: str) -> list[dict]:
         self.requests += 1

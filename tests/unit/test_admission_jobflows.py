@@ -93,6 +93,13 @@ def test_changing_dependencies_of_a_started_flow_warns_too():
     assert warning.startswith('flow "b" (dependsOn) changed, but its vcjob "test-b" already exists')
 
 
+def test_running_another_template_in_a_started_flow_warns_too():
+    old = jobflow(SPEC, status=A_CREATED)
+    new = jobflow(SPEC.replace("- name: a", "- {name: a, jobTemplate: a2}"))
+    [warning] = jobflow_update_warnings(old, new)
+    assert warning.startswith('flow "a" (jobTemplate) changed, but its vcjob "test-a" already exists')
+
+
 def test_removing_a_flow_whose_vcjob_exists_warns_that_the_vcjob_stays():
     old = jobflow(SPEC, status=A_CREATED)
     new = jobflow("spec: {flows: [{name: b}]}")

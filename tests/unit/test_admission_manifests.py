@@ -50,7 +50,7 @@ def script_default(name: str) -> str:
     raise AssertionError(f"make-cert.sh has no default for {name}")
 
 
-def test_the_registration_checks_creates_and_updates_of_both_kinds_and_fails_closed():
+def test_the_registration_checks_creates_and_updates_of_each_kind_and_fails_closed():
     [config] = [doc for (kind, _), doc in base().items() if kind == "ValidatingWebhookConfiguration"]
     resources = []
     for hook in config["webhooks"]:
@@ -60,7 +60,7 @@ def test_the_registration_checks_creates_and_updates_of_both_kinds_and_fails_clo
         assert (hook["failurePolicy"], hook["sideEffects"], hook["admissionReviewVersions"]) == ("Fail", "None", ["v1"])
         assert hook["timeoutSeconds"] <= 5
         resources += rule["resources"]
-    assert resources == ["jobflows", "jobtemplates"]  # not their status: the engine writes that
+    assert resources == ["jobflows", "jobtemplates", "jobflowtemplates"]  # not their status: the engine writes that
 
 
 def test_the_registration_calls_paths_the_app_answers_through_the_service():
@@ -72,7 +72,8 @@ def test_the_registration_calls_paths_the_app_answers_through_the_service():
         target = hook["clientConfig"]["service"]
         assert (target["name"], target["namespace"]) == (service["metadata"]["name"], service["metadata"]["namespace"])
         assert target["port"] in [port["port"] for port in service["spec"]["ports"]]
-        kind = {"jobflows": "JobFlow", "jobtemplates": "JobTemplate"}[hook["rules"][0]["resources"][0]]
+        kind = {"jobflows": "JobFlow", "jobtemplates": "JobTemplate",
+                "jobflowtemplates": "JobFlowTemplate"}[hook["rules"][0]["resources"][0]]
         reply = client.post(target["path"], json={
             "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
                 "uid": "1", "operation": "CREATE", "object": {"metadata": {"name": "x"}},

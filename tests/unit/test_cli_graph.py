@@ -168,3 +168,12 @@ def test_a_fan_out_says_what_it_runs_over():
                                "forEach: {result: split}}, {name: q, forEach: {items: [1, 2, 3]}}]}"))
     assert text(graph, {}, title="T").splitlines()[3:] == ["q  [for each of 3 items]", "p  [for each of the result "
                                                            "of split]"]
+
+
+def test_a_reused_memoized_run_is_drawn_as_cached_in_green():
+    from kubectl_jobflow.graph import fill, label
+
+    graph = flow_graph(jobflow("spec: {flows: [{name: a, memoize: {}}, {name: b, dependsOn: {targets: [a]}}]}"))
+    phases = {"a": "Cached", "b": "Running"}
+    assert label(graph, phases, "a") == "Cached" and fill("Cached") == "#dcedc8"
+    assert 'fillcolor="#dcedc8"' in dot(graph, phases, title="default/test")

@@ -130,3 +130,21 @@ def test_the_cost_of_the_ended_vcjobs_is_a_line_of_its_own():
     view = render(take(flow, [], now=NOW), now=NOW)
     assert "Cost: 240 CPU core-s, 120.5 memory GiB-s (requests x seconds run, ended vcjobs)" in view.splitlines()
     assert as_data(take(flow, [], now=NOW), now=NOW)["cost"]["cpuSeconds"] == 240.0
+
+
+def test_a_memoized_flow_that_reused_a_run_is_shown_as_cached_by_status_and_timeline():
+    from kubectl_jobflow.timeline import build
+
+    flow = {"apiVersion": "flow.volcano.sh/v1alpha1", "kind": "JobFlow",
+            "metadata": {"name": "two", "namespace": "default", "uid": "u2",
+                         "creationTimestamp": "2026-01-02T03:00:00Z"},
+            "spec": {"flows": [{"name": "a", "memoize": {}}]},
+            "status": {"state": {"phase": "Succeed"}, "completedJobs": ["two-a"], "jobStatusList": [
+                {"name": "two-a", "state": "Completed", "reason": "Cached", "cachedFrom": "default/one-a",
+                 "startTimestamp": "2026-01-02T03:00:01Z", "endTimestamp": "2026-01-02T03:00:01Z"}]}}
+    now = datetime(2026, 1, 2, 3, 5, tzinfo=UTC)
+    [row] = take(flow, [], now=now).rows
+    assert (row.job, row.phase) == ("two-a", "Cached")
+    assert "Cached" in render(take(flow, [], now=now), now=now)
+    [bar] = build(flow, [], now=now).bars
+    assert bar.phase == "Cached"

@@ -7,7 +7,7 @@ import pytest
 import yaml
 from pydantic import BaseModel
 
-from jobflow_core.models import JobFlow, JobTemplate
+from jobflow_core.models import JobFlow, JobFlowTemplate, JobTemplate
 
 CRDS = Path(__file__).resolve().parents[2] / "manifests" / "crds"
 
@@ -47,7 +47,8 @@ def compare(model: type[BaseModel], node: dict[str, Any], path: str) -> list[str
     return problems
 
 
-@pytest.mark.parametrize("model, crd", [(JobFlow, "jobflows.yaml"), (JobTemplate, "jobtemplates.yaml")])
+@pytest.mark.parametrize("model, crd", [(JobFlow, "jobflows.yaml"), (JobTemplate, "jobtemplates.yaml"),
+                                        (JobFlowTemplate, "jobflowtemplates.yaml")])
 def test_every_crd_field_has_a_model_field_and_back(model, crd):
     assert compare(model, schema(crd), model.__name__) == []
 

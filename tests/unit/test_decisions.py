@@ -59,6 +59,23 @@ QUEUE_OF_4_CPU = {"default": QueueView(name="default", capacity={"cpu": 4000})}
 QUEUE_FULL = {"default": QueueView(name="default", capacity={"cpu": 8000}, jobflows=(
     InLine(namespace="default", name="older", created=None, queue="default", started=True, ended=False,
            reserved={"cpu": 8000}),))}
+READS_RESULT = ("spec: {flows: [{name: a}, {name: b, dependsOn: {targets: [a]}, patch: {jobSpec: {tasks: [{name: nginx, "
+                "template: {spec: {containers: [{name: nginx, args: ['{{targets.a.result.path}}']}]}}}]}}}]}")
+MEMOIZED = jobflow("spec: {parameters: [{name: day, value: '1'}], flows: [{name: a, memoize: {key: 'params.day'}}, "
+                   "{name: b, memoize: {key: 'params.nope'}}]}")
+
+
+def memo_decision(name: str):
+    from jobflow_core import observe
+    from jobflow_core.memo import Entry, declared_key
+
+    observation = observe(MEMOIZED, jobs=[], now=T0)
+    view = next(v for v in observation.views if v.name == name)
+    memo = {declared_key(namespace="default", template="a", value="1"): Entry("default/old-a", T0)}
+    return decide(FlowFacts(view, observation=observation, templates=templates_for(MEMOIZED), rejections={},
+                            memo=memo))
+
+
 KEEP_GOING = jobflow("spec: {failurePolicy: KeepGoing, flows: [{name: a}, {name: b, dependsOn: {targets: [a]}}]}")
 
 ROWS = {
@@ -83,6 +100,11 @@ ROWS = {
         lambda: decision_of(SWITCH, "broken"),
     "its targets are not ready":
         lambda: decision_of(A_THEN_B, "b", vcjob(A_THEN_B, "a", P.RUNNING)),
+    "the results its patch reads are not known yet":
+        lambda: decision_of(jobflow(READS_RESULT), "b", vcjob(jobflow(READS_RESULT), "a", P.COMPLETED)),
+    "its patch cannot take its targets' results":
+        lambda: decision_of(jobflow(READS_RESULT, status={"jobStatusList": [
+            {"name": "test-a", "state": "Completed", "result": "size=3"}]}), "b"),
     "its items are not known yet":
         lambda: decision_of(FAN_OUT, "process", vcjob(FAN_OUT, "split", P.COMPLETED)),
     "its items cannot be worked out":
@@ -99,6 +121,10 @@ ROWS = {
         lambda: decision_of(A_THEN_B, "a", templates={}),
     "its JobTemplate, patched, would make an invalid vcjob":
         lambda: decision_of(A_THEN_B, "b", vcjob(A_THEN_B, "a", P.COMPLETED), templates={"b": BAD_TEMPLATE}),
+    "its memoize.key cannot be evaluated":
+        lambda: memo_decision("b"),
+    "a Completed run of its memoize key is recent enough":
+        lambda: memo_decision("a"),
     "the API server refused its vcjob":
         lambda: decision_of(A_THEN_B, "a", rejections={"a": "queue x is not found"}),
     "its gang asks more than its queue can ever hold":

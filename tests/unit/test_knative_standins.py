@@ -33,7 +33,7 @@ def test_the_broker_gets_the_cluster_default_class_and_channel_config_but_keeps_
 
 def test_each_trigger_gets_its_broker_label_and_references_in_its_own_namespace() -> None:
     triggers = by_kind("Trigger")
-    assert len(triggers) == 4
+    assert len(triggers) == 6
     for trigger in triggers:
         defaulted = with_webhook_defaults(trigger, DEFAULTS)
         assert defaulted["metadata"]["labels"][BROKER_LABEL] == "jobflow"

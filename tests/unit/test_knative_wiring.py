@@ -305,6 +305,8 @@ def matches(filters: list[dict], attributes: dict[str, str]) -> bool:
             return any(one(sub) for sub in item["any"])
         if "all" in item:
             return all(one(sub) for sub in item["all"])
+        if "not" in item:
+            return not one(item["not"])
         exact = all(attributes.get(k) == v for k, v in (item.get("exact") or {}).items())
         prefix = all((attributes.get(k) or "").startswith(v) for k, v in (item.get("prefix") or {}).items())
         assert set(item) <= {"exact", "prefix"}, f"a dialect this test does not evaluate: {item}"

@@ -80,7 +80,7 @@ def test_the_adapters_deployment_is_the_controllers_for_the_source_of_knative_wi
     assert pod["serviceAccountName"] == "jobflow-apiserversource"
     assert env["K_SINK"] == "http://jobflow-handler.volcano-jobflow.svc.cluster.local"
     assert env["NAME"] == "jobflow-objects" and config["allNamespaces"] is True and config["mode"] == "Reference"
-    assert [r.get("selector") for r in config["resources"]] == [None, None, "volcano.sh/createdByJobFlow"]
+    assert [r.get("selector") for r in config["resources"]] == [None, None, "volcano.sh/createdByJobFlow", None]
     assert pod["containers"][0]["securityContext"]["runAsNonRoot"] is True
     assert [doc["kind"] for doc in apiserversource_pod.rbac_documents()] == [
         "ServiceAccount", "ClusterRole", "ClusterRoleBinding"]

@@ -443,3 +443,40 @@ def test_a_plan_that_would_move_an_ended_phase_back_is_refused_as_a_bug(kube, mo
     assert (outcome.status_written, outcome.deleted) == (False, [])
     assert status(kube)["state"]["phase"] == "Succeed" and kube.names(VCJOB, NS) == ["f-a", "f-b"]
     assert "bug: a plan asked to write phase Running over Succeed" in caplog.text
+
+
+MEMOIZED = """
+apiVersion: flow.volcano.sh/v1alpha1
+kind: JobFlow
+metadata: {name: NAME, namespace: default}
+spec: {flows: [{name: a, memoize: {}}, {name: b, dependsOn: {targets: [a]}}]}
+"""
+
+
+def test_a_memoized_run_is_stored_in_the_cache_configmap_and_the_next_jobflow_reuses_it(kube):
+    """On the real API server: tests/cluster/test_data_between_flows.py (memoized step)."""
+    kube.put(yaml.safe_load(MEMOIZED.replace("NAME", "one")))
+    reconciler(kube).jobflow(NS, "one")
+    kube.pods[NS] = [{"metadata": {"name": "one-a-main-0", "labels": {"volcano.sh/job-name": "one-a"}},
+                      "status": {"containerStatuses": [{"state": {"terminated": {"message": "out=/x"}}}]}}]
+    kube.move(NS, "one-a", "Completed")
+    reconciler(kube).jobflow(NS, "one")
+    [(key, entry)] = kube.get_configmap(NS, "jobflow-memo")["data"].items()
+    assert key == kube.stored(VCJOB, NS, "one-a")["metadata"]["annotations"]["flow.volcano.sh/memo-key"]
+    assert '"job":"default/one-a"' in entry and '"result":"out=/x"' in entry
+
+    kube.put(yaml.safe_load(MEMOIZED.replace("NAME", "two")))
+    reconciler(kube).jobflow(NS, "two")
+    assert kube.stored(VCJOB, NS, "two-a") is None and kube.stored(VCJOB, NS, "two-b") is not None
+    [record] = [r for r in status(kube, "two")["jobStatusList"] if r["name"] == "two-a"]
+    assert (record["reason"], record["cachedFrom"], record["result"]) == ("Cached", "default/one-a", "out=/x")
+
+    stored = kube.get_configmap(NS, "jobflow-memo")["metadata"]["resourceVersion"]
+    for name in ("one", "two", "one", "two"):  # the same events again: nothing stored twice, nothing run
+        reconciler(kube).jobflow(NS, name)
+    assert kube.get_configmap(NS, "jobflow-memo")["metadata"]["resourceVersion"] == stored
+    assert kube.stored(VCJOB, NS, "two-a") is None
+    assert [m for _, _, reason, m in kube.events if reason == "Cached"] == [
+        'flow "a" not run: it reuses the run of vcjob default/one-a, Completed at ' +
+        kube.stored(JOBFLOW, NS, "one")["status"]["jobStatusList"][0]["endTimestamp"] +
+        f' (memoize, key {kube.stored(VCJOB, NS, "one-a")["metadata"]["annotations"]["flow.volcano.sh/memo-key"][:12]})']

@@ -1,0 +1,91 @@
+"""``run`` and ``history``: start a JobFlowTemplate's run by hand, and list its runs with what started each.
+
+``run NAME [-p K=V ...]`` creates the JobFlow a run of JobFlowTemplate ``NAME`` is (its ``spec.jobFlow``, the
+parameters given set; naming one it does not declare is an error that lists those it does), named
+``<NAME>-m<seconds since epoch>``, labelled and owned as the engine's own runs are (:mod:`jobflow_core.runs`): the
+same JobFlow the engine would make, so the engine runs it at once and the template's history, limits and
+``status.lastRun`` count it. As for ``kubectl create job --from=cronjob/x``, the schedule's ``suspend`` and
+``concurrencyPolicy`` do not hold a run by hand.
+
+``history NAME`` lists the runs (JobFlows labelled ``flow.volcano.sh/jobflow-template=NAME``), oldest first: name,
+what started it (the scheduled time, the trigger and event id, or ``manual``), phase, start (age) and duration.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from jobflow_core.api import JOBFLOW, JOBFLOWTEMPLATE
+from jobflow_core.models import JobFlowTemplate, format_time
+from jobflow_core.runs import Cause, Run, Start, UnknownParameter, manual_run_name, run_from, run_manifest
+from jobflow_core.runs import run_of_template_selector
+from kubectl_jobflow.errors import CommandError
+from kubectl_jobflow.output import age, columns, dump, human_duration, utc_now
+from kubectl_jobflow.run_options import parse_parameters
+
+if TYPE_CHECKING:
+    from kubectl_jobflow.cli import Context
+
+HEADERS = ("RUN", "STARTED-BY", "PHASE", "START", "DURATION")
+
+
+def _template(ctx: Context) -> dict:
+    name = ctx.args.name or ctx.args.name_flag
+    if not name:
+        raise CommandError(f"name the JobFlowTemplate: kubectl jobflow {ctx.args.verb} NAME")
+    found = ctx.cluster.find(JOBFLOWTEMPLATE, ctx.namespace, name)
+    if found is None:
+        raise CommandError(f'JobFlowTemplate "{ctx.namespace}/{name}" not found: check the name and the namespace '
+                           "(-n); kubectl get jft lists them")
+    return found
+
+
+def run(ctx: Context) -> int:
+    template = JobFlowTemplate.model_validate(_template(ctx))
+    start = Start(name=manual_run_name(template.name, utc_now()), cause=Cause.MANUAL,
+                  parameters=parse_parameters(ctx.args.param))
+    try:
+        manifest = run_manifest(template, start)
+    except UnknownParameter as error:
+        raise CommandError(str(error)) from None
+    ctx.cluster.create(JOBFLOW, template.namespace, manifest)
+    ctx.say(f"Started run: {template.namespace}/{start.name} (JobFlowTemplate {template.name}); follow it with "
+            f"kubectl jobflow status {start.name} --watch")
+    return 0
+
+
+def started_by(run: Run) -> str:
+    """What started a run, in a few words."""
+    if run.cause == Cause.SCHEDULE.value and run.scheduled is not None:
+        return f"schedule {format_time(run.scheduled)}"
+    if run.cause == Cause.EVENT.value:
+        return f"event {run.event_id} ({run.trigger})"
+    return run.cause or "-"
+
+
+def duration(run: Run, *, now: datetime) -> str:
+    if run.created is None:
+        return "-"
+    end = run.ended if run.finished and run.ended is not None else now
+    return human_duration(max(0.0, (end - run.created).total_seconds()))
+
+
+def rows(raws: list[dict], *, now: datetime) -> list[list[str]]:
+    runs = sorted((run_from(raw) for raw in raws), key=lambda r: (r.created or now, r.name))
+    return [[run.name, started_by(run), run.phase.value if run.phase else "Pending", age(run.created, now=now),
+             duration(run, now=now)] for run in runs]
+
+
+def history(ctx: Context) -> int:
+    template = _template(ctx)
+    name = template["metadata"]["name"]
+    listed = ctx.cluster.list(JOBFLOW, ctx.namespace, label_selector=run_of_template_selector(name))["items"]
+    if getattr(ctx.args, "output", None):
+        ctx.write(dump(listed, ctx.args.output))
+        return 0
+    if not listed:
+        ctx.say(f"JobFlowTemplate {ctx.namespace}/{name} has no runs (kept: the history limits delete older ones)")
+        return 0
+    ctx.write(columns(HEADERS, rows(listed, now=utc_now())))
+    return 0

@@ -1,0 +1,177 @@
+"""``flows[].memoize`` (``jobflow_core.memo``): the cache key, reuse of a recent Completed run, what is stored."""
+
+from datetime import timedelta
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from jobflow_core import WriteStatus, plan
+from jobflow_core.api import MEMO_KEY
+from jobflow_core.memo import MAX_ENTRIES, Entry, entries_of, with_entry
+from jobflow_core.models import VcJobPhase
+from jobflow_core.planner import Memoize
+from jobflow_core.validation import validate
+from scenario import T0, jobflow, templates_for, vcjob
+
+pytestmark = pytest.mark.filterwarnings("ignore:The recursion limit will not be reset")
+"""cel-python raises the recursion limit when it makes its first CEL environment (memoize.key)."""
+
+PIPELINE = """
+metadata: {name: NAME}
+spec:
+  parameters: [{name: day, value: "DAY"}]
+  flows:
+  - name: prepare
+    memoize: {maxAge: 1h}
+    patch: {jobSpec: {tasks: [{name: nginx, template: {spec: {containers: [{name: nginx, args: ["{{params.day}}"]}]}}}]}}
+  - name: train
+    dependsOn: {targets: [prepare]}
+    patch: {jobSpec: {tasks: [{name: nginx, template: {spec: {containers: [
+      {name: nginx, args: ["{{targets.prepare.result}}"]}]}}}]}}
+"""
+
+
+def pipeline(name: str = "run1", day: str = "2026-11-25", namespace: str = "default"):
+    flow = jobflow(PIPELINE.replace("NAME", name).replace("DAY", day))
+    return flow.model_copy(update={"metadata": flow.metadata.model_copy(update={"namespace": namespace})})
+
+
+def first_key(flow) -> str:
+    [create] = plan(flow, templates=templates_for(flow), jobs=[], now=T0).creates
+    return create.manifest["metadata"]["annotations"][MEMO_KEY]
+
+
+def test_a_memoized_flows_vcjob_carries_its_key_and_is_stored_once_it_completed_with_its_result():
+    flow = pipeline()
+    key = first_key(flow)
+    job = vcjob(flow, "prepare", VcJobPhase.COMPLETED, changed=T0 + timedelta(seconds=5))
+    job = job.model_copy(update={"metadata": job.metadata.model_copy(update={"annotations": {MEMO_KEY: key}})})
+    flow = flow.model_copy(update={"status": jobflow("{}", status={"jobStatusList": [
+        {"name": "run1-prepare", "state": "Running"}]}).status})
+    unread = plan(flow, templates=templates_for(flow), jobs=[job], now=T0 + timedelta(seconds=6))
+    assert not unread.of(Memoize)  # the result is read first
+    from jobflow_core import observe
+    observation = observe(flow, jobs=[job], now=T0 + timedelta(seconds=6))
+    assert "run1-prepare" in observation.results_needed()
+    from jobflow_core import plan_observation
+    result = plan_observation(observation.with_results({"run1-prepare": "s3://b/x"}), templates=templates_for(flow))
+    [memoize] = result.of(Memoize)
+    assert memoize.key == key and memoize.entry == Entry("default/run1-prepare", T0 + timedelta(seconds=5), "s3://b/x")
+    kinds = [type(action).__name__ for action in result.actions]
+    assert kinds.index("Memoize") < kinds.index("WriteStatus")
+
+
+def test_a_second_run_reuses_the_first_creates_no_vcjob_for_it_and_its_dependent_gets_the_same_value():
+    first = pipeline("run1")
+    memo = {first_key(first): Entry("default/run1-prepare", T0 - timedelta(minutes=30), "s3://b/x")}
+    second = pipeline("run2")
+    result = plan(second, templates=templates_for(second), jobs=[], now=T0, memo=memo)
+    assert [c.job_name for c in result.creates] == ["run2-train"]
+    [create] = result.creates
+    assert create.manifest["spec"]["tasks"][0]["template"]["spec"]["containers"][0]["args"] == ["s3://b/x"]
+    [record] = [r for r in result.status.job_status_list if r.name == "run2-prepare"]
+    assert (record.state, record.reason, record.cached_from, record.result) == \
+        (VcJobPhase.COMPLETED, "Cached", "default/run1-prepare", "s3://b/x")
+    [write] = result.of(WriteStatus)
+    assert [e.reason for e in write.events][0] == "Cached"
+    assert write.events[0].message.startswith('flow "prepare" not run: it reuses the run of vcjob default/run1-prepare')
+
+
+def test_a_changed_parameter_an_old_run_or_another_namespace_runs_it_again():
+    first = pipeline("run1")
+    memo = {first_key(first): Entry("default/run1-prepare", T0 - timedelta(minutes=30), "s3://b/x")}
+    for other, now in ((pipeline("run2", day="2026-11-26"), T0), (pipeline("run2"), T0 + timedelta(hours=1)),
+                       (pipeline("run2", namespace="team-b"), T0)):
+        result = plan(other, templates=templates_for(other), jobs=[], now=now, memo=memo)
+        assert [c.job_name for c in result.creates] == ["run2-prepare"]
+
+
+VALUES = st.text(alphabet="abc019-_.:/ ", min_size=1, max_size=12)
+"""Parameter values as a user writes them in YAML (any string reaches the key the same way)."""
+
+
+@settings(deadline=None)  # each example plans twice; a shared 2-core machine makes that slow at times
+@given(VALUES, VALUES, st.sampled_from(["a", "b"]),
+       st.sampled_from(["x", "y"]))
+def test_the_key_changes_exactly_when_the_rendered_spec_changes_never_with_the_jobflows_identity(
+        day1, day2, name1, name2):
+    one, two = pipeline(f"run-{name1}", day1), pipeline(f"other-{name2}", day2)
+    one_job = plan(one, templates=templates_for(one), jobs=[], now=T0).creates[0].manifest
+    two_job = plan(two, templates=templates_for(two), jobs=[], now=T0).creates[0].manifest
+    same_spec = one_job["spec"] == two_job["spec"]
+    assert (one_job["metadata"]["annotations"][MEMO_KEY] == two_job["metadata"]["annotations"][MEMO_KEY]) == same_spec
+    assert same_spec == (day1 == day2)
+
+
+@settings(deadline=None)  # the first example loads the CEL implementation
+@given(st.sampled_from(["params.day", "params.day + '/' + params.day"]), VALUES, VALUES)
+def test_a_declared_key_changes_exactly_when_its_inputs_do(expression, day1, day2):
+    text = PIPELINE.replace("memoize: {maxAge: 1h}", f'memoize: {{key: "{expression}"}}')
+    keys = [plan(flow, templates=templates_for(flow), jobs=[], now=T0).creates[0].manifest["metadata"]
+            ["annotations"][MEMO_KEY] for flow in (jobflow(text.replace("NAME", "r1").replace("DAY", day1)),
+                                                   jobflow(text.replace("NAME", "r2").replace("DAY", day2)))]
+    assert (keys[0] == keys[1]) == (day1 == day2)
+
+
+@settings(deadline=None)
+@given(st.integers(min_value=0, max_value=7200), st.sampled_from(["default", "team-b"]))
+def test_a_run_is_reused_only_within_its_max_age_and_only_in_its_own_namespace(age, namespace):
+    memo = {first_key(pipeline("run1")): Entry("default/run1-prepare", T0, "s3://b/x")}  # stored in "default"
+    other = pipeline("run2", namespace=namespace)
+    result = plan(other, templates=templates_for(other), jobs=[], now=T0 + timedelta(seconds=age), memo=memo)
+    reused = "run2-prepare" not in [c.job_name for c in result.creates]
+    assert reused == (namespace == "default" and age <= 3600)  # maxAge: 1h
+
+
+def test_the_cache_stays_bounded_dropping_the_oldest_and_keeps_a_4kib_result():
+    data: dict = {}
+    for i in range(MAX_ENTRIES + 5):
+        data = with_entry(data, f"k{i:04d}", Entry(f"ns/j{i}", T0 + timedelta(seconds=i), "x" * 5000))
+    entries = entries_of(data)
+    assert len(entries) == MAX_ENTRIES and "k0000" not in entries and "k0204" in entries
+    assert len(entries["k0204"].result) == 4096
+    assert entries_of({"bad": "not json", **data}) == entries  # someone's edit is not used
+
+
+def test_admission_refuses_memoize_on_a_fan_out_a_key_that_is_not_cel_and_a_bad_max_age():
+    errors = [str(e) for e in validate(jobflow(
+        "spec: {flows: [{name: a, forEach: {items: [1]}, memoize: {}}, {name: b, memoize: {key: 'a +', "
+        "maxAge: 1d}}]}"))]
+    assert errors[0].startswith('flow "a": memoize on a forEach flow')
+    assert errors[1].startswith('flow "b": memoize.key is a CEL syntax error')
+    assert errors[2].startswith('flow "b": memoize.maxAge \'1d\' is not a duration')
+
+
+def test_what_rests_on_a_reuse_is_created_only_after_the_status_write_that_records_it():
+    from jobflow_core import observe, plan_observation
+
+    memo = {first_key(pipeline("run1")): Entry("default/run1-prepare", T0, "s3://b/x")}
+    second = pipeline("run2")
+    result = plan_observation(observe(second, jobs=[], now=T0), templates=templates_for(second), memo=memo)
+    kinds = [type(action).__name__ for action in result.actions]
+    assert kinds.index("WriteStatus") < kinds.index("Create")
+
+
+def test_a_rerun_of_a_failed_jobflow_reuses_the_memoized_run_and_runs_what_follows():
+    from jobflow_core.models import JobFlowPhase
+    from scenario import Cluster
+
+    cluster = Cluster(jobflow("spec: {flows: [{name: prepare, memoize: {}}, "
+                              "{name: train, dependsOn: {targets: [prepare]}}]}"))
+    [create] = cluster.step().creates
+    key = create.manifest["metadata"]["annotations"][MEMO_KEY]
+    cluster.move("prepare", VcJobPhase.COMPLETED)
+    cluster.step()
+    cluster.move("train", VcJobPhase.FAILED)
+    cluster.step()
+    assert cluster.phase is JobFlowPhase.FAILED
+    memo = {key: Entry("default/test-prepare", cluster.now, "")}
+    annotations = {"flow.volcano.sh/rerun": "1", "flow.volcano.sh/rerun-flows": "prepare"}
+    cluster.flow = cluster.flow.model_copy(update={"metadata": cluster.flow.metadata.model_copy(
+        update={"annotations": annotations})})
+    result = plan(cluster.flow, templates=cluster.templates, jobs=list(cluster.jobs.values()), now=cluster.now,
+                  memo=memo)
+    assert [c.job_name for c in result.creates] == ["test-train-r1"]  # prepare's second attempt: reused
+    [record] = [r for r in result.status.job_status_list if r.name == "test-prepare-r1"]
+    assert (record.reason, record.cached_from) == ("Cached", "default/test-prepare")

@@ -1,0 +1,85 @@
+"""The shell of JobFlowTemplate runs, in memory: ticks, a template's own event, POST /trigger, and a run's end."""
+
+from datetime import datetime, timedelta
+
+from handlers import create_app
+from jobflow_core.api import JOBFLOW, JOBFLOWTEMPLATE
+from memory_kube import T0, MemoryKube
+
+TEMPLATE = {
+    "apiVersion": "flow.volcano.sh/v1alpha1", "kind": "JobFlowTemplate",
+    "metadata": {"name": "etl", "namespace": "default"},
+    "spec": {"schedule": "* * * * *", "startingDeadlineSeconds": 30,
+             "triggers": [{"name": "ready", "type": "com.example.ready", "parameters": {"date": "data.date"}}],
+             "jobFlow": {"spec": {"parameters": [{"name": "date", "value": "none"}], "flows": [{"name": "a"}]}}},
+}
+PING = {"ce-specversion": "1.0", "ce-id": "p", "ce-type": "dev.knative.sources.ping", "ce-source": "/ping"}
+
+
+class Clock:
+    def __init__(self, now: datetime) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+def setup():
+    kube, clock = MemoryKube(), Clock(T0)
+    kube.put(TEMPLATE)
+    return kube, clock, create_app({"KUBE": kube, "CLOCK": clock}).test_client()
+
+
+def runs(kube: MemoryKube) -> list[str]:
+    return kube.names(JOBFLOW, "default")
+
+
+def test_a_tick_starts_the_due_run_once_however_often_it_comes():
+    kube, clock, app = setup()
+    clock.now = T0.replace(second=0) + timedelta(minutes=1, seconds=5)
+    for _ in range(3):
+        assert app.post("/", headers=PING).status_code == 202
+    assert runs(kube) == [f"etl-{int((clock.now - timedelta(seconds=5)).timestamp()) // 60}"]
+    status = kube.stored(JOBFLOWTEMPLATE, "default", "etl")["status"]
+    assert status["active"] == runs(kube) and status["lastRun"]["cause"] == "schedule"
+
+
+def test_the_templates_own_event_writes_its_next_time_and_a_late_tick_starts_nothing():
+    kube, clock, app = setup()
+    reply = app.post("/", headers={**PING, "ce-type": "dev.knative.apiserver.ref.add", "ce-kind": "JobFlowTemplate",
+                                   "ce-apiversion": "flow.volcano.sh/v1alpha1", "ce-name": "etl",
+                                   "ce-namespace": "default"})
+    assert reply.status_code == 202
+    assert kube.stored(JOBFLOWTEMPLATE, "default", "etl")["status"]["nextScheduleTime"]
+    clock.now = T0.replace(second=0) + timedelta(minutes=1, seconds=45)  # 45 s late, the deadline is 30 s
+    app.post("/", headers=PING)
+    assert runs(kube) == [] and kube.stored(JOBFLOWTEMPLATE, "default", "etl")["status"]["missedRuns"] == 1
+    assert [reason for _, _, reason, _ in kube.events] == ["MissSchedule"]
+
+
+def test_post_trigger_starts_one_run_per_event_id_and_answers_202_to_an_event_nobody_wants():
+    kube, _, app = setup()
+    event = {"ce-specversion": "1.0", "ce-id": "e1", "ce-type": "com.example.ready", "ce-source": "/s",
+             "content-type": "application/json"}
+    for _ in range(2):
+        assert app.post("/trigger", headers=event, data=b'{"date": "2026-11-24"}').status_code == 202
+    [name] = runs(kube)
+    assert kube.stored(JOBFLOW, "default", name)["spec"]["parameters"] == [{"name": "date", "value": "2026-11-24"}]
+    assert app.post("/trigger", headers={**event, "ce-type": "other"}, data=b"{}").status_code == 202
+    assert runs(kube) == [name]
+
+
+def test_post_trigger_refuses_what_is_not_a_cloudevent_with_400():
+    _, _, app = setup()
+    reply = app.post("/trigger", data=b"{}")
+    assert reply.status_code == 400 and "not a valid CloudEvent" in reply.get_json()["error"]
+
+
+def test_an_event_the_trigger_cannot_read_starts_nothing_and_warns_on_the_template():
+    kube, _, app = setup()
+    event = {"ce-specversion": "1.0", "ce-id": "e2", "ce-type": "com.example.ready", "ce-source": "/s",
+             "content-type": "application/json"}
+    assert app.post("/trigger", headers=event, data=b'{"size": 1}').status_code == 202
+    assert runs(kube) == []
+    [(name, kind, reason, message)] = kube.events
+    assert (name, kind, reason) == ("etl", "Warning", "RunRejected") and "parameter date = 'data.date'" in message

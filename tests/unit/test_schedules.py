@@ -1,0 +1,239 @@
+"""When a JobFlowTemplate's schedule starts a run: one example per row of SCHEDULE_RULES, history limits, and
+properties over replayed, duplicated and reordered ticks."""
+
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from jobflow_core.cron import parse
+from jobflow_core.events import Reason
+from jobflow_core.models import JobFlowPhase, JobFlowTemplate
+from jobflow_core.runs import Run, scheduled_run_name
+from jobflow_core.schedules import SCHEDULE_RULES, Verdict, plan_schedule
+
+CREATED = datetime(2026, 11, 24, 9, 0, 30, tzinfo=UTC)
+
+
+def template(spec: str = "", status: dict | None = None) -> JobFlowTemplate:
+    body = yaml.safe_load(f"""
+apiVersion: flow.volcano.sh/v1alpha1
+kind: JobFlowTemplate
+metadata: {{name: nightly, namespace: default, uid: u1, generation: 1, creationTimestamp: "2026-11-24T09:00:30Z"}}
+spec:
+  jobFlow:
+    spec: {{flows: [{{name: a}}]}}
+{spec}
+""")
+    body["status"] = status
+    return JobFlowTemplate.model_validate(body)
+
+
+def at(minute: int, second: int = 0) -> datetime:
+    return datetime(2026, 11, 24, 9, minute, second, tzinfo=UTC)
+
+
+def run(minute: int, phase: JobFlowPhase | None = None, *, ended: datetime | None = None) -> Run:
+    return Run(name=scheduled_run_name("nightly", at(minute)), phase=phase, created=at(minute), ended=ended,
+               cause="schedule", scheduled=at(minute))
+
+
+EXAMPLES = {
+    Verdict.UNSCHEDULED: (template(), [], at(5)),
+    Verdict.INVALID: (template("  schedule: '61 * * * *'"), [], at(5)),
+    Verdict.SUSPENDED: (template("  schedule: '* * * * *'\n  suspend: true"), [], at(5)),
+    Verdict.IDLE: (template("  schedule: '0 * * * *'"), [], at(5)),
+    Verdict.STARTED: (template("  schedule: '* * * * *'"), [run(5)], at(5, 10)),
+    Verdict.MISSED: (template("  schedule: '*/5 * * * *'\n  startingDeadlineSeconds: 30"), [], at(5, 45)),
+    Verdict.FORBIDDEN: (template("  schedule: '*/5 * * * *'\n  concurrencyPolicy: Forbid"), [run(1)], at(5)),
+    Verdict.REPLACE: (template("  schedule: '*/5 * * * *'\n  concurrencyPolicy: Replace"), [run(1)], at(5)),
+    Verdict.START: (template("  schedule: '*/5 * * * *'"), [], at(5, 3)),
+}
+
+
+def test_every_rule_has_an_example():
+    assert {rule.verdict for rule in SCHEDULE_RULES} == set(EXAMPLES)
+
+
+@pytest.mark.parametrize("verdict", list(EXAMPLES))
+def test_each_example_is_decided_by_its_rule(verdict):
+    spec, runs, now = EXAMPLES[verdict]
+    assert plan_schedule(spec, runs=runs, now=now).verdict is verdict
+
+
+def test_a_due_time_starts_its_run_named_by_the_minute_and_says_when_the_next_is():
+    decision = plan_schedule(*EXAMPLES[Verdict.START][:1], runs=[], now=at(5, 3))
+    assert decision.start.name == f"nightly-{int(at(5).timestamp()) // 60}"
+    assert decision.start.scheduled == at(5)
+    status = decision.status
+    assert (status.last_schedule_time, status.next_schedule_time) == (at(5), at(10))
+    assert status.active == [decision.start.name]
+    assert status.last_run.cause == "schedule" and status.last_run.scheduled_time == at(5)
+    assert [e.reason for e in decision.events] == [Reason.RUN_STARTED]
+
+
+def test_only_the_most_recent_missed_time_starts_and_the_others_are_counted():
+    decision = plan_schedule(template("  schedule: '* * * * *'"), runs=[], now=at(4, 20))  # 09:01..09:04 passed
+    assert decision.start.scheduled == at(4)
+    assert decision.status.missed_runs == 3
+    assert [e.reason for e in decision.events] == [Reason.RUN_STARTED, Reason.MISS_SCHEDULE]
+
+
+def test_a_time_later_than_the_deadline_starts_nothing_and_is_not_counted_twice():
+    spec, runs, now = EXAMPLES[Verdict.MISSED]
+    decision = plan_schedule(spec, runs=runs, now=now)
+    assert decision.start is None and decision.status.missed_runs == 1 and decision.status.last_missed_time == at(5)
+    again = plan_schedule(spec.model_copy(update={"status": decision.status}), runs=runs,
+                          now=now + timedelta(seconds=30))
+    assert again.verdict is Verdict.IDLE and again.status.missed_runs == 1
+
+
+def test_catching_up_within_the_deadline_starts_the_latest_time():
+    spec = template("  schedule: '* * * * *'\n  startingDeadlineSeconds: 90",
+                    {"lastScheduleTime": "2026-11-24T09:01:00Z"})
+    decision = plan_schedule(spec, runs=[run(1, JobFlowPhase.SUCCEED)], now=at(4, 30))  # down 09:02..09:04
+    assert decision.start.scheduled == at(4) and decision.status.missed_runs == 2
+
+
+def test_forbid_holds_the_run_while_another_is_active_and_starts_it_when_that_ends_within_the_deadline():
+    spec = template("  schedule: '*/5 * * * *'\n  concurrencyPolicy: Forbid\n  startingDeadlineSeconds: 120")
+    held = plan_schedule(spec, runs=[run(1)], now=at(5, 10))
+    assert held.start is None and "still active (concurrencyPolicy Forbid)" in held.status.message
+    assert held.status.last_schedule_time is None  # not considered yet: it may start later
+    later = plan_schedule(spec.model_copy(update={"status": held.status}),
+                          runs=[run(1, JobFlowPhase.SUCCEED, ended=at(6))], now=at(6, 10))
+    assert later.verdict is Verdict.START and later.start.scheduled == at(5)
+    too_late = plan_schedule(spec.model_copy(update={"status": held.status}),
+                             runs=[run(1, JobFlowPhase.SUCCEED, ended=at(8))], now=at(8, 10))
+    assert too_late.verdict is Verdict.MISSED
+
+
+def test_replace_deletes_the_active_runs_before_starting():
+    spec, runs, now = EXAMPLES[Verdict.REPLACE]
+    decision = plan_schedule(spec, runs=runs, now=now)
+    assert decision.replace == (run(1).name,) and decision.start.scheduled == at(5)
+    assert decision.status.active == [decision.start.name]
+
+
+def test_suspend_starts_nothing_and_shows_no_next_time():
+    decision = plan_schedule(*EXAMPLES[Verdict.SUSPENDED][:1], runs=[], now=at(5))
+    assert decision.start is None and decision.status.next_schedule_time is None
+    assert "suspended" in decision.status.message
+
+
+def test_history_limits_delete_the_oldest_finished_runs_beyond_them():
+    spec = template("  schedule: '0 0 1 1 *'\n  successfulJobsHistoryLimit: 2\n  failedJobsHistoryLimit: 0")
+    runs = [run(1, JobFlowPhase.SUCCEED), run(2, JobFlowPhase.FAILED), run(3, JobFlowPhase.SUCCEED),
+            run(4, JobFlowPhase.SUCCEED), run(5, JobFlowPhase.RUNNING)]
+    decision = plan_schedule(spec, runs=runs, now=at(6))
+    assert decision.prune == (run(1).name, run(2).name)
+    assert decision.status.active == [run(5).name]
+
+
+def test_default_history_keeps_three_succeeded_and_one_failed():
+    runs = [run(m, JobFlowPhase.SUCCEED) for m in range(1, 6)] + [run(m, JobFlowPhase.FAILED) for m in (6, 7)]
+    decision = plan_schedule(template(), runs=runs, now=at(8))
+    assert decision.prune == (run(1).name, run(2).name, run(6).name)
+
+
+def test_last_successful_time_is_when_the_latest_successful_run_ended():
+    runs = [run(1, JobFlowPhase.SUCCEED, ended=at(2)), run(3, JobFlowPhase.SUCCEED, ended=at(4)),
+            run(5, JobFlowPhase.FAILED, ended=at(6))]
+    assert plan_schedule(template(), runs=runs, now=at(7)).status.last_successful_time == at(4)
+
+
+def test_a_changed_schedule_refreshes_the_next_time_with_no_run():
+    first = plan_schedule(template("  schedule: '0 * * * *'"), runs=[], now=at(5))
+    assert first.status.next_schedule_time == at(5).replace(hour=10, minute=0)
+    changed = plan_schedule(template("  schedule: '30 9 * * *'", first.status.to_wire()), runs=[], now=at(6))
+    assert changed.verdict is Verdict.IDLE and changed.status.next_schedule_time == at(30)
+
+
+def test_an_invalid_schedule_says_so_once():
+    decision = plan_schedule(*EXAMPLES[Verdict.INVALID][:1], runs=[], now=at(5))
+    assert "minute: 61 is out of range" in decision.status.message
+    assert [e.reason for e in decision.events] == [Reason.INVALID_SCHEDULE]
+    again = plan_schedule(template("  schedule: '61 * * * *'", decision.status.to_wire()), runs=[], now=at(6))
+    assert again.events == ()
+
+
+# Properties: the engine applied to a model cluster, tick after tick.
+
+class Cluster:
+    """The template's status and its runs, as the shell would leave them after each decision."""
+
+    def __init__(self, spec: str) -> None:
+        self.spec, self.status, self.runs, self.created = spec, None, {}, []
+
+    def tick(self, now: datetime) -> None:
+        decision = plan_schedule(template(self.spec, self.status), runs=list(self.runs.values()), now=now)
+        for name in decision.replace:
+            del self.runs[name]
+        if decision.start is not None and decision.start.name not in self.runs:  # 409 AlreadyExists: done
+            self.created.append(decision.start.scheduled)
+            self.runs[decision.start.name] = Run(decision.start.name, None, now, None, "schedule",
+                                                 decision.start.scheduled)
+        self.status = decision.status.to_wire()
+        for name in decision.prune:
+            del self.runs[name]
+
+    def finish_all(self, at_: datetime) -> None:
+        self.runs = {name: replace(r, phase=JobFlowPhase.SUCCEED, ended=at_) for name, r in self.runs.items()}
+
+
+SPECS = st.sampled_from(["  schedule: '* * * * *'", "  schedule: '*/3 * * * *'\n  startingDeadlineSeconds: 50",
+                         "  schedule: '*/2 * * * *'\n  concurrencyPolicy: Forbid",
+                         "  schedule: '*/2 * * * *'\n  concurrencyPolicy: Replace",
+                         "  schedule: '7,8,9 9,10 * * *'\n  timeZone: Europe/Berlin"])
+OFFSETS = st.lists(st.integers(0, 180 * 60), min_size=1, max_size=25)
+
+
+@settings(max_examples=80, deadline=None)
+@given(spec=SPECS, offsets=OFFSETS, copies=st.integers(1, 3))
+def test_a_tick_delivered_many_times_starts_what_it_starts_once(spec, offsets, copies):
+    once, many = Cluster(spec), Cluster(spec)
+    for offset in sorted(offsets):
+        now = CREATED + timedelta(seconds=offset)
+        once.tick(now)
+        for _ in range(copies):
+            many.tick(now)
+    assert many.created == once.created and many.status == once.status
+
+
+@settings(max_examples=80, deadline=None)
+@given(spec=SPECS, offsets=OFFSETS, data=st.data())
+def test_reordered_ticks_never_start_a_time_twice_nor_move_the_last_schedule_time_back(spec, offsets, data):
+    cluster = Cluster(spec)
+    order = data.draw(st.permutations(offsets))
+    last = None
+    for offset in order:
+        cluster.tick(CREATED + timedelta(seconds=offset))
+        current = (cluster.status or {}).get("lastScheduleTime")
+        assert last is None or (current is not None and current >= last)
+        last = current
+        if data.draw(st.booleans()):
+            cluster.finish_all(CREATED + timedelta(seconds=offset))
+    assert len(cluster.created) == len(set(cluster.created))
+    schedule = parse(yaml.safe_load(spec)["schedule"], time_zone=yaml.safe_load(spec).get("timeZone"))
+    assert all(schedule.latest_at_or_before(t) == t for t in cluster.created)
+
+
+@settings(max_examples=80, deadline=None)
+@given(offsets=OFFSETS)
+def test_with_a_steady_clock_each_tick_starts_the_latest_time_of_its_window_and_counts_the_rest(offsets):
+    cluster = Cluster("  schedule: '*/2 * * * *'")
+    schedule = parse("*/2 * * * *")
+    expected, previous = [], CREATED
+    for offset in sorted(set(offsets)):
+        now = CREATED + timedelta(seconds=offset)
+        cluster.tick(now)
+        latest = schedule.latest_at_or_before(now)
+        if latest is not None and latest > previous:
+            expected.append(latest)
+            previous = latest
+    assert cluster.created == expected
+    everything = schedule.count_between(after=CREATED, until=expected[-1], cap=10_000) if expected else 0
+    assert (cluster.status or {}).get("missedRuns", 0) == everything - len(expected)
