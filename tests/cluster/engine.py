@@ -24,6 +24,7 @@ from datetime import datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+from kubernetes import client
 from werkzeug.serving import make_server
 
 import eventsource
@@ -175,7 +176,7 @@ class RacedKube(KubeApi):
 
     def replace_jobflow_status(self, flow: dict) -> dict:
         meta = flow["metadata"]
-        self.custom.patch_namespaced_custom_object(
+        client.CustomObjectsApi(self.api).patch_namespaced_custom_object(
             "flow.volcano.sh", "v1alpha1", meta["namespace"], "jobflows", meta["name"],
             {"metadata": {"annotations": {"raced": str(self.requests)}}})
         return super().replace_jobflow_status(flow)
