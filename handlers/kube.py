@@ -266,6 +266,7 @@ class KubeApi:
     def get_priority_class(self, name: str) -> dict | None:
         return self._call("get", "GET", "/apis/scheduling.k8s.io/v1/priorityclasses/{name}", {"name": name},
                           missing_ok=True)
+
     # The memoization cache: one ConfigMap per namespace (jobflow_core.memo)
     def get_configmap(self, namespace: str, name: str) -> dict | None:
         return self._call("get", "GET", "/api/v1/namespaces/{namespace}/configmaps/{name}",

@@ -63,8 +63,9 @@ def install(cluster: LocalCluster, *, kustomization: Path = MANIFESTS) -> None:
     endpoints of the pods make-cert.sh restarted reach kube-proxy a moment after the roll-out; with
     ``failurePolicy: Fail`` every JobFlow write fails meanwhile)."""
     kubectl(cluster, "apply", "--server-side", "--force-conflicts", "-k", str(kustomization))
-    kubectl(cluster, "-n", NAMESPACE, "create", "secret", "generic", "jobflow-snapshot-key",
-            f"--from-literal=key={secrets.token_urlsafe(32)}")
+    if "secret/jobflow-snapshot-key" not in kubectl(cluster, "-n", NAMESPACE, "get", "secrets", "-o", "name").split():
+        kubectl(cluster, "-n", NAMESPACE, "create", "secret", "generic", "jobflow-snapshot-key",
+                f"--from-literal=key={secrets.token_urlsafe(32)}")  # kept by a re-install, as a user's is
     kubectl(cluster, "-n", NAMESPACE, "rollout", "restart", "deployment", "jobflow-handler", "jobflow-eventsource")
     kubectl(cluster, "apply", "-k", str(MANIFESTS / "webhook"))
     make_cert(cluster)

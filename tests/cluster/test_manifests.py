@@ -79,6 +79,7 @@ def test_every_rendered_document_passes_a_server_side_dry_run(cluster: LocalClus
         ("ClusterRoleBinding", "jobflow-handler"), ("Deployment", "jobflow-handler"), ("Service", "jobflow-handler"),
         ("ServiceAccount", "jobflow-eventsource"), ("ClusterRole", "jobflow-eventsource"),
         ("ClusterRoleBinding", "jobflow-eventsource"), ("Deployment", "jobflow-eventsource"),
+        ("PriorityClass", "volcano-jobflow-started"),
     }
     # A dry run does not create the install namespace, so what would live in it is tried in the test's instead.
     for doc in docs:
@@ -118,7 +119,7 @@ def test_both_pods_are_admitted_where_the_restricted_pod_security_standard_is_en
                                                "spec": pod["spec"]}, dry_run="All")
 
 
-def test_kubectl_get_jf_shows_status_progress_and_age(cluster: LocalCluster, namespace: str) -> None:
+def test_kubectl_get_jf_shows_status_progress_queue_position_and_age(cluster: LocalCluster, namespace: str) -> None:
     apply(cluster, namespace, "apiVersion: flow.volcano.sh/v1alpha1\nkind: JobFlow\n"
                               "metadata: {name: shown}\nspec: {flows: [{name: a}]}")
     # An engine may be running against this cluster (a Procfile run, say) and rewrite the status at once. A watching
@@ -143,7 +144,7 @@ def test_kubectl_get_jf_shows_status_progress_and_age(cluster: LocalCluster, nam
         watching.terminate()
         watching.wait(timeout=10)
 
-    assert header == ["NAME", "STATUS", "PROGRESS", "AGE"]
+    assert header == ["NAME", "STATUS", "PROGRESS", "QUEUE", "POSITION", "AGE"]
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -273,6 +274,9 @@ def test_the_handler_role_allows_every_call_the_handler_makes(cluster: LocalClus
         "record_event": lambda: kube.record_event(flow, type_="Normal", reason="Checked", message="RBAC test",
                                                   now=datetime.now(UTC)),
         "list_pods": lambda: kube.list_pods(namespace, "volcano.sh/job-name=probe"),
+        "get_queue": lambda: kube.get_queue("default"),
+        "list_nodes": lambda: kube.list_nodes(),
+        "get_priority_class": lambda: kube.get_priority_class("volcano-jobflow-started"),
         "create_command": lambda: kube.create_command(abort_command(VcJob.model_validate(
             {"metadata": {"name": "gone", "namespace": namespace, "uid": "0"}}), reason="Timeout", message="RBAC")),
         "get_configmap": lambda: kube.get_configmap(namespace, "jobflow-memo"),
