@@ -19,7 +19,7 @@ from typing import TextIO
 
 from jobflow_core.api import JOBFLOW, JOBTEMPLATE
 from jobflow_core.conversion import ConversionError
-from kubectl_jobflow import control, convert, graph, plan, resources, runs, status, timeline, validate
+from kubectl_jobflow import control, convert, dashboard, graph, plan, resources, runs, status, timeline, validate
 from kubectl_jobflow.documents import DocumentError
 from kubectl_jobflow.errors import CommandError
 from kubectl_jobflow.kube import Cluster, KubeError, Target, default_namespace
@@ -196,6 +196,11 @@ def build_parser() -> argparse.ArgumentParser:
                   "each vcjob's pending and running time on one axis, the critical path marked; text or SVG")
     _names(sub)
     sub.add_argument("--format", choices=timeline.FORMATS, default="text", help="text (default) or svg")
+
+    sub = command(commands, "dashboard", dashboard.run, "Failed to serve the dashboard",
+                  "the live web view of every JobFlow on http://127.0.0.1:PORT/, acting as you (Ctrl-C stops it)")
+    sub.add_argument("--port", type=int, default=8765, help="port on 127.0.0.1 (default 8765; 0: any free one)")
+    sub.add_argument("--read-only", action="store_true", help="no Retry, Suspend, Resume buttons")
 
     sub = command(commands, "validate", validate.run, "Failed to validate",
                   "check JobFlows and JobTemplates as the admission webhook does, offline")

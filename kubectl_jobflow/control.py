@@ -26,6 +26,7 @@ from kubectl_jobflow.errors import CommandError
 
 if TYPE_CHECKING:
     from kubectl_jobflow.cli import Context
+    from kubectl_jobflow.kube import Cluster
 
 
 def suspend(ctx: Context) -> int:
@@ -38,44 +39,52 @@ def resume(ctx: Context) -> int:
 
 def _set_suspend(ctx: Context, value: bool) -> int:
     name = ctx.args.name or ctx.args.name_flag
-    word = "suspend" if value else "resume"
     if not name:
-        raise CommandError(f"name the JobFlow: kubectl jobflow {word} NAME")
-    current = ctx.cluster.find(JOBFLOW, ctx.namespace, name)
-    if current is None:
-        raise CommandError(f'JobFlow "{ctx.namespace}/{name}" not found: check the name and the namespace (-n)')
-    if bool((current.get("spec") or {}).get("suspend")) == value:
-        ctx.say(f"JobFlow {ctx.namespace}/{name} is already {'suspended' if value else 'not suspended'}")
-        return 0
-    ctx.cluster.merge_patch(JOBFLOW, ctx.namespace, name, {"spec": {"suspend": value}})
-    ctx.say(f"{'Suspended' if value else 'Resumed'} JobFlow: {ctx.namespace}/{name}")
+        raise CommandError(f"name the JobFlow: kubectl jobflow {'suspend' if value else 'resume'} NAME")
+    ctx.say(set_suspend(ctx.cluster, ctx.namespace, name, value))
     return 0
+
+
+def set_suspend(cluster: Cluster, namespace: str, name: str, value: bool) -> str:
+    """Suspend (``value``) or resume a JobFlow; what was done, in a sentence. Shared with the dashboard."""
+    current = cluster.find(JOBFLOW, namespace, name)
+    if current is None:
+        raise CommandError(f'JobFlow "{namespace}/{name}" not found: check the name and the namespace (-n)')
+    if bool((current.get("spec") or {}).get("suspend")) == value:
+        return f"JobFlow {namespace}/{name} is already {'suspended' if value else 'not suspended'}"
+    cluster.merge_patch(JOBFLOW, namespace, name, {"spec": {"suspend": value}})
+    return f"{'Suspended' if value else 'Resumed'} JobFlow: {namespace}/{name}"
 
 
 def retry(ctx: Context) -> int:
     name = ctx.args.name or ctx.args.name_flag
     if not name:
         raise CommandError("name the JobFlow: kubectl jobflow retry NAME [--flow FLOW ...]")
-    current = ctx.cluster.find(JOBFLOW, ctx.namespace, name)
+    ctx.say(request_retry(ctx.cluster, ctx.namespace, name, list(ctx.args.flow or ())))
+    return 0
+
+
+def request_retry(cluster: Cluster, namespace: str, name: str, flows: list[str]) -> str:
+    """Ask the engine to rerun a Failed JobFlow's failed flows (or ``flows``); what was done, in a sentence."""
+    current = cluster.find(JOBFLOW, namespace, name)
     if current is None:
-        raise CommandError(f'JobFlow "{ctx.namespace}/{name}" not found: check the name and the namespace (-n)')
+        raise CommandError(f'JobFlow "{namespace}/{name}" not found: check the name and the namespace (-n)')
     phase = ((current.get("status") or {}).get("state") or {}).get("phase")
     if phase != "Failed":
-        raise CommandError(f"JobFlow {ctx.namespace}/{name} is {phase or 'not planned yet'}: only a Failed JobFlow "
+        raise CommandError(f"JobFlow {namespace}/{name} is {phase or 'not planned yet'}: only a Failed JobFlow "
                            f"can be retried (see kubectl jobflow status {name})")
-    flows = list(dict.fromkeys(ctx.args.flow or ()))
+    flows = list(dict.fromkeys(flows))
     known = {flow.get("name") for flow in (current.get("spec") or {}).get("flows") or ()}
     unknown = [flow for flow in flows if flow not in known]
     if unknown:
-        raise CommandError(f"JobFlow {ctx.namespace}/{name} has no flow {', '.join(unknown)}: "
+        raise CommandError(f"JobFlow {namespace}/{name} has no flow {', '.join(unknown)}: "
                            f"its flows are {', '.join(sorted(known))}")
     request = f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{secrets.token_hex(2)}"
-    ctx.cluster.merge_patch(JOBFLOW, ctx.namespace, name, {"metadata": {"annotations": {
+    cluster.merge_patch(JOBFLOW, namespace, name, {"metadata": {"annotations": {
         RERUN: request, RERUN_FLOWS: ",".join(flows) or None}}})
     which = ", ".join(flows) if flows else "its failed flows"
-    ctx.say(f"Retrying JobFlow: {ctx.namespace}/{name}: {which} and what follows them run again (request {request}; "
+    return (f"Retrying JobFlow: {namespace}/{name}: {which} and what follows them run again (request {request}; "
             f"follow it with kubectl jobflow status {name} --watch)")
-    return 0
 
 
 def release(ctx: Context) -> int:

@@ -10,7 +10,7 @@ the status' record of it. Only vcjobs the JobFlow controls (owner UID) count, as
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -70,6 +70,10 @@ class FlowRow:
     """``items`` counts a ``repeat`` flow's iterations."""
     each: list[tuple[int, str, str]] = field(default_factory=list)
     """For a ``forEach`` or ``repeat`` flow: each item's (iteration's) index, vcjob and shown phase."""
+    attempts: int = 0
+    """How many vcjobs the flow has had (more than one with ``retry`` or after a rerun); items count once each."""
+    result: str | None = None
+    """The current vcjob's result (its pods' termination message), when the engine recorded one."""
 
 
 @dataclass(frozen=True)
@@ -135,7 +139,10 @@ def take(jobflow: dict[str, Any], jobs: Iterable[dict[str, Any]], *, now: dateti
             row = FlowRow(name=name, level=graph.levels[name], after=after, job=vcjob, live=False, created=None,
                           restarts=None, **_not_started(name, waiting=waiting, skipped=skipped,
                                                         observation=observation))
-        rows.append(row)
+        current = view.current if not view.superseded else None
+        rows.append(replace(row, attempts=view.current.number - (current is not None and current.job is None
+                                                                 and current.record is None),
+                            result=records[vcjob].result if vcjob in records else None))
     state = status.state
     return Snapshot(
         namespace=flow.namespace,
@@ -172,6 +179,7 @@ def _fan_out_row(node: FlowNode, *, level: int, after: list[str], records: dict[
     created = [unit.job.metadata.creation_timestamp for unit in units if unit.job is not None]
     job = f"{observation.jobflow.name}-{node.name}-[0-{len(units) - 1}]" if units else "-"
     common = {"name": node.name, "level": level, "after": after, "job": job, "items": counts,
+              "attempts": sum(unit.job is not None or unit.next_job_name in records for unit in units),
               "iterations": node.repeats,
               "each": [(unit.item.index if unit.item else 0, unit.next_job_name, phase)
                        for unit, phase in zip(units, shown, strict=True)],

@@ -1,0 +1,84 @@
+"""``python -m dashboard``: serve the dashboard (``kubectl jobflow dashboard`` runs this; so does the Deployment).
+
+One process: gevent's WSGI server, a greenlet per connection (an open live page costs a greenlet waiting on the
+store, not one of a few threads), up to :data:`CONNECTIONS` at once; the watches are greenlets too. So monkey
+patching comes first, before anything imports sockets or threads.
+"""
+
+from gevent import monkey
+
+monkey.patch_all()
+
+import argparse  # noqa: E402
+import logging  # noqa: E402
+import sys  # noqa: E402
+import threading  # noqa: E402
+from ipaddress import ip_address  # noqa: E402
+
+CONNECTIONS = 1000
+"""Connections served at once (each an open page's stream, or a request); more wait in the listen queue."""
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m dashboard", description="The JobFlow dashboard.")
+    parser.add_argument("--kubeconfig", help="as kubectl's (default: $KUBECONFIG, ~/.kube/config, in-cluster)")
+    parser.add_argument("--context")
+    parser.add_argument("-n", "--namespace", help="show this namespace only (default: every namespace)")
+    parser.add_argument("--address", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8765, help="port (0: any free one; default 8765)")
+    parser.add_argument("--read-only", action="store_true",
+                        help="no actions (the in-cluster Deployment: it has no user identity)")
+    parser.add_argument("--user-header",
+                        help="behind an authenticating proxy: the header naming the user; actions impersonate them")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from gevent.pool import Pool
+    from gevent.pywsgi import WSGIServer
+
+    from dashboard.actions import actor, events_reader
+    from dashboard.app import Settings, create_app
+    from dashboard.pages import Pages
+    from dashboard.store import Store, watch
+    from kubectl_jobflow.kube import Cluster, KubeError, Target
+
+    args = parse(sys.argv[1:] if argv is None else argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        cluster = Cluster(Target(kubeconfig=args.kubeconfig, context=args.context))
+    except KubeError as error:
+        print(f"dashboard: {error}", file=sys.stderr)
+        return 1
+    store = Store()
+    stop = threading.Event()
+    watch(cluster.api, store, namespace=args.namespace, stop=stop)
+    server = WSGIServer((args.address, args.port), None, spawn=Pool(CONNECTIONS), log=None)
+    server.init_socket()
+    port = server.socket.getsockname()[1]
+    loopback = ip_address(args.address).is_loopback if args.address != "localhost" else True
+    hosts = (f"127.0.0.1:{port}", f"localhost:{port}", f"[::1]:{port}") if loopback else ()
+    act = None if args.read_only else actor(cluster)
+    if act is not None and not loopback and not args.user_header:
+        print("dashboard: listening beyond this machine with actions would let anyone who reaches it act as "
+              f"{cluster.target.describe()}: pass --read-only, or --user-header behind an authenticating proxy",
+              file=sys.stderr)
+        return 2
+    settings = Settings(act=act, user_header=args.user_header, hosts=hosts)
+    server.application = create_app(store, Pages(store, events_reader(cluster.api)), settings)
+    shown = "127.0.0.1" if loopback else args.address
+    where = args.namespace or "every namespace"
+    mode = "read-only" if act is None else f"acting as {cluster.target.describe()}"
+    print(f"JobFlow dashboard of {cluster.server} ({where}; {mode}): http://{shown}:{port}/", flush=True)
+    print("Press Ctrl-C to stop.", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        stop.set()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

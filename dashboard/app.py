@@ -1,0 +1,198 @@
+"""The dashboard's web app: three pages, their JSON, one live stream per open page, and three actions.
+
+Pages are small HTML shells; ``static/dashboard.js`` draws them from the JSON of :mod:`dashboard.pages` and keeps
+them live from ``/stream`` (server-sent events): the stream waits on the store (:meth:`dashboard.store.Store.wait`)
+and sends the page's view whenever it changed, or a comment every :data:`KEEPALIVE` seconds so proxies keep the
+connection. No asset comes from anywhere but this app.
+
+**Actions** (retry, suspend, resume: :mod:`kubectl_jobflow.control`, as the command line does them) exist only
+where a user identity exists: ``kubectl jobflow dashboard`` acts with the user's own kubeconfig; behind an
+authenticating proxy (``user_header``) each action impersonates the user the proxy names. Otherwise (the
+in-cluster Deployment) the app is read-only: no buttons, and every POST is answered 403. A POST must come from a
+page of this app: its ``Origin`` (when the browser sends one, as all do for fetch) must be this server, and it must
+carry the token the pages were served with (a header a cross-site form cannot set, and a cross-site fetch cannot
+send without a CORS preflight this app never grants). In local mode the ``Host`` must be the loopback address the
+server listens on, so a DNS-rebinding page cannot reach it either.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import secrets
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from flask import Flask, Response, abort, jsonify, render_template, request, stream_with_context
+
+from dashboard.pages import Pages
+from dashboard.store import Store
+
+KEEPALIVE = 15.0
+COALESCE = 0.15
+"""After a change, a stream waits this long before sending, so a burst of changes costs one view."""
+TOKEN_HEADER = "X-JobFlow-Token"
+ACTIONS = ("retry", "suspend", "resume")
+
+Act = Callable[[str, str, str, list[str], str | None], str]
+"""(action, namespace, name, flows, user to impersonate or None) -> what was done, in a sentence."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    act: Act | None = None
+    """None: read-only."""
+    user_header: str | None = None
+    """Behind an authenticating proxy: the request header naming the user (actions impersonate them)."""
+    hosts: tuple[str, ...] = ()
+    """The Host values accepted (empty: any), e.g. ``127.0.0.1:8765`` in local mode."""
+    token: str = ""
+
+
+def create_app(store: Store, pages: Pages, settings: Settings) -> Flask:
+    app = Flask(__name__, static_folder=str(Path(__file__).parent / "static"),
+                template_folder=str(Path(__file__).parent / "templates"))
+    token = settings.token or secrets.token_urlsafe(24)
+    app.config["JOBFLOW_TOKEN"] = token
+
+    def can_act() -> bool:
+        if settings.act is None:
+            return False
+        return settings.user_header is None or bool(request.headers.get(settings.user_header))
+
+    @app.before_request
+    def check_host() -> None:
+        if settings.hosts and request.host not in settings.hosts:
+            abort(Response(f"this dashboard answers on {', '.join(settings.hosts)} only\n", status=421,
+                           mimetype="text/plain"))
+
+    @app.after_request
+    def protect(response: Response) -> Response:
+        response.headers.setdefault("X-Content-Type-Options", "nosniff")
+        response.headers.setdefault("X-Frame-Options", "DENY")
+        response.headers.setdefault("Content-Security-Policy", "default-src 'self'; style-src 'self'; "
+                                    "img-src 'self' data:; frame-ancestors 'none'")
+        response.headers.setdefault("Referrer-Policy", "same-origin")
+        return response
+
+    def page(template: str, **context) -> str:
+        return render_template(template, token=token if can_act() else "", actions=can_act(), **context)
+
+    @app.get("/")
+    def index():
+        return page("list.html")
+
+    @app.get("/jobflows/<namespace>/<name>")
+    def jobflow_page(namespace: str, name: str):
+        return page("jobflow.html", namespace=namespace, name=name)
+
+    @app.get("/jobtemplates/<namespace>/<name>")
+    def template_page(namespace: str, name: str):
+        view = pages.template(namespace, name)
+        if view is None:
+            return page("missing.html", kind="JobTemplate", namespace=namespace, name=name), 404
+        return page("jobtemplate.html", view=view)
+
+    @app.get("/api/jobflows")
+    def jobflows_json():
+        return Response(pages.list_json(), mimetype="application/json")
+
+    @app.get("/api/jobflows/<namespace>/<name>")
+    def jobflow_json(namespace: str, name: str):
+        found = pages.jobflow(namespace, name)
+        if found is None:
+            return _missing(namespace, name)
+        return Response(found[1], mimetype="application/json")
+
+    @app.get("/api/jobflows/<namespace>/<name>/items/<flow>")
+    def items_json(namespace: str, name: str, flow: str):
+        try:
+            view = pages.items(namespace, name, flow)
+        except KeyError:
+            return jsonify(error=f"JobFlow {namespace}/{name} has no flow {flow}"), 404
+        return jsonify(view) if view is not None else _missing(namespace, name)
+
+    @app.get("/stream")
+    def stream():
+        namespace, name = request.args.get("namespace"), request.args.get("name")
+        if name and namespace:
+            def body() -> str | None:
+                found = pages.jobflow(namespace, name)
+                return found[1] if found else json.dumps({"missing": True, "namespace": namespace, "name": name})
+        else:
+            def body() -> str | None:
+                return pages.list_json()
+        return Response(stream_with_context(_events(store, body)), mimetype="text/event-stream",
+                        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+
+    @app.post("/api/jobflows/<namespace>/<name>/<action>")
+    def act(namespace: str, name: str, action: str):
+        if settings.act is None:
+            return jsonify(error="this dashboard is read-only: it has no user identity to act with. Use kubectl "
+                                 f"jobflow {action} {name} -n {namespace}, or kubectl jobflow dashboard"), 403
+        if action not in ACTIONS:
+            return jsonify(error=f"unknown action {action}: one of {', '.join(ACTIONS)}"), 404
+        refused = _cross_site(token)
+        if refused:
+            return jsonify(error=refused), 403
+        user = None
+        if settings.user_header is not None:
+            user = request.headers.get(settings.user_header)
+            if not user:
+                return jsonify(error=f"no user: the proxy in front of this dashboard did not send "
+                                     f"{settings.user_header}"), 403
+        flows = (request.get_json(silent=True) or {}).get("flows") or []
+        if not isinstance(flows, list) or not all(isinstance(flow, str) for flow in flows):
+            return jsonify(error='"flows" must be a list of flow names'), 400
+        try:
+            message = settings.act(action, namespace, name, flows, user)
+        except ActionError as error:
+            return jsonify(error=str(error)), error.status
+        return jsonify(message=message)
+
+    return app
+
+
+class ActionError(RuntimeError):
+    def __init__(self, message: str, *, status: int = 409) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def _cross_site(token: str) -> str | None:
+    """Why this POST may not act, or None: it must come from this app's own pages."""
+    origin = request.headers.get("Origin")
+    if origin is not None:
+        own = urlsplit(request.host_url)
+        theirs = urlsplit(origin)
+        if (theirs.scheme, theirs.netloc) != (own.scheme, own.netloc):
+            return f"refused: a request from {origin} (another site) may not act here"
+    if request.headers.get("Sec-Fetch-Site") not in (None, "same-origin", "none"):
+        return "refused: a cross-site request may not act here"
+    sent = request.headers.get(TOKEN_HEADER, "")
+    if not hmac.compare_digest(sent.encode(), token.encode()):
+        return f"refused: the {TOKEN_HEADER} header is missing or wrong (reload the page)"
+    return None
+
+
+def _missing(namespace: str, name: str):
+    return jsonify(error=f"no JobFlow {namespace}/{name} (yet): check the name and the namespace"), 404
+
+
+def _events(store: Store, body: Callable[[], str | None]) -> Iterator[str]:
+    """Server-sent events: the view now, then again whenever it changes; a keep-alive comment when idle."""
+    sent = None
+    yield "retry: 1000\n\n"
+    while True:
+        version = store.version
+        current = body()
+        if current is not None and current != sent:
+            yield f"event: view\ndata: {current}\n\n"
+            sent = current
+        if store.wait(version, KEEPALIVE) == version:
+            yield ": keep-alive\n\n"
+        else:
+            time.sleep(COALESCE)

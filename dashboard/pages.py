@@ -1,0 +1,105 @@
+"""Each page's view, computed once per change and shared by every browser showing it.
+
+A page's view depends on a few objects (a JobFlow, its vcjobs, its Kubernetes events); :class:`Pages` keys each
+computed view by their resourceVersions, so 50 streams of the same JobFlow wake on a change, and the first to ask
+computes the view and its JSON while the other 49 reuse them. The events of a JobFlow are read from the API server
+(they are not watched: see :mod:`dashboard.store`) when the JobFlow changed, at most every
+:data:`EVENTS_SECONDS` otherwise, whoever asks.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from dashboard import views
+from dashboard.store import Store
+from jobflow_core.api import JOBFLOW, JOBFLOWTEMPLATE, JOBTEMPLATE
+
+EVENTS_SECONDS = 5.0
+KEPT = 64
+"""Views kept (one per JobFlow page recently shown)."""
+
+EventsReader = Callable[[str, str, str], list[dict[str, Any]]]
+"""(namespace, name, uid) -> the Kubernetes events about that JobFlow."""
+
+
+class Pages:
+    def __init__(self, store: Store, events: EventsReader | None, *, clock: Callable[[], datetime] | None = None):
+        self.store = store
+        self.read_events = events
+        self.clock = clock or (lambda: datetime.now(UTC))
+        self._lock = threading.Lock()
+        self._views: OrderedDict[tuple, tuple[Any, dict[str, Any], str]] = OrderedDict()
+        self._events: dict[tuple[str, str], tuple[str | None, float, list[dict[str, Any]]]] = {}
+
+    def list_json(self) -> str:
+        return self._cached(("list",), self.store.version, lambda: views.list_view(
+            self.store.jobflows(), self.store.all(JOBFLOWTEMPLATE), now=self.clock(),
+            loading=JOBFLOW not in self.store.synced))[1]
+
+    def jobflow(self, namespace: str, name: str) -> tuple[dict[str, Any], str] | None:
+        """The JobFlow page's view and its JSON; None when the store does not know the JobFlow."""
+        found = self.store.snapshot(namespace, name)
+        if found is None:
+            return None
+        flow, jobs = found["jobflow"], found["vcjobs"]
+        events = self._events_of(namespace, name, flow["metadata"].get("uid", ""),
+                                 flow["metadata"].get("resourceVersion"))
+        fingerprint = (flow["metadata"].get("resourceVersion"),
+                       tuple(job["metadata"].get("resourceVersion") for job in jobs), id(events))
+        return self._cached(("jf", namespace, name), fingerprint,
+                            lambda: views.jobflow_view(flow, jobs, events, now=self.clock()))
+
+    def items(self, namespace: str, name: str, flow: str) -> dict[str, Any] | None:
+        found = self.store.snapshot(namespace, name)
+        if found is None:
+            return None
+        return views.items_view(found["jobflow"], found["vcjobs"], flow, now=self.clock())
+
+    def template(self, namespace: str, name: str) -> dict[str, Any] | None:
+        template = self.store.get(JOBTEMPLATE, namespace, name)
+        if template is None:
+            return None
+        users = [flow for flow in self.store.jobflows()
+                 if flow["metadata"].get("namespace") == namespace and any(
+                     (f.get("jobTemplate") or f.get("name")) == name for f in (flow.get("spec") or {}).get("flows")
+                     or ())]
+        return views.template_view(template, users)
+
+    def _cached(self, key: tuple, fingerprint: Any, compute: Callable[[], dict[str, Any]]):
+        with self._lock:
+            hit = self._views.get(key)
+            if hit is not None and hit[0] == fingerprint:
+                self._views.move_to_end(key)
+                return hit[1], hit[2]
+        view = compute()
+        body = json.dumps(view, separators=(",", ":"))
+        with self._lock:
+            self._views[key] = (fingerprint, view, body)
+            self._views.move_to_end(key)
+            while len(self._views) > KEPT:
+                self._views.popitem(last=False)
+        return view, body
+
+    def _events_of(self, namespace: str, name: str, uid: str, version: str | None) -> list[dict[str, Any]]:
+        if self.read_events is None:
+            return []
+        with self._lock:
+            known = self._events.get((namespace, name))
+        if known is not None and known[0] == version and time.monotonic() - known[1] < EVENTS_SECONDS:
+            return known[2]
+        try:
+            events = self.read_events(namespace, name, uid)
+        except Exception:  # noqa: BLE001 - a page without events is better than no page; the next change retries
+            events = known[2] if known else []
+        with self._lock:
+            if known is not None and known[2] == events:
+                events = known[2]  # the same list object: the view's fingerprint does not change
+            self._events[(namespace, name)] = (version, time.monotonic(), events)
+        return events

@@ -1,0 +1,259 @@
+// The dashboard's only script: draws the page from the JSON views the server sends on /stream (server-sent
+// events), again on every change. No framework, nothing fetched from elsewhere. The server computes every fact
+// and every position (dashboard/views.py, dashboard/layout.py); this file only draws them and handles input.
+"use strict";
+
+const config = JSON.parse(document.getElementById("config").textContent);
+const NODE_W = 190, NODE_H = 66;
+
+function esc(value) {
+  return String(value ?? "").replace(/[&<>"']/g, (c) => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"})[c]);
+}
+
+function badge(text, tone) {
+  return `<span class="badge tone-${esc(tone)}">${esc(text)}</span>`;
+}
+
+const PHASE_TONES = {Succeed: ["done", "✓"], Running: ["running", "▶"], Pending: ["pending", "…"],
+  Failed: ["failed", "✗"], Suspended: ["trouble", "‖"], Terminating: ["trouble", "!"], "": ["waiting", "○"]};
+
+function phaseBadge(phase) {
+  const [tone, glyph] = PHASE_TONES[phase] || ["waiting", "○"];
+  return `<span class="badge tone-${tone}" data-phase="${esc(phase)}">${glyph} ${esc(phase || "no status yet")}</span>`;
+}
+
+// One EventSource per page; the browser reconnects by itself (the server sends "retry: 1000").
+function live(url, draw) {
+  const indicator = document.getElementById("live");
+  const source = new EventSource(url);
+  source.addEventListener("view", (event) => {
+    indicator.textContent = "live"; indicator.className = "live on";
+    draw(JSON.parse(event.data));
+    document.body.dataset.updates = String(Number(document.body.dataset.updates || 0) + 1);
+  });
+  source.onopen = () => { indicator.textContent = "live"; indicator.className = "live on"; };
+  source.onerror = () => { indicator.textContent = "reconnecting…"; indicator.className = "live off"; };
+}
+
+// ---- the list of JobFlows ----
+
+function listPage() {
+  let view = null;
+  const filter = document.getElementById("filter"), phase = document.getElementById("phase");
+  const draw = () => {
+    if (!view) return;
+    const words = filter.value.trim().toLowerCase();
+    const wanted = phase.value;
+    const rows = view.jobflows.filter((row) => {
+      const shown = row.suspended && !["Succeed", "Failed"].includes(row.phase) ? "Suspended" : row.phase;
+      return (!wanted || shown === wanted) &&
+        (!words || `${row.namespace}/${row.name} ${row.phase}`.toLowerCase().includes(words));
+    });
+    const body = document.querySelector("#jobflows tbody");
+    body.innerHTML = rows.length ? rows.map((row) => `<tr data-jobflow="${esc(row.namespace)}/${esc(row.name)}">
+      <td>${esc(row.namespace)}</td>
+      <td><a href="/jobflows/${encodeURIComponent(row.namespace)}/${encodeURIComponent(row.name)}">${esc(row.name)}</a></td>
+      <td>${phaseBadge(row.suspended && !["Succeed", "Failed"].includes(row.phase) ? "Suspended" : row.phase)}</td>
+      <td><progress max="1" value="${row.done}"></progress> ${esc(row.progress)}</td>
+      <td>${esc(row.age)}</td><td>${esc(row.expected)}</td>
+      <td>${row.failureRate == null ? "-" : Math.round(row.failureRate * 100) + "%"}</td>
+      <td>${esc(row.schedule || "")}</td></tr>`).join("")
+      : `<tr><td colspan="8" class="muted">${view.loading ? "loading…" : "no JobFlow matches"}</td></tr>`;
+    document.getElementById("count").textContent = `${rows.length} of ${view.jobflows.length}`;
+    document.querySelector("#schedules tbody").innerHTML = view.schedules.map((s) =>
+      `<tr><td>${esc(s.namespace)}</td><td>${esc(s.name)}</td><td>${esc(s.schedule || "manual")}</td>
+       <td>${s.suspended ? "yes" : "no"}</td></tr>`).join("") ||
+      `<tr><td colspan="4" class="muted">no JobFlowTemplate</td></tr>`;
+  };
+  filter.addEventListener("input", draw);
+  phase.addEventListener("change", draw);
+  live("/stream", (next) => { view = next; draw(); });
+}
+
+// ---- one JobFlow ----
+
+function jobflowPage() {
+  const base = `/api/jobflows/${encodeURIComponent(config.namespace)}/${encodeURIComponent(config.name)}`;
+  let view = null, selected = null, openItems = null;
+  const nodes = new Map();
+
+  function drawSummary() {
+    const h = view.header;
+    const facts = [
+      ["Phase", phaseBadge(h.suspended && !h.ended ? "Suspended" : h.phase)],
+      ["Progress", `<span id="progress">${esc(h.progress)}</span>`],
+      ["Age", esc(h.age)],
+    ];
+    if (h.reason || h.message) facts.push([esc(h.reason || "Message"), esc(h.message || "")]);
+    if (h.expected) facts.push(["Expected end", `${esc(h.expected)} (from earlier runs of its JobTemplates)`]);
+    if (h.criticalPath && h.criticalPath.length) facts.push(["Critical path", esc(h.criticalPath.join(" → "))]);
+    if (h.queue) facts.push(["Queue", esc(h.queue)]);
+    if (h.cost) facts.push(["Cost", esc(h.cost)]);
+    if (h.failureRate != null) facts.push(["Failure rate", `${Math.round(h.failureRate * 100)}% of ended vcjobs`]);
+    if (view.schedule) facts.push(["Started by", `JobFlowTemplate ${esc(view.schedule)}`]);
+    document.getElementById("summary").innerHTML =
+      `<h1 id="title" data-phase="${esc(h.phase)}">${esc(view.namespace)}/${esc(view.name)}</h1>` +
+      `<dl>${facts.map(([k, v]) => `<dt>${k}</dt><dd>${v}</dd>`).join("")}</dl>`;
+    if (config.actions) {
+      document.getElementById("action-retry").disabled = h.phase !== "Failed";
+      document.getElementById("action-suspend").disabled = h.ended || h.suspended;
+      document.getElementById("action-resume").disabled = h.ended || !h.suspended;
+    }
+  }
+
+  function drawDag() {
+    nodes.clear();
+    for (const node of view.nodes) nodes.set(node.name, node);
+    const parts = [`<svg id="dag-svg" xmlns="http://www.w3.org/2000/svg" width="${view.width}" height="${view.height}" role="group" aria-label="DAG of ${esc(view.name)}">`,
+      `<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0L10,5L0,10z" fill="#999"/></marker></defs>`];
+    for (const edge of view.edges) {
+      const a = nodes.get(edge.from), b = nodes.get(edge.to);
+      if (!a || !b) continue;
+      const x1 = a.x + NODE_W, y1 = a.y + NODE_H / 2, x2 = b.x, y2 = b.y + NODE_H / 2, mid = (x1 + x2) / 2;
+      parts.push(`<path class="edge" data-from="${esc(edge.from)}" data-to="${esc(edge.to)}" d="M${x1},${y1}C${mid},${y1} ${mid},${y2} ${x2},${y2}" marker-end="url(#arrow)"/>`);
+      if (edge.label) parts.push(`<text class="edge-label" x="${mid - 20}" y="${(y1 + y2) / 2 - 4}">${esc(edge.label)}</text>`);
+    }
+    for (const node of view.nodes) {
+      const label = `${node.name}: ${node.state}${node.detail ? ", " + node.detail : ""}`;
+      parts.push(`<g class="node tone-${esc(node.tone)}${node.critical ? " critical" : ""}${node.name === selected ? " selected" : ""}" id="node-${esc(node.name)}" data-flow="${esc(node.name)}" data-state="${esc(node.state)}" tabindex="0" role="button" aria-label="${esc(label)}" transform="translate(${node.x},${node.y})">`,
+        `<rect width="${NODE_W}" height="${NODE_H}" rx="6"/>`,
+        `<text class="name" x="10" y="19">${esc(node.name)}${node.critical ? " ★" : ""}</text>`,
+        `<text class="state" x="10" y="37">${esc(node.label)}${node.items ? ` · ${node.items.total} ${node.items.iterations ? "iterations" : "items"}` : ""}</text>`,
+        `<text class="detail" x="10" y="55">${esc(clip(node.detail || "", 30))}</text></g>`);
+    }
+    parts.push("</svg>");
+    const holder = document.getElementById("dag");
+    const focused = document.activeElement && document.activeElement.dataset ? document.activeElement.dataset.flow : null;
+    holder.innerHTML = parts.join("");
+    if (focused) { const again = document.getElementById(`node-${focused}`); if (again) again.focus({preventScroll: true}); }
+  }
+
+  function clip(text, length) { return text.length > length ? text.slice(0, length - 1) + "…" : text; }
+
+  function drawPanel() {
+    const panel = document.getElementById("panel");
+    const node = selected && nodes.get(selected);
+    if (!node) return;
+    const rows = [["State", badge(node.label, node.tone)]];
+    if (node.job) rows.push(["vcjob", esc(node.job) + (node.jobExists === false && node.state !== "Waiting" && !node.items ? " (deleted)" : "")]);
+    if (node.template) rows.push(["JobTemplate", `<a href="/jobtemplates/${encodeURIComponent(config.namespace)}/${encodeURIComponent(node.template)}">${esc(node.template)}</a>`]);
+    if (node.after && node.after.length) rows.push(["After", esc(node.after.join(", "))]);
+    if (node.waitingFor && node.waitingFor.length) rows.push(["Waits for", esc(node.waitingFor.join(", "))]);
+    if (node.message) rows.push(["Why", esc(node.message)]);
+    if (node.note) rows.push(["Kind", esc(node.note)]);
+    if (node.expectedStart) rows.push(["Expected start", esc(node.expectedStart)]);
+    if (node.estimateSeconds != null) rows.push(["Forecast", `runs about ${node.estimateSeconds}s (its JobTemplate's median)`]);
+    if (node.attempts) rows.push(["Attempts", String(node.attempts)]);
+    if (node.restarts != null) rows.push(["Restarts", String(node.restarts)]);
+    if (node.started) rows.push(["Started", `${esc(node.age)} ago`]);
+    if (node.tasks) rows.push(["Pods", esc(node.tasks)]);
+    if (node.ran) rows.push(["Ran", esc(node.ran)]);
+    if (node.result) rows.push(["Result", `<code>${esc(node.result)}</code>`]);
+    if (node.critical) rows.push(["Critical path", "★ on it: its delay delays the JobFlow"]);
+    let items = "";
+    if (node.items) {
+      const counts = Object.entries(node.items.counts).map(([p, n]) => `${n} ${esc(p)}`).join(", ");
+      rows.push([node.items.iterations ? "Iterations" : "Items", `${node.items.total}: ${counts}`]);
+      items = openItems && openItems.flow === node.name
+        ? `<div class="items" id="items"><table class="grid"><thead><tr><th>#</th><th>vcjob</th><th>State</th></tr></thead><tbody>${
+            openItems.items.map((i) => `<tr><td>${i.index}</td><td>${esc(i.job)}</td><td>${badge(i.label, i.tone)}</td></tr>`).join("")}</tbody></table></div>`
+        : `<button type="button" id="show-items">Show the ${node.items.total} ${node.items.iterations ? "iterations" : "items"}</button>`;
+    }
+    panel.innerHTML = `<h2 id="panel-title">${esc(node.name)}</h2><dl class="facts">${rows.map(([k, v]) => `<dt>${k}</dt><dd>${v}</dd>`).join("")}</dl>${items}`;
+    const show = document.getElementById("show-items");
+    if (show) show.addEventListener("click", () => loadItems(node.name));
+  }
+
+  async function loadItems(flow) {
+    const answer = await fetch(`${base}/items/${encodeURIComponent(flow)}`);
+    if (answer.ok) { openItems = await answer.json(); drawPanel(); }
+  }
+
+  function drawLegend() {
+    const tones = [["done", "✓ Completed"], ["running", "▶ Running"], ["pending", "… Pending"], ["trouble", "↻ Restarting"],
+      ["failed", "✗ Failed"], ["waiting", "○ Waiting (not created yet)"], ["skipped", "– Skipped"]];
+    document.getElementById("legend").innerHTML = tones.map(([t, w]) => badge(w, t)).join("") +
+      `<span>★ critical path</span>`;
+  }
+
+  function drawTimeline() {
+    const t = view.timeline, holder = document.getElementById("timeline");
+    if (!t.bars.length) { holder.innerHTML = `<p class="muted">no vcjob yet</p>`; return; }
+    const left = 170, width = 760, row = 20, scale = width / t.seconds;
+    const parts = [`<svg id="timeline-svg" xmlns="http://www.w3.org/2000/svg" width="${left + width + 110}" height="${t.bars.length * row + 30}" role="img" aria-label="timeline: ${t.bars.length} vcjobs over ${Math.round(t.seconds)}s; critical path ${esc(t.critical.join(" → "))}">`];
+    for (let s = 0; s <= 10; s++) {
+      const x = left + (width * s) / 10;
+      parts.push(`<line class="axis" x1="${x}" y1="0" x2="${x}" y2="${t.bars.length * row}"/><text x="${x - 8}" y="${t.bars.length * row + 16}">${axisLabel((t.seconds * s) / 10, t.seconds)}</text>`);
+    }
+    t.bars.forEach((bar, i) => {
+      const y = i * row + 3, start = left + bar.created * scale, run = bar.running == null ? null : left + bar.running * scale, end = left + bar.end * scale;
+      parts.push(`<g class="gantt" data-job="${esc(bar.job)}" data-phase="${esc(bar.phase)}"><text x="4" y="${y + 12}">${bar.critical ? "★ " : ""}${esc(clip(bar.job, 24))}</text>`);
+      parts.push(`<rect class="pending${bar.critical ? " critical" : ""}" x="${start}" y="${y}" width="${Math.max((run ?? end) - start, 1)}" height="${row - 6}"/>`);
+      if (run != null) parts.push(`<rect class="bar tone-${esc(bar.tone)}${bar.critical ? " critical" : ""}" x="${run}" y="${y}" width="${Math.max(end - run, 1)}" height="${row - 6}"><title>${esc(bar.job)}: ${esc(bar.phase)}</title></rect>`);
+      parts.push(`<text x="${end + 4}" y="${y + 12}">${esc(bar.phase)}</text></g>`);
+    });
+    parts.push("</svg>");
+    holder.innerHTML = parts.join("");
+  }
+
+  function axisLabel(seconds, total) {
+    if (total < 20) return `${seconds.toFixed(1)}s`;
+    if (total < 600) return `${Math.round(seconds)}s`;
+    return seconds < 7200 ? `${Math.round(seconds / 60)}m` : `${(seconds / 3600).toFixed(1)}h`;
+  }
+
+  function drawEvents() {
+    document.querySelector("#events tbody").innerHTML = view.events.map((e) =>
+      `<tr><td>${esc(e.type)}</td><td>${esc(e.reason)}</td><td>${esc(e.age)}</td><td>${esc(e.message)}${e.count > 1 ? ` (×${e.count})` : ""}</td></tr>`).join("")
+      || `<tr><td colspan="4" class="muted">no events</td></tr>`;
+  }
+
+  function select(name) {
+    if (selected !== name) openItems = null;
+    selected = name;
+    for (const g of document.querySelectorAll(".node.selected")) g.classList.remove("selected");
+    const g = document.getElementById(`node-${name}`);
+    if (g) g.classList.add("selected");
+    drawPanel();
+  }
+
+  const dag = document.getElementById("dag");
+  dag.addEventListener("click", (event) => {
+    const g = event.target.closest(".node");
+    if (g) { g.focus({preventScroll: true}); select(g.dataset.flow); }
+  });
+  dag.addEventListener("keydown", (event) => {
+    const g = event.target.closest(".node");
+    if (!g) return;
+    if (event.key === "Enter" || event.key === " ") { event.preventDefault(); select(g.dataset.flow); }
+  });
+
+  for (const button of document.querySelectorAll(".actions button")) {
+    button.addEventListener("click", async () => {
+      const out = document.getElementById("action-result");
+      out.textContent = "…";
+      const answer = await fetch(`${base}/${button.dataset.action}`, {method: "POST", credentials: "same-origin",
+        headers: {"Content-Type": "application/json", "X-JobFlow-Token": config.token}, body: "{}"});
+      const said = await answer.json().catch(() => ({error: `HTTP ${answer.status}`}));
+      out.textContent = said.message || said.error;
+      out.dataset.ok = String(answer.ok);
+    });
+  }
+
+  drawLegend();
+  live(`/stream?namespace=${encodeURIComponent(config.namespace)}&name=${encodeURIComponent(config.name)}`, (next) => {
+    if (next.missing) {
+      document.getElementById("summary").innerHTML = `<h1>${esc(config.namespace)}/${esc(config.name)}</h1><p>No such JobFlow (yet): it shows here as soon as it exists.</p>`;
+      return;
+    }
+    view = next;
+    drawSummary(); drawDag(); drawTimeline(); drawEvents();
+    if (selected) drawPanel();
+    if (openItems && selected) loadItems(selected);
+    document.body.dataset.rendered = String(performance.now());
+  });
+}
+
+if (config.page === "list") listPage();
+if (config.page === "jobflow") jobflowPage();
+if (config.page !== "list" && config.page !== "jobflow") document.getElementById("live").textContent = "";

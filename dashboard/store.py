@@ -1,0 +1,122 @@
+"""What the dashboard knows of the cluster: one watch per type for the whole server, kept in memory, and a version
+that every open page waits on.
+
+The watches are the event source's own (:class:`eventsource.watcher.Watcher`: list, watch, resume, re-list on
+410 Gone, back off on errors), noting every change here instead of forwarding it. So a server with 50 open pages
+still sends the API server four watch requests, not 50 polls; pages ask this store, and each change bumps
+:attr:`Store.version` and wakes the pages' streams (:meth:`Store.wait`), which send a new view only if theirs
+changed.
+
+Kubernetes Events are not watched (there are many, of every kind): a JobFlow page reads the events of its JobFlow
+when the JobFlow changes, shared by every page showing it (:mod:`dashboard.views`).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+from typing import Any
+
+from eventsource.cache import WatchCache
+from eventsource.cloudevent import Envelope
+from eventsource.watcher import WATCHED, Watcher
+from jobflow_core.api import JOBFLOW, JOBFLOWTEMPLATE, JOBTEMPLATE, ApiType
+from jobflow_core.snapshots import trim_jobflow
+
+RESYNC_SECONDS = 600.0
+"""How often the watches re-list everything (a safety net; a watch loses nothing between)."""
+
+
+class Store(WatchCache):
+    """The watch cache of the event source (JobFlows and their vcjobs), plus JobTemplates and JobFlowTemplates,
+    plus a change counter pages wait on."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._others: dict[ApiType, dict[tuple[str, str], dict[str, Any]]] = {JOBTEMPLATE: {}, JOBFLOWTEMPLATE: {}}
+        self._changed = threading.Condition()
+        self.version = 0
+        self.synced: set[ApiType] = set()
+        """The types whose first list has arrived (until then a page says it is loading, not that nothing exists)."""
+
+    def note(self, api_type: ApiType, obj: dict[str, Any], *, deleted: bool) -> None:
+        if api_type in self._others:
+            meta = obj.get("metadata") or {}
+            key = (meta.get("namespace", ""), meta.get("name", ""))
+            with self._lock:
+                if deleted:
+                    self._others[api_type].pop(key, None)
+                else:
+                    self._others[api_type][key] = trim_jobflow(obj)
+        else:
+            super().note(api_type, obj, deleted=deleted)
+        self.bump()
+
+    def bump(self) -> None:
+        with self._changed:
+            self.version += 1
+            self._changed.notify_all()
+
+    def wait(self, after: int, timeout: float) -> int:
+        """Block until :attr:`version` is past ``after`` or ``timeout`` seconds passed; the version then."""
+        with self._changed:
+            self._changed.wait_for(lambda: self.version > after, timeout=timeout)
+            return self.version
+
+    def jobflows(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return list(self._jobflows.values())
+
+    def jobs_of(self, namespace: str, jobflow: str) -> list[dict[str, Any]]:
+        found = self.snapshot(namespace, jobflow)
+        return found["vcjobs"] if found else []
+
+    def get(self, api_type: ApiType, namespace: str, name: str) -> dict[str, Any] | None:
+        with self._lock:
+            if api_type is JOBFLOW:
+                return self._jobflows.get((namespace, name))
+            return self._others[api_type].get((namespace, name))
+
+    def all(self, api_type: ApiType) -> list[dict[str, Any]]:
+        with self._lock:
+            return list(self._others[api_type].values())
+
+    def fill(self, api_type: ApiType, objects: Iterable[dict[str, Any]]) -> None:
+        """Note every object as a list would (for the in-memory tier of the tests and the benchmarks)."""
+        for obj in objects:
+            self.note(api_type, obj, deleted=False)
+        self.synced.add(api_type)
+        self.bump()
+
+
+class _Synced:
+    """The watchers' outbox: forwards nothing (the store has noted the change); marks the type listed."""
+
+    def __init__(self, store: Store, api_type: ApiType) -> None:
+        self.store, self.api_type = store, api_type
+
+    def put(self, envelope: Envelope) -> None:
+        del envelope
+        if self.api_type not in self.store.synced:
+            self.store.synced.add(self.api_type)
+
+
+class _Watcher(Watcher):
+    def relist(self) -> str:
+        version = super().relist()
+        self.cache.synced.add(self.api_type)
+        self.cache.bump()
+        return version
+
+
+def watch(api, store: Store, *, namespace: str | None, stop: threading.Event) -> list[threading.Thread]:
+    """Start one watch per type the event source watches (vcjobs: only the JobFlows' own), in ``namespace`` (None:
+    all); their threads (greenlets under the dashboard's server) run until ``stop`` is set."""
+    threads = []
+    for api_type, selector in WATCHED.items():
+        watcher = _Watcher(api, api_type, namespace, _Synced(store, api_type), resync_seconds=RESYNC_SECONDS,
+                           stop=stop, label_selector=selector, cache=store)
+        thread = threading.Thread(target=watcher.run, name=f"dashboard-watch-{api_type.plural}", daemon=True)
+        thread.start()
+        threads.append(thread)
+    return threads

@@ -1,0 +1,214 @@
+"""What each page shows, as JSON: pure functions of the objects the store holds and the clock.
+
+The facts are the command line's (:mod:`kubectl_jobflow.snapshot` for a JobFlow's flows, waits, forecasts and
+fan-out counts; :mod:`kubectl_jobflow.timeline` for the Gantt chart and its critical path), so the page and
+``kubectl jobflow status`` never disagree. What is added here is where things go: :mod:`dashboard.layout`
+places the nodes, and a state's colour, glyph and words come from :data:`STATES` (colour is never the only sign).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import Any
+
+from dashboard.layout import place
+from jobflow_core.api import RUN_OF
+from jobflow_core.graph import flow_graph
+from jobflow_core.models import JobFlow, JobTemplate
+from jobflow_core.naming import template_name
+from kubectl_jobflow import graph as drawing
+from kubectl_jobflow import timeline
+from kubectl_jobflow.output import age, expected
+from kubectl_jobflow.snapshot import FlowRow, Snapshot, take
+from kubectl_jobflow.status import cost_text, queue_line, tasks_text
+
+STATES: Mapping[str, tuple[str, str]] = {
+    "Completed": ("done", "✓"), "Cached": ("done", "✓"),
+    "Running": ("running", "▶"), "Completing": ("running", "▶"),
+    "Pending": ("pending", "…"), "Created": ("pending", "…"),
+    "Restarting": ("trouble", "↻"), "Aborting": ("trouble", "!"), "Terminating": ("trouble", "!"),
+    "Failed": ("failed", "✗"), "Terminated": ("failed", "✗"), "Aborted": ("failed", "✗"),
+    "Waiting": ("waiting", "○"), "Skipped": ("skipped", "–"),
+}
+"""A shown phase -> its colour class (``dashboard/static/dashboard.css``, Okabe-Ito hues, safe for colour-blind
+eyes) and a glyph; the phase's own word is always printed next to them."""
+
+
+def when(value: datetime | None) -> str | None:
+    return value.strftime("%Y-%m-%dT%H:%M:%SZ") if value else None
+
+
+def jobflow_row(obj: Mapping[str, Any], *, now: datetime) -> dict[str, Any]:
+    """One line of the list page, from the JobFlow's own status (no vcjob needed)."""
+    meta = obj.get("metadata") or {}
+    status = obj.get("status") or {}
+    state = status.get("state") or {}
+    flows = (obj.get("spec") or {}).get("flows") or []
+    ended, total = status.get("flowsEnded"), status.get("flowsTotal")
+    created = meta.get("creationTimestamp")
+    return {
+        "namespace": meta.get("namespace", ""), "name": meta.get("name", ""),
+        "phase": state.get("phase") or "", "reason": state.get("reason"),
+        "progress": status.get("progress") or f"0/{len(flows)}",
+        "done": (ended / total) if isinstance(ended, int) and total else 0.0,
+        "created": created, "age": age(created, now=now) if created else "-",
+        "expectedCompletion": status.get("expectedCompletion"),
+        "expected": expected(_time(status.get("expectedCompletion")), now=now)
+        if status.get("expectedCompletion") and state.get("phase") not in ("Succeed", "Failed") else "",
+        "failureRate": status.get("failureRate"),
+        "suspended": bool((obj.get("spec") or {}).get("suspend")),
+        "schedule": (meta.get("labels") or {}).get(RUN_OF),
+    }
+
+
+def list_view(jobflows: Iterable[Mapping[str, Any]], templates: Iterable[Mapping[str, Any]], *,
+              now: datetime, loading: bool) -> dict[str, Any]:
+    rows = sorted((jobflow_row(obj, now=now) for obj in jobflows),
+                  key=lambda row: (row["created"] or "", row["namespace"], row["name"]), reverse=True)
+    schedules = [{"namespace": t["metadata"].get("namespace", ""), "name": t["metadata"].get("name", ""),
+                  "schedule": (t.get("spec") or {}).get("schedule"),
+                  "suspended": bool((t.get("spec") or {}).get("suspend"))} for t in templates]
+    return {"loading": loading, "jobflows": rows,
+            "schedules": sorted(schedules, key=lambda s: (s["namespace"], s["name"]))}
+
+
+def jobflow_view(jobflow: dict[str, Any], jobs: list[dict[str, Any]], events: list[dict[str, Any]], *,
+                 now: datetime) -> dict[str, Any]:
+    """The JobFlow page: its header, every flow as a placed node (started or not), its edges, timeline, events.
+    A fan-out's items are not in it (a 1,000-item fan-out would dominate it): the page asks for them
+    (:func:`items_view`) when the user opens the node."""
+    flow = JobFlow.model_validate(jobflow)
+    graph = flow_graph(flow)
+    snap = take(jobflow, jobs, now=now)
+    critical = set(snap.critical_path)
+    templates = {f.name: template_name(f) for f in flow.spec.flows or ()}
+    positions, size = place(graph)
+    phases = {row.name: row.phase for row in snap.rows}
+    estimates = {e.flow: e.seconds for e in (flow.status.estimates if flow.status else None) or ()}
+    nodes = [_node(row, now=now, critical=row.name in critical, template=templates.get(row.name, row.name),
+                   note=drawing.label(graph, {}, row.name), estimate=estimates.get(row.name),
+                   position=positions[row.name]) for row in snap.rows]
+    nodes += [{"name": name, "state": word, "tone": "failed", "glyph": "✗", "label": f"✗ {word}",
+               "detail": detail, "x": positions[name][0], "y": positions[name][1], "level": 0, "items": None,
+               "after": graph.targets(name) if name in graph.blocked else []}
+              for names, word, detail in ((graph.undefined, drawing.UNDEFINED, "no flow has this name"),
+                                          (graph.blocked, drawing.NOT_DAG, "on or after a cycle: cannot run"))
+              for name in sorted(names)]
+    edges = [{"from": source, "to": dependent, "label": drawing.edge_label(graph, source, dependent)}
+             for source, dependent in graph.edges if source in positions and dependent in positions]
+    chart = timeline.build(jobflow, jobs, now=now)
+    meta = jobflow.get("metadata") or {}
+    return {
+        "namespace": snap.namespace, "name": snap.name, "uid": meta.get("uid"),
+        "resourceVersion": meta.get("resourceVersion"),
+        "header": _header(snap, flow, now=now),
+        "width": size[0], "height": size[1], "nodes": nodes, "edges": edges,
+        "timeline": {
+            "start": when(chart.start), "end": when(chart.end),
+            "seconds": max((chart.end - chart.start).total_seconds(), 1.0),
+            "critical": chart.critical,
+            "bars": [{"flow": bar.flow, "job": bar.job, "phase": bar.phase, "tone": STATES.get(bar.phase, ("", ""))[0],
+                      "created": (bar.created - chart.start).total_seconds(),
+                      "running": (bar.running - chart.start).total_seconds() if bar.running else None,
+                      "end": (bar.end - chart.start).total_seconds(), "ended": bar.ended,
+                      "critical": bar.flow in chart.critical} for bar in chart.bars],
+        },
+        "events": [_event(event, now=now) for event in sorted(events, key=_event_time, reverse=True)],
+        "schedule": (meta.get("labels") or {}).get(RUN_OF),
+    }
+
+
+def _header(snap: Snapshot, flow: JobFlow, *, now: datetime) -> dict[str, Any]:
+    return {
+        "phase": snap.phase or "", "progress": snap.progress, "reason": snap.reason, "message": snap.message,
+        "age": age(snap.created, now=now) if snap.created else "-", "created": when(snap.created),
+        "expected": expected(snap.expected_completion, now=now) if snap.expected_completion and not snap.ended
+        else None,
+        "criticalPath": snap.critical_path,
+        "queue": queue_line(snap.queue) if snap.queue is not None and not snap.ended else None,
+        "cost": cost_text(snap.cost) if snap.cost is not None else None,
+        "suspended": bool(flow.spec.suspend), "ended": snap.ended,
+        "failureRate": flow.status.failure_rate if flow.status else None,
+    }
+
+
+def _node(row: FlowRow, *, now: datetime, critical: bool, template: str, note: str | None,
+          estimate: int | None, position: tuple[float, float]) -> dict[str, Any]:
+    tone, glyph = STATES.get(row.phase, ("waiting", "○"))
+    total = sum(row.items.values()) if row.items else 0
+    return {
+        "name": row.name, "level": row.level, "after": row.after, "job": row.job, "jobExists": row.live,
+        "state": row.phase, "tone": tone, "glyph": glyph, "label": f"{glyph} {row.phase}",
+        "detail": _detail(row, note=note, now=now),
+        "waitingFor": row.waiting_for, "message": row.message,
+        "expectedStart": expected(row.expected_start, now=now) if row.expected_start else None,
+        "estimateSeconds": estimate, "attempts": row.attempts, "restarts": row.restarts,
+        "ran": row.ran, "result": row.result, "tasks": tasks_text(row) or None,
+        "started": when(row.created), "age": age(row.created, now=now) if row.created else None,
+        "template": template, "critical": critical, "note": note,
+        "items": ({"total": total, "counts": row.items, "iterations": row.iterations} if row.items else None),
+        "x": position[0], "y": position[1],
+    }
+
+
+def _detail(row: FlowRow, *, note: str | None, now: datetime) -> str:
+    """The node's third line: what it waits for, how it runs, or how it ended; short (the panel has the rest)."""
+    if row.items:
+        total = sum(row.items.values())
+        done = row.items.get("Completed", 0)
+        return f"{done}/{total} {'iterations' if row.iterations else 'items'} done"
+    if row.phase == "Waiting":
+        if row.waiting_for:
+            return "waits for " + ", ".join(row.waiting_for)
+        return note or "waits"
+    if row.phase == "Skipped":
+        return "will not run"
+    if row.ran:
+        return f"ran {row.ran}" + (f", attempt {row.attempts}" if row.attempts > 1 else "")
+    if row.created:
+        return f"since {age(row.created, now=now)}" + (f", attempt {row.attempts}" if row.attempts > 1 else "")
+    return ""
+
+
+def items_view(jobflow: dict[str, Any], jobs: list[dict[str, Any]], flow: str, *, now: datetime) -> dict[str, Any]:
+    """A fan-out's (or loop's) items, one by one: asked for when the user opens the node."""
+    snap = take(jobflow, jobs, now=now)
+    row = next((row for row in snap.rows if row.name == flow), None)
+    if row is None:
+        raise KeyError(flow)
+    return {"flow": flow, "iterations": row.iterations,
+            "items": [{"index": index, "job": job, "state": phase, "tone": STATES.get(phase, ("waiting", ""))[0],
+                       "label": f"{STATES.get(phase, ('', '○'))[1]} {phase}"} for index, job, phase in row.each]}
+
+
+def template_view(template: dict[str, Any], runs: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """The JobTemplate page: its statistics (kept in its status by the engine) and the JobFlows that use it."""
+    model = JobTemplate.model_validate(template)
+    status = model.status
+    recent = [run.to_wire() for run in reversed((status.recent_runs if status else None) or ())]
+    return {
+        "namespace": model.namespace, "name": model.name,
+        "runs": status.runs if status else None, "succeeded": status.succeeded if status else None,
+        "failed": status.failed if status else None, "failureRate": status.failure_rate if status else None,
+        "p50": status.duration_p50_seconds if status else None, "p90": status.duration_p90_seconds if status else None,
+        "lastFailure": status.last_failure.to_wire() if status and status.last_failure else None,
+        "cost": cost_text(status.cost) if status and status.cost else None,
+        "recentRuns": recent,
+        "usedBy": sorted({(r["metadata"]["namespace"], r["metadata"]["name"]) for r in runs}),
+    }
+
+
+def _event(event: Mapping[str, Any], *, now: datetime) -> dict[str, Any]:
+    stamp = _event_time(event)
+    return {"type": event.get("type"), "reason": event.get("reason"), "message": event.get("message"),
+            "count": event.get("count") or 1, "time": stamp, "age": age(stamp, now=now) if stamp else "-"}
+
+
+def _event_time(event: Mapping[str, Any]) -> str:
+    return event.get("lastTimestamp") or event.get("eventTime") or \
+        (event.get("metadata") or {}).get("creationTimestamp") or ""
+
+
+def _time(value: str | None) -> datetime | None:
+    return datetime.fromisoformat(value.replace("Z", "+00:00")) if value else None

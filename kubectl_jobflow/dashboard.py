@@ -1,0 +1,28 @@
+"""``dashboard``: the live web view (:mod:`dashboard`) on 127.0.0.1, acting with the user's own kubeconfig.
+
+It runs ``python -m dashboard`` with the same connection flags, so the page sees and does exactly what this user
+may: it lists JobFlows of every namespace (``-n``: of one), and its Retry, Suspend and Resume buttons do what
+``kubectl jobflow retry/suspend/resume`` do. It prints the URL and serves until Ctrl-C. Only this machine can
+reach it (127.0.0.1, and only that Host), and a page of another site cannot make it act (docs/dashboard.md).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kubectl_jobflow.cli import Context
+
+
+def run(ctx: Context) -> int:
+    args = ctx.args
+    command = [sys.executable, "-m", "dashboard", "--port", str(args.port)]
+    for flag, value in (("--kubeconfig", ctx.target.kubeconfig), ("--context", ctx.target.context),
+                        ("--namespace", ctx.namespace_given)):
+        if value:
+            command += [flag, value]
+    if args.read_only:
+        command.append("--read-only")
+    return subprocess.call(command, stdout=ctx.out if ctx.out is sys.stdout else None)

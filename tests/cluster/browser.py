@@ -1,0 +1,96 @@
+"""The browser tier's tools: the dashboard as users run it (``python -m dashboard``, a process of its own) and
+Debian's headless Chromium driven through its chromedriver (selenium, the W3C WebDriver protocol).
+
+Pages are waited on, never slept on: :func:`wait_for` polls a condition in the page (WebDriverWait, every 50 ms),
+and :data:`RECORDER` keeps in the page every state each DAG node showed, so a test can assert the order a node
+went through even when it passed through a state between two polls.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from devcluster.testing import LocalCluster
+
+T = TypeVar("T")
+SCREENSHOTS = Path(__file__).resolve().parents[2] / ".devcluster" / "tests" / "screenshots"
+
+RECORDER = """
+window.__seen = window.__seen || {};
+const note = () => {
+  for (const g of document.querySelectorAll('#dag .node')) {
+    const seen = (window.__seen[g.dataset.flow] = window.__seen[g.dataset.flow] || []);
+    if (seen[seen.length - 1] !== g.dataset.state) seen.push(g.dataset.state);
+  }
+};
+new MutationObserver(note).observe(document.getElementById('dag'), {childList: true, subtree: true});
+note();
+"""
+"""Records, in the page, each node's states in the order shown (each re-render replaces the DAG's nodes)."""
+
+
+@dataclass
+class Dashboard:
+    url: str
+    process: subprocess.Popen
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+
+
+def start_dashboard(cluster: LocalCluster, *args: str) -> Dashboard:
+    """``python -m dashboard`` on a free loopback port against the tests' cluster; returns once it listens."""
+    process = subprocess.Popen([sys.executable, "-m", "dashboard", "--kubeconfig", str(cluster.state.kubeconfig),
+                                "--port", "0", *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    lines = []
+    for line in process.stdout:
+        lines.append(line)
+        if "http://" in line:
+            url = line.rsplit(" ", 1)[-1].strip()
+            # keep draining its output, so a chatty server never blocks on a full pipe
+            import threading
+            threading.Thread(target=lambda: [None for _ in process.stdout], daemon=True).start()
+            return Dashboard(url=url, process=process)
+    process.wait(timeout=10)
+    raise AssertionError("the dashboard did not start:\n" + "".join(lines))
+
+
+def chrome(chromium: Path, chromedriver: Path, *, width: int = 1400, height: int = 1000):
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(chromium)
+    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
+                     f"--window-size={width},{height}", "--lang=en-US", "--disable-extensions",
+                     "--no-first-run", "--password-store=basic"):
+        options.add_argument(argument)
+    return webdriver.Chrome(service=Service(str(chromedriver)), options=options)
+
+
+def wait_for(driver, what: str, condition: Callable[[Any], T], *, timeout: float = 60) -> T:
+    from selenium.common.exceptions import TimeoutException
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    try:
+        return WebDriverWait(driver, timeout, poll_frequency=0.05).until(condition)
+    except TimeoutException:
+        raise AssertionError(f"the page never showed {what} within {timeout:g}s; it shows:\n"
+                             + driver.find_element("tag name", "body").text[:3000]) from None
+
+
+def node_states(driver) -> dict[str, str]:
+    return driver.execute_script(
+        "return Object.fromEntries([...document.querySelectorAll('#dag .node')].map(g => [g.dataset.flow, "
+        "g.dataset.state]))")
