@@ -22,6 +22,8 @@ from dashboard.store import Store
 from jobflow_core.api import JOBFLOW, JOBFLOWTEMPLATE, JOBTEMPLATE
 
 EVENTS_SECONDS = 5.0
+NO_EVENTS: list[dict[str, Any]] = []
+"""The one empty list (a view's fingerprint includes its events list's identity)."""
 KEPT = 64
 """Views kept (one per JobFlow page recently shown)."""
 
@@ -89,7 +91,7 @@ class Pages:
 
     def _events_of(self, namespace: str, name: str, uid: str, version: str | None) -> list[dict[str, Any]]:
         if self.read_events is None:
-            return []
+            return NO_EVENTS
         with self._lock:
             known = self._events.get((namespace, name))
         if known is not None and known[0] == version and time.monotonic() - known[1] < EVENTS_SECONDS:

@@ -1,0 +1,201 @@
+"""The dashboard's in-memory tier: its views and layout (pure), its app's pages, live stream and guarded actions on a
+store filled by hand. The browser tier (tests/cluster/test_dashboard_in_browser.py) runs the same app as users do,
+on the real cluster, in Chromium."""
+
+from __future__ import annotations
+
+import json
+import threading
+from datetime import UTC, datetime
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dashboard.app import TOKEN_HEADER, ActionError, Settings, create_app
+from dashboard.layout import NODE_HEIGHT, NODE_WIDTH, place
+from dashboard.pages import Pages
+from dashboard.store import Store
+from dashboard.views import STATES, jobflow_view
+from jobflow_core.api import JOBFLOW, JOBTEMPLATE
+from jobflow_core.graph import flow_graph
+from jobflow_core.models import JobFlow, VcJobPhase
+from kubectl_jobflow.snapshot import CACHED, CREATED, SKIPPED, WAITING
+
+NOW = datetime(2026, 11, 25, 9, 0, 0, tzinfo=UTC)
+DIAMOND = [{"name": "a"}, {"name": "b", "dependsOn": {"targets": ["a"]}}, {"name": "c", "dependsOn": {"targets": ["b"]}},
+           {"name": "d", "dependsOn": {"targets": ["b"]}}, {"name": "e", "dependsOn": {"targets": ["c", "d"]}}]
+
+
+def jobflow(name: str = "test", flows: list | None = None, *, status: dict | None = None, rv: str = "1") -> dict:
+    return {"apiVersion": "flow.volcano.sh/v1alpha1", "kind": "JobFlow",
+            "metadata": {"name": name, "namespace": "ns", "uid": f"uid-{name}", "resourceVersion": rv,
+                         "creationTimestamp": "2026-11-25T08:59:00Z"},
+            "spec": {"flows": flows if flows is not None else DIAMOND}, **({"status": status} if status else {})}
+
+
+def vcjob(flow: str, phase: str, *, owner: str = "test") -> dict:
+    return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
+            "metadata": {"name": f"{owner}-{flow}", "namespace": "ns", "resourceVersion": "7",
+                         "creationTimestamp": "2026-11-25T08:59:10Z",
+                         "labels": {"volcano.sh/createdByJobTemplate": f"ns.{flow}"},
+                         "ownerReferences": [{"apiVersion": "flow.volcano.sh/v1alpha1", "kind": "JobFlow",
+                                              "name": owner, "uid": f"uid-{owner}", "controller": True}]},
+            "spec": {"tasks": [{"name": "main", "replicas": 1}]},
+            "status": {"state": {"phase": phase, "lastTransitionTime": "2026-11-25T08:59:20Z"}}}
+
+
+def test_every_phase_a_flow_can_show_has_a_colour_a_glyph_and_its_word() -> None:
+    shown = {phase.value for phase in VcJobPhase if phase.value} | {WAITING, SKIPPED, CREATED, CACHED}
+    assert shown <= STATES.keys()
+    tones = {tone for tone, _ in STATES.values()}
+    assert tones == {"done", "running", "pending", "trouble", "failed", "waiting", "skipped"}
+
+
+def test_the_diamond_before_anything_ran_shows_every_flow_waiting_and_what_it_waits_for() -> None:
+    view = jobflow_view(jobflow(), [vcjob("a", "Running")], [], now=NOW)
+    nodes = {node["name"]: node for node in view["nodes"]}
+    assert list(nodes) == ["a", "b", "c", "d", "e"]
+    assert nodes["a"]["state"] == "Running" and nodes["a"]["label"] == "▶ Running"
+    assert nodes["e"]["state"] == "Waiting" and nodes["e"]["waitingFor"] == ["c", "d"]
+    assert nodes["e"]["detail"] == "waits for c, d"
+    assert {(e["from"], e["to"]) for e in view["edges"]} == {("a", "b"), ("b", "c"), ("b", "d"), ("c", "e"),
+                                                             ("d", "e")}
+    assert [bar["job"] for bar in view["timeline"]["bars"]] == ["test-a"]
+
+
+def test_a_cycle_and_an_undefined_target_are_drawn_and_named_not_dropped() -> None:
+    flows = [{"name": "a", "dependsOn": {"targets": ["ghost"]}}, {"name": "x", "dependsOn": {"targets": ["y"]}},
+             {"name": "y", "dependsOn": {"targets": ["x"]}}]
+    view = jobflow_view(jobflow(flows=flows), [], [], now=NOW)
+    states = {node["name"]: node["state"] for node in view["nodes"]}
+    assert states == {"a": "Waiting", "ghost": "undefined", "x": "not a DAG", "y": "not a DAG"}
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 40), max_size=3), min_size=1, max_size=40))
+def test_the_layout_places_every_flow_once_edges_point_right_and_nodes_never_overlap(targets) -> None:
+    flows = [{"name": f"f{i}", **({"dependsOn": {"targets": sorted({f"f{t}" for t in ts if t < i})}}
+                                  if any(t < i for t in ts) else {})} for i, ts in enumerate(targets)]
+    graph = flow_graph(JobFlow.model_validate(jobflow(flows=flows)))
+    positions, (width, height) = place(graph)
+    assert set(positions) == {flow["name"] for flow in flows}
+    for source, dependent in graph.edges:
+        assert positions[source][0] + NODE_WIDTH < positions[dependent][0]
+    corners = list(positions.values())
+    assert len(set(corners)) == len(corners)
+    assert all(x + NODE_WIDTH <= width and y + NODE_HEIGHT <= height for x, y in corners)
+
+
+def test_two_thousand_flows_are_each_a_node() -> None:
+    flows = [{"name": "start"}] + [{"name": f"s{i}", "dependsOn": {"targets": ["start"]}} for i in range(1998)] + \
+        [{"name": "end", "dependsOn": {"targets": [f"s{i}" for i in range(1998)]}}]
+    view = jobflow_view(jobflow(flows=flows), [], [], now=NOW)
+    assert len(view["nodes"]) == 2000 and len(view["edges"]) == 2 * 1998
+
+
+def served(act=None, **kwargs):
+    store = Store()
+    store.fill(JOBFLOW, [jobflow()])
+    store.fill(JOBTEMPLATE, [])
+    app = create_app(store, Pages(store, None, clock=lambda: NOW), Settings(act=act, token="t0k", **kwargs))
+    return store, app.test_client()
+
+
+def test_the_list_and_the_jobflow_pages_serve_their_views() -> None:
+    _, web = served()
+    listed = web.get("/api/jobflows").get_json()
+    assert [(row["namespace"], row["name"], row["progress"]) for row in listed["jobflows"]] == [("ns", "test", "0/5")]
+    page = web.get("/jobflows/ns/test")
+    assert page.status_code == 200 and b'"page": "jobflow"' in page.data
+    assert "Content-Security-Policy" in page.headers
+    assert web.get("/api/jobflows/ns/nope").status_code == 404
+    assert web.get("/jobtemplates/ns/nope").status_code == 404
+
+
+def test_a_read_only_dashboard_has_no_buttons_and_refuses_every_post() -> None:
+    _, web = served()
+    assert b'id="actions"' not in web.get("/jobflows/ns/test").data
+    answer = web.post("/api/jobflows/ns/test/suspend", json={}, headers={TOKEN_HEADER: "t0k"})
+    assert answer.status_code == 403 and "read-only" in answer.get_json()["error"]
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.calls = []
+
+    def __call__(self, action, namespace, name, flows, user):
+        self.calls.append((action, namespace, name, flows, user))
+        if name == "busy":
+            raise ActionError("JobFlow ns/busy is Running: only a Failed JobFlow can be retried", status=409)
+        return f"did {action}"
+
+
+@pytest.mark.parametrize("headers, why", [
+    ({}, "header is missing or wrong"),
+    ({TOKEN_HEADER: "wrong"}, "header is missing or wrong"),
+    ({TOKEN_HEADER: "t0k", "Origin": "http://evil.example"}, "another site"),
+    ({TOKEN_HEADER: "t0k", "Sec-Fetch-Site": "cross-site"}, "cross-site"),
+])
+def test_a_post_from_anywhere_but_its_own_pages_is_refused(headers, why) -> None:
+    act = Recorder()
+    _, web = served(act)
+    answer = web.post("/api/jobflows/ns/test/suspend", json={}, headers=headers)
+    assert answer.status_code == 403 and why in answer.get_json()["error"]
+    assert act.calls == []
+
+
+def test_a_post_from_its_own_page_acts_and_says_what_it_did_or_why_not() -> None:
+    act = Recorder()
+    _, web = served(act)
+    page = web.get("/jobflows/ns/test").data
+    assert b'id="actions"' in page and b'"token": "t0k"' in page
+    own = {TOKEN_HEADER: "t0k", "Origin": "http://localhost", "Sec-Fetch-Site": "same-origin"}
+    answer = web.post("/api/jobflows/ns/test/retry", json={"flows": ["c"]}, headers=own)
+    assert answer.status_code == 200 and answer.get_json() == {"message": "did retry"}
+    assert act.calls == [("retry", "ns", "test", ["c"], None)]
+    refused = web.post("/api/jobflows/ns/busy/retry", json={}, headers=own)
+    assert refused.status_code == 409 and "only a Failed JobFlow" in refused.get_json()["error"]
+    assert web.post("/api/jobflows/ns/test/delete", json={}, headers=own).status_code == 404
+
+
+def test_behind_a_proxy_actions_need_the_user_and_impersonate_them() -> None:
+    act = Recorder()
+    _, web = served(act, user_header="X-Forwarded-User")
+    assert b'id="actions"' not in web.get("/jobflows/ns/test").data
+    page = web.get("/jobflows/ns/test", headers={"X-Forwarded-User": "ana"}).data
+    assert b'id="actions"' in page
+    headers = {TOKEN_HEADER: "t0k", "X-Forwarded-User": "ana"}
+    assert web.post("/api/jobflows/ns/test/resume", json={}, headers=headers).status_code == 200
+    assert act.calls == [("resume", "ns", "test", [], "ana")]
+    assert web.post("/api/jobflows/ns/test/resume", json={}, headers={TOKEN_HEADER: "t0k"}).status_code == 403
+
+
+def test_in_local_mode_only_the_loopback_host_is_answered() -> None:
+    _, web = served(Recorder(), hosts=("127.0.0.1:8765",))
+    assert web.get("/", headers={"Host": "127.0.0.1:8765"}).status_code == 200
+    assert web.get("/", headers={"Host": "rebound.example:8765"}).status_code == 421
+
+
+def test_the_stream_sends_the_view_then_each_change_of_it() -> None:
+    store, web = served()
+    response = web.get("/stream?namespace=ns&name=test", buffered=False)
+    chunks = iter(response.response)
+    assert next(chunks).startswith(b"retry:")
+    first = next(chunks).decode()
+    assert first.startswith("event: view\n") and json.loads(first.split("data: ", 1)[1])["header"]["phase"] == ""
+    threading.Timer(0.2, lambda: store.note(JOBFLOW, jobflow(status={"state": {"phase": "Running"}}, rv="2"),
+                                            deleted=False)).start()
+    second = next(chunks).decode()
+    assert json.loads(second.split("data: ", 1)[1])["header"]["phase"] == "Running"
+    response.close()
+
+
+def test_pages_compute_a_view_once_per_change_whoever_asks() -> None:
+    store = Store()
+    store.fill(JOBFLOW, [jobflow()])
+    pages = Pages(store, None, clock=lambda: NOW)
+    first, again = pages.jobflow("ns", "test"), pages.jobflow("ns", "test")
+    assert first[1] is again[1]
+    store.note(JOBFLOW, jobflow(rv="2"), deleted=False)
+    assert pages.jobflow("ns", "test")[1] is not first[1]
