@@ -1,6 +1,7 @@
 # syntax=docker/dockerfile:1
-# The engine's one image: the handler (gunicorn, the default command), the event source (`python -m eventsource`)
-# and the admission webhook run from it; manifests/ and knative/ reference it as
+# The engine's one image: the handler (gunicorn, the default command), the event source (`python -m eventsource`),
+# the admission webhook and the read-only dashboard (`python -m dashboard`, manifests/dashboard/) run from it;
+# manifests/ and knative/ reference it as
 # ghcr.io/volcano-jobflow/jobflow-engine:0.1.0. Build it with either of
 #   docker build -t ghcr.io/volcano-jobflow/jobflow-engine:0.1.0 .
 #   make image        (podman, no registry needed: a local Debian base instead of python:3.11-slim; docs/image.md)
@@ -11,11 +12,14 @@ ARG BASE=python:3.11-slim
 FROM ${BASE} AS build
 WORKDIR /src
 COPY pyproject.toml ./
-# Every package the three programs import (handlers/kube.py and eventsource/__main__.py import apiclient).
+# Every package the four programs import (handlers/kube.py and eventsource/__main__.py import apiclient; the
+# dashboard imports kubectl_jobflow, for its cluster connection and the CLI's views, and eventsource, for its watches).
 COPY jobflow_core ./jobflow_core
 COPY apiclient ./apiclient
 COPY handlers ./handlers
 COPY eventsource ./eventsource
+COPY kubectl_jobflow ./kubectl_jobflow
+COPY dashboard ./dashboard
 RUN pip wheel --no-cache-dir --wheel-dir /wheels .
 
 FROM ${BASE}
