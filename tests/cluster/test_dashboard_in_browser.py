@@ -1,0 +1,233 @@
+"""The dashboard as users see it: ``python -m dashboard`` on the real cluster, with the engine running, in Debian's
+headless Chromium. Every step waits on the page's DOM (never sleeps); screenshots are checked for their colours.
+
+Chromium and chromedriver are installed by the project (:mod:`devcluster.browser`, apt-get as root, as CI runs);
+without root and without them, the tier is skipped, saying how to install them.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from io import BytesIO
+from pathlib import Path
+
+import pytest
+
+from browser import RECORDER, SCREENSHOTS, Dashboard, chrome, node_states, start_dashboard, wait_for
+from devcluster.browser import BrowserMissing, ensure_browser
+from devcluster.processes import free_port
+from devcluster.testing import LocalCluster
+from objects import apply, jobflow, template, vcjobs
+
+pytestmark = pytest.mark.cluster
+
+SEED = Path(__file__).resolve().parents[2] / "examples" / "diamond"
+RANK = {"Waiting": 0, "Created": 1, "Pending": 1, "Running": 2, "Completed": 3}
+TONES = {"done": (0xDF, 0xF3, 0xEA), "running": (0xDB, 0xEA, 0xF6), "waiting": (0xF3, 0xF3, 0xF3)}
+"""The node fills of dashboard.css (--done-bg, --running-bg, --waiting-bg) a screenshot must contain."""
+DIAMOND = """
+apiVersion: flow.volcano.sh/v1alpha1
+kind: JobFlow
+metadata: {name: diamond}
+spec:
+  flows:
+  - name: a
+  - {name: b, dependsOn: {targets: [a]}}
+  - {name: c, dependsOn: {targets: [b]}}
+  - {name: d, dependsOn: {targets: [b]}}
+  - {name: e, dependsOn: {targets: [c, d]}}
+"""
+
+
+@pytest.fixture(scope="session")
+def driver() -> Iterator:
+    try:
+        chromium, chromedriver = ensure_browser(log=lambda line: print(line, flush=True))
+    except BrowserMissing as error:
+        pytest.skip(str(error))
+    browser = chrome(chromium, chromedriver)
+    yield browser
+    browser.quit()
+
+
+@pytest.fixture
+def dashboard(cluster: LocalCluster, namespace: str) -> Iterator[Dashboard]:
+    running = start_dashboard(cluster, "--namespace", namespace)
+    yield running
+    running.stop()
+
+
+def phase_on_page(driver) -> str | None:
+    # Read in the page in one step: each update redraws the view, so an element found earlier may be gone.
+    return driver.execute_script("const t = document.getElementById('title'); return t ? t.dataset.phase : null")
+
+
+def text_of(driver, element_id: str) -> str:
+    return driver.execute_script("const e = document.getElementById(arguments[0]); return e ? e.innerText : ''",
+                                 element_id)
+
+
+def colours(png: bytes) -> dict[str, int]:
+    from PIL import Image
+
+    image = Image.open(BytesIO(png)).convert("RGB")
+    counts = {rgb: n for n, rgb in image.getcolors(maxcolors=1 << 20)}
+    return {tone: sum(n for rgb, n in counts.items() if all(abs(a - b) <= 2 for a, b in zip(rgb, want)))
+            for tone, want in TONES.items()} | {"distinct": len(counts)}
+
+
+def test_the_seed_diamond_goes_from_waiting_to_running_to_completed_live_on_its_page(
+        cluster: LocalCluster, namespace: str, engine, dashboard: Dashboard, driver) -> None:
+    apply(cluster, namespace, (SEED / "jobtemplates.yaml").read_text())
+    driver.get(f"{dashboard.url}jobflows/{namespace}/test")
+    wait_for(driver, "that the JobFlow does not exist yet", lambda d: "No such JobFlow" in d.page_source)
+    driver.execute_script(RECORDER)
+    apply(cluster, namespace, (SEED / "jobflow.yaml").read_text())
+
+    wait_for(driver, "c and d running after a and b completed", lambda d: (s := node_states(d)) and
+             s["a"] == s["b"] == "Completed" and "Running" in (s["c"], s["d"]) and s["e"] == "Waiting", timeout=90)
+    running = driver.get_screenshot_as_png()
+    wait_for(driver, "the JobFlow Succeed", lambda d: phase_on_page(d) == "Succeed", timeout=90)
+    done = driver.get_screenshot_as_png()
+
+    seen = driver.execute_script("return window.__seen")
+    for flow, states in seen.items():
+        assert states[-1] == "Completed" and "Running" in states, (flow, states)
+        assert [RANK[s] for s in states] == sorted(RANK[s] for s in states), (flow, states)  # never backwards
+    assert all(seen[flow][0] == "Waiting" for flow in "bcde"), seen  # a's vcjob is created as the JobFlow appears
+    assert text_of(driver, "progress") == "5/5"
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    (SCREENSHOTS / "diamond-running.png").write_bytes(running)
+    (SCREENSHOTS / "diamond-succeed.png").write_bytes(done)
+    during, after = colours(running), colours(done)
+    node_area = 150 * 50  # a node's fill, less its border and text, is about 186 x 62 pixels
+    assert during["distinct"] > 50, "the running page's screenshot is (almost) blank"
+    assert during["done"] > 2 * node_area and during["running"] > node_area and during["waiting"] > node_area, during
+    assert after["done"] > 5 * node_area and after["running"] < node_area, after
+
+
+def test_the_retry_button_reruns_the_failed_flow_and_keeps_what_completed(
+        cluster: LocalCluster, namespace: str, engine, dashboard: Dashboard, driver) -> None:
+    apply(cluster, namespace, "---\n".join(template(name, fail_attempts=1 if name == "c" else 0) for name in "abcde"))
+    apply(cluster, namespace, DIAMOND)
+    driver.get(f"{dashboard.url}jobflows/{namespace}/diamond")
+    wait_for(driver, "the JobFlow Failed with d Completed", lambda d: phase_on_page(d) == "Failed" and
+             node_states(d).get("d") == "Completed", timeout=90)
+    before = {name: job["metadata"]["uid"] for name, job in vcjobs(cluster, namespace).items()}
+    assert sorted(before) == ["diamond-a", "diamond-b", "diamond-c", "diamond-d"]
+    assert not driver.find_element("id", "action-suspend").is_enabled()  # an ended JobFlow cannot be suspended
+
+    driver.find_element("id", "action-retry").click()
+    said = wait_for(driver, "the retry's answer", lambda d: text_of(d, "action-result").strip("…"))
+    assert said.startswith(f"Retrying JobFlow: {namespace}/diamond: its failed flows"), said
+    wait_for(driver, "the JobFlow Succeed after the retry", lambda d: phase_on_page(d) == "Succeed", timeout=90)
+
+    after = {name: job["metadata"]["uid"] for name, job in vcjobs(cluster, namespace).items()}
+    assert sorted(after) == ["diamond-a", "diamond-b", "diamond-c", "diamond-c-r1", "diamond-d", "diamond-e"]
+    assert all(after[name] == before[name] for name in before)  # a, b, d (and the failed c) kept their vcjobs
+    assert jobflow(cluster, namespace, "diamond")["status"]["rerun"]["fromAttempt"] == {"c": 2}
+
+
+def test_the_keyboard_reaches_every_node_and_every_state_is_written_not_only_coloured(
+        cluster: LocalCluster, namespace: str, dashboard: Dashboard, driver) -> None:
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.keys import Keys
+
+    apply(cluster, namespace, DIAMOND)  # no engine: every flow waits
+    driver.get(f"{dashboard.url}jobflows/{namespace}/diamond")
+    wait_for(driver, "five nodes", lambda d: len(node_states(d)) == 5)
+    driver.execute_script("document.querySelector('.brand').focus()")  # the page's first link; Tab from there
+    reached = []
+    for _ in range(40):
+        ActionChains(driver).send_keys(Keys.TAB).perform()
+        flow = driver.execute_script("return document.activeElement.dataset.flow || null")
+        if flow and flow not in reached:
+            reached.append(flow)
+        if len(reached) == 5:
+            break
+    assert reached == ["a", "b", "c", "d", "e"]  # in DAG order
+    ActionChains(driver).send_keys(Keys.ENTER).perform()
+    wait_for(driver, "e's panel", lambda d: text_of(d, "panel-title") == "e")
+    assert "Waits for\nc, d" in text_of(driver, "panel")
+    for node in driver.find_elements("css selector", "#dag .node"):
+        assert node.get_attribute("data-state") in node.text and node.get_attribute("aria-label"), node.text
+    legend = text_of(driver, "legend")
+    assert all(word in legend for word in ("Completed", "Running", "Pending", "Failed", "Waiting", "Skipped"))
+
+
+def test_a_read_only_dashboard_shows_no_buttons_and_refuses_posts(
+        cluster: LocalCluster, namespace: str, driver) -> None:
+    apply(cluster, namespace, DIAMOND)
+    read_only = start_dashboard(cluster, "--namespace", namespace, "--read-only")
+    try:
+        driver.get(f"{read_only.url}jobflows/{namespace}/diamond")
+        wait_for(driver, "the DAG", lambda d: len(node_states(d)) == 5)
+        assert driver.find_elements("id", "actions") == []
+        assert "read-only" in driver.find_element("tag name", "header").text
+        status = driver.execute_script(
+            "return fetch(arguments[0], {method: 'POST', headers: {'Content-Type': 'application/json'}, body: '{}'})"
+            ".then(r => r.status)", f"{read_only.url}api/jobflows/{namespace}/diamond/suspend")
+        assert status == 403
+        assert "suspend" not in jobflow(cluster, namespace, "diamond")["spec"]
+    finally:
+        read_only.stop()
+
+
+def test_a_post_from_another_origin_is_refused(cluster: LocalCluster, namespace: str, dashboard: Dashboard,
+                                              driver) -> None:
+    apply(cluster, namespace, DIAMOND)
+    target = f"{dashboard.url}api/jobflows/{namespace}/diamond/suspend"
+    page = f"""<!doctype html><form id="f" method="post" action="{target}" enctype="text/plain">
+<input name='{{"a":"' value='"}}'></form>"""
+
+    class Other(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.end_headers()
+            self.wfile.write(page.encode())
+
+        def log_message(self, *args) -> None:
+            pass
+
+    port = free_port()
+    other = ThreadingHTTPServer(("127.0.0.1", port), Other)
+    threading.Thread(target=other.serve_forever, daemon=True).start()
+    try:
+        driver.get(f"http://localhost:{port}/")
+        driver.execute_script("fetch(arguments[0], {method: 'POST', mode: 'no-cors', body: '{}'})", target)
+        driver.execute_script("document.getElementById('f').submit()")
+        wait_for(driver, "the dashboard's refusal of the form", lambda d: "another site" in d.page_source)
+    finally:
+        other.shutdown()
+    # The same request with the right token, but from another origin, is refused too: the token alone is not enough.
+    driver.get(f"{dashboard.url}jobflows/{namespace}/diamond")
+    token = json.loads(driver.find_element("id", "config").get_attribute("textContent"))["token"]
+    request = urllib.request.Request(target, data=b"{}", method="POST", headers={
+        "Content-Type": "application/json", "X-JobFlow-Token": token, "Origin": f"http://localhost:{port}"})
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request, timeout=10)
+    assert refused.value.code == 403
+    assert "suspend" not in jobflow(cluster, namespace, "diamond")["spec"]
+
+
+def test_a_two_thousand_flow_dag_draws_every_flow_and_answers_a_click(
+        cluster: LocalCluster, namespace: str, dashboard: Dashboard, driver) -> None:
+    flows = [{"name": "start"}] + [{"name": f"step-{i}", "dependsOn": {"targets": ["start"]}} for i in range(1998)] \
+        + [{"name": "end", "dependsOn": {"targets": [f"step-{i}" for i in range(0, 1998, 50)]}}]
+    cluster.custom.create_namespaced_custom_object("flow.volcano.sh", "v1alpha1", namespace, "jobflows", {
+        "apiVersion": "flow.volcano.sh/v1alpha1", "kind": "JobFlow", "metadata": {"name": "wide"},
+        "spec": {"flows": flows}})
+    driver.get(f"{dashboard.url}jobflows/{namespace}/wide")
+    wait_for(driver, "2,000 nodes", lambda d: len(node_states(d)) == 2000, timeout=60)
+    timing = driver.execute_script("return Number(document.body.dataset.rendered)")  # ms since navigation
+    node = driver.find_element("id", "node-step-1500")
+    driver.execute_script("arguments[0].scrollIntoView()", node)
+    node.click()
+    wait_for(driver, "the clicked node's panel", lambda d: text_of(d, "panel-title") == "step-1500")
+    print(f"2,000-flow DAG rendered {timing:.0f} ms after navigation (benchmarks/dashboard.py measures it)")
