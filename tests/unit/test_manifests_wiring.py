@@ -1,9 +1,10 @@
 """The pieces of ``manifests/`` and the ``Dockerfile`` fit together; checked without a cluster.
 
 The event source's K_SINK reaches the handler's Service, the Service reaches the port the probes use, every
-Deployment runs as a ServiceAccount that a ClusterRoleBinding grants rights to, and the handler Deployment's command,
-run here as the container would run it, answers GET /healthz. (tests/cluster/test_manifests.py checks the same
-manifests against the real API server.)
+Deployment (the dashboard's of ``manifests/dashboard/`` too) runs as a ServiceAccount that a ClusterRoleBinding grants
+rights to, and the handler Deployment's command, run here as the container would run it, answers GET /healthz. The
+dashboard's Service reaches the port its probe uses, it runs read-only, and its role only reads.
+(tests/cluster/test_manifests.py checks the same manifests against the real API server; the install tier runs them.)
 """
 
 from __future__ import annotations
@@ -18,18 +19,21 @@ import urllib.request
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import pytest
 import yaml
 
 from devcluster.processes import free_port
 
 REPO = Path(__file__).resolve().parents[2]
+KUSTOMIZATIONS = ("manifests", "manifests/dashboard")
+"""The kustomizations of plain objects (the webhook's has tests of its own: test_admission_manifests.py)."""
 
 
-def installed() -> dict[tuple[str, str], dict]:
+def installed(kustomization: str = "manifests") -> dict[tuple[str, str], dict]:
     """Every object the kustomization lists, by (kind, name), read as written (kustomize only adds a label)."""
-    kustomization = yaml.safe_load((REPO / "manifests" / "kustomization.yaml").read_text())
-    docs = [doc for file in kustomization["resources"]
-            for doc in yaml.safe_load_all((REPO / "manifests" / file).read_text()) if doc]
+    directory = REPO / kustomization
+    listed = yaml.safe_load((directory / "kustomization.yaml").read_text())
+    docs = [doc for file in listed["resources"] for doc in yaml.safe_load_all((directory / file).read_text()) if doc]
     return {(doc["kind"], doc["metadata"]["name"]): doc for doc in docs}
 
 
@@ -66,8 +70,9 @@ def test_the_handler_service_reaches_the_port_gunicorn_binds_and_the_probes_use(
         assert handler[probe]["httpGet"] == {"path": "/healthz", "port": port["name"]}
 
 
-def test_every_deployment_runs_as_a_bound_service_account_in_its_namespace() -> None:
-    objects = installed()
+@pytest.mark.parametrize("kustomization", KUSTOMIZATIONS)
+def test_every_deployment_runs_as_a_bound_service_account_in_its_namespace(kustomization: str) -> None:
+    objects = installed(kustomization)
     bound = {(s["namespace"], s["name"]) for (kind, _), doc in objects.items() if kind == "ClusterRoleBinding"
              for s in doc["subjects"] if s["kind"] == "ServiceAccount"}
     for (kind, _), doc in objects.items():
@@ -75,6 +80,41 @@ def test_every_deployment_runs_as_a_bound_service_account_in_its_namespace() -> 
             account = doc["spec"]["template"]["spec"]["serviceAccountName"]
             assert ("ServiceAccount", account) in objects
             assert (doc["metadata"]["namespace"], account) in bound
+
+
+def test_the_dashboard_service_reaches_the_port_it_listens_on_and_the_probe_uses() -> None:
+    objects = installed("manifests/dashboard")
+    service, deployment = objects[("Service", "jobflow-dashboard")], objects[("Deployment", "jobflow-dashboard")]
+    dashboard = container(deployment)
+    [port] = dashboard["ports"]
+    command = dashboard["command"]
+
+    assert service["spec"]["selector"].items() <= deployment["spec"]["template"]["metadata"]["labels"].items()
+    assert [(p["port"], p["targetPort"]) for p in service["spec"]["ports"]] == [(80, port["name"])]
+    assert command[:3] == ["python", "-m", "dashboard"]
+    assert command[command.index("--port") + 1] == str(port["containerPort"])
+    assert command[command.index("--address") + 1] == "0.0.0.0"
+    assert dashboard["readinessProbe"]["httpGet"] == {"path": "/", "port": port["name"]}
+
+
+def test_the_dashboard_runs_read_only_with_a_role_that_only_reads() -> None:
+    objects = installed("manifests/dashboard")
+    command = container(objects[("Deployment", "jobflow-dashboard")])["command"]
+    rules = objects[("ClusterRole", "jobflow-dashboard")]["rules"]
+
+    assert "--read-only" in command and "--user-header" not in command
+    assert {verb for rule in rules for verb in rule["verbs"]} <= {"get", "list", "watch"}
+    assert all("/" not in resource and "resourceNames" not in rule for rule in rules for resource in rule["resources"])
+
+
+def test_the_dashboard_runs_the_handlers_image_as_the_handler_runs_it() -> None:
+    dashboard = installed("manifests/dashboard")[("Deployment", "jobflow-dashboard")]
+    handler = installed()[("Deployment", "jobflow-handler")]
+
+    assert container(dashboard)["image"] == container(handler)["image"]
+    assert (dashboard["spec"]["template"]["spec"]["securityContext"]
+            == handler["spec"]["template"]["spec"]["securityContext"])
+    assert container(dashboard)["securityContext"] == container(handler)["securityContext"]
 
 
 def image_cmd() -> list[str]:
