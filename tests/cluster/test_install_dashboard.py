@@ -2,7 +2,8 @@
 running the image on the install tier's pod node, reached through its Service as a port-forward would reach it.
 
 It needs only the CRDs (devcluster installs them) and the engine's namespace, so it runs after the engine's install
-or on its own. Its Deployment is read-only: the pages offer no actions, every action answers 403, and its
+or on its own. That namespace enforces the "restricted" Pod Security Standard, so a running pod proves the
+Deployment meets it. Its Deployment is read-only: the pages offer no actions, every action answers 403, and its
 ServiceAccount may read JobFlows but never write them, so no request through the page can change one.
 """
 
