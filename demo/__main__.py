@@ -91,6 +91,7 @@ demo: JobFlow `test` ended {phase}. Look at it with kubectl:
   export PATH={Path(sys.executable).parent}:$PATH   # kubectl 1.36 and the kubectl-jobflow plugin
   kubectl get jf                     # STATUS and PROGRESS
   kubectl jobflow status test        # the DAG with each job's phase, age and pods
+  kubectl jobflow dashboard          # the live web view on http://127.0.0.1:8765/ (Ctrl-C stops it)
   kubectl get jf test -o yaml        # the status: completedJobs, jobStatusList, conditions
   kubectl describe jf test           # the events: Created, PhaseChanged
   kubectl get jt                     # the JobTemplates a..e

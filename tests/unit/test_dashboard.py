@@ -199,3 +199,16 @@ def test_pages_compute_a_view_once_per_change_whoever_asks() -> None:
     assert first[1] is again[1]
     store.note(JOBFLOW, jobflow(rv="2"), deleted=False)
     assert pages.jobflow("ns", "test")[1] is not first[1]
+
+
+def test_kubectl_jobflow_dashboard_runs_the_dashboard_with_the_users_connection(monkeypatch) -> None:
+    import subprocess
+    import sys
+
+    from kubectl_jobflow.cli import run
+
+    ran = []
+    monkeypatch.setattr(subprocess, "call", lambda command, **kwargs: ran.append(command) or 0)
+    assert run(["dashboard", "--kubeconfig", "/k", "--context", "dev", "-n", "team", "--port", "0"]) == 0
+    assert ran == [[sys.executable, "-m", "dashboard", "--port", "0", "--kubeconfig", "/k", "--context", "dev",
+                    "--namespace", "team"]]
