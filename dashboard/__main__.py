@@ -50,9 +50,10 @@ def main(argv: list[str] | None = None) -> int:
     except KubeError as error:
         print(f"dashboard: {error}", file=sys.stderr)
         return 1
+    namespace = args.namespace or _namespace_allowed(cluster)
     store = Store()
     stop = threading.Event()
-    watch(cluster.api, store, namespace=args.namespace, stop=stop)
+    watch(cluster.api, store, namespace=namespace, stop=stop)
     server = WSGIServer((args.address, args.port), None, spawn=Pool(CONNECTIONS), log=None)
     server.init_socket()
     port = server.socket.getsockname()[1]
@@ -67,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     settings = Settings(act=act, user_header=args.user_header, hosts=hosts)
     server.application = create_app(store, Pages(store, events_reader(cluster.api)), settings)
     shown = "127.0.0.1" if loopback else args.address
-    where = args.namespace or "every namespace"
+    where = namespace or "every namespace"
     mode = "read-only" if act is None else f"acting as {cluster.target.describe()}"
     print(f"JobFlow dashboard of {cluster.server} ({where}; {mode}): http://{shown}:{port}/", flush=True)
     print("Press Ctrl-C to stop.", flush=True)
@@ -78,6 +79,24 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         stop.set()
     return 0
+
+
+def _namespace_allowed(cluster) -> str | None:
+    """None (every namespace) when the user may list JobFlows everywhere; else their context's namespace, saying so
+    (a user with a namespaced Role still gets a dashboard, of what they may see)."""
+    from jobflow_core.api import JOBFLOW
+    from kubectl_jobflow.kube import KubeError, default_namespace
+
+    try:
+        cluster.list(JOBFLOW, None, label_selector="flow.volcano.sh/none-such")  # an empty answer, or 403
+        return None
+    except KubeError as error:
+        if error.status != 403:
+            raise
+    namespace = default_namespace(cluster.target)
+    print(f"dashboard: you may not list JobFlows in every namespace; showing namespace {namespace} "
+          "(-n to choose another)", file=sys.stderr, flush=True)
+    return namespace
 
 
 if __name__ == "__main__":

@@ -96,6 +96,13 @@ def create_app(store: Store, pages: Pages, settings: Settings) -> Flask:
             return page("missing.html", kind="JobTemplate", namespace=namespace, name=name), 404
         return page("jobtemplate.html", view=view)
 
+    @app.get("/jobflowtemplates/<namespace>/<name>")
+    def schedule_page(namespace: str, name: str):
+        view = pages.schedule(namespace, name)
+        if view is None:
+            return page("missing.html", kind="JobFlowTemplate", namespace=namespace, name=name), 404
+        return page("jobflowtemplate.html", view=view)
+
     @app.get("/api/jobflows")
     def jobflows_json():
         return Response(pages.list_json(), mimetype="application/json")

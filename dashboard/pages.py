@@ -19,7 +19,7 @@ from typing import Any
 
 from dashboard import views
 from dashboard.store import Store
-from jobflow_core.api import JOBFLOW, JOBFLOWTEMPLATE, JOBTEMPLATE
+from jobflow_core.api import JOBFLOW, JOBFLOWTEMPLATE, JOBTEMPLATE, RUN_OF
 
 EVENTS_SECONDS = 5.0
 NO_EVENTS: list[dict[str, Any]] = []
@@ -73,6 +73,14 @@ class Pages:
                      (f.get("jobTemplate") or f.get("name")) == name for f in (flow.get("spec") or {}).get("flows")
                      or ())]
         return views.template_view(template, users)
+
+    def schedule(self, namespace: str, name: str) -> dict[str, Any] | None:
+        template = self.store.get(JOBFLOWTEMPLATE, namespace, name)
+        if template is None:
+            return None
+        runs = [flow for flow in self.store.jobflows() if flow["metadata"].get("namespace") == namespace
+                and (flow["metadata"].get("labels") or {}).get(RUN_OF) == name]
+        return views.schedule_view(template, runs, now=self.clock())
 
     def _cached(self, key: tuple, fingerprint: Any, compute: Callable[[], dict[str, Any]]):
         with self._lock:

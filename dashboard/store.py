@@ -89,19 +89,16 @@ class Store(WatchCache):
         self.bump()
 
 
-class _Synced:
-    """The watchers' outbox: forwards nothing (the store has noted the change); marks the type listed."""
-
-    def __init__(self, store: Store, api_type: ApiType) -> None:
-        self.store, self.api_type = store, api_type
+class _Nowhere:
+    """The watchers' outbox: forwards nothing (the store has noted the change as the watcher's cache)."""
 
     def put(self, envelope: Envelope) -> None:
         del envelope
-        if self.api_type not in self.store.synced:
-            self.store.synced.add(self.api_type)
 
 
 class _Watcher(Watcher):
+    """The event source's watcher, marking its type listed (and waking the pages) after each list."""
+
     def relist(self) -> str:
         version = super().relist()
         self.cache.synced.add(self.api_type)
@@ -114,7 +111,7 @@ def watch(api, store: Store, *, namespace: str | None, stop: threading.Event) ->
     all); their threads (greenlets under the dashboard's server) run until ``stop`` is set."""
     threads = []
     for api_type, selector in WATCHED.items():
-        watcher = _Watcher(api, api_type, namespace, _Synced(store, api_type), resync_seconds=RESYNC_SECONDS,
+        watcher = _Watcher(api, api_type, namespace, _Nowhere(), resync_seconds=RESYNC_SECONDS,
                            stop=stop, label_selector=selector, cache=store)
         thread = threading.Thread(target=watcher.run, name=f"dashboard-watch-{api_type.plural}", daemon=True)
         thread.start()

@@ -159,9 +159,10 @@ def _detail(row: FlowRow, *, note: str | None, now: datetime) -> str:
         done = row.items.get("Completed", 0)
         return f"{done}/{total} {'iterations' if row.iterations else 'items'} done"
     if row.phase == "Waiting":
+        start = f" · starts {expected(row.expected_start, now=now)}" if row.expected_start else ""
         if row.waiting_for:
-            return "waits for " + ", ".join(row.waiting_for)
-        return note or "waits"
+            return "waits for " + ", ".join(row.waiting_for) + start
+        return (note or "waits") + start
     if row.phase == "Skipped":
         return "will not run"
     if row.ran:
@@ -197,6 +198,18 @@ def template_view(template: dict[str, Any], runs: Iterable[Mapping[str, Any]]) -
         "recentRuns": recent,
         "usedBy": sorted({(r["metadata"]["namespace"], r["metadata"]["name"]) for r in runs}),
     }
+
+
+def schedule_view(template: dict[str, Any], runs: Iterable[Mapping[str, Any]], *, now: datetime) -> dict[str, Any]:
+    """The JobFlowTemplate page: its schedule and triggers, and its runs (the JobFlows it started), newest first."""
+    spec = template.get("spec") or {}
+    meta = template.get("metadata") or {}
+    return {"namespace": meta.get("namespace", ""), "name": meta.get("name", ""),
+            "schedule": spec.get("schedule"), "timeZone": spec.get("timeZone"),
+            "suspended": bool(spec.get("suspend")), "concurrencyPolicy": spec.get("concurrencyPolicy"),
+            "triggers": len(spec.get("triggers") or ()),
+            "runs": sorted((jobflow_row(run, now=now) for run in runs), key=lambda row: row["created"] or "",
+                           reverse=True)}
 
 
 def _event(event: Mapping[str, Any], *, now: datetime) -> dict[str, Any]:

@@ -57,11 +57,11 @@ function listPage() {
       <td><progress max="1" value="${row.done}"></progress> ${esc(row.progress)}</td>
       <td>${esc(row.age)}</td><td>${esc(row.expected)}</td>
       <td>${row.failureRate == null ? "-" : Math.round(row.failureRate * 100) + "%"}</td>
-      <td>${esc(row.schedule || "")}</td></tr>`).join("")
+      <td>${row.schedule ? `<a href="/jobflowtemplates/${encodeURIComponent(row.namespace)}/${encodeURIComponent(row.schedule)}">${esc(row.schedule)}</a>` : ""}</td></tr>`).join("")
       : `<tr><td colspan="8" class="muted">${view.loading ? "loading…" : "no JobFlow matches"}</td></tr>`;
     document.getElementById("count").textContent = `${rows.length} of ${view.jobflows.length}`;
     document.querySelector("#schedules tbody").innerHTML = view.schedules.map((s) =>
-      `<tr><td>${esc(s.namespace)}</td><td>${esc(s.name)}</td><td>${esc(s.schedule || "manual")}</td>
+      `<tr><td>${esc(s.namespace)}</td><td><a href="/jobflowtemplates/${encodeURIComponent(s.namespace)}/${encodeURIComponent(s.name)}">${esc(s.name)}</a></td><td>${esc(s.schedule || "manual")}</td>
        <td>${s.suspended ? "yes" : "no"}</td></tr>`).join("") ||
       `<tr><td colspan="4" class="muted">no JobFlowTemplate</td></tr>`;
   };
@@ -90,7 +90,7 @@ function jobflowPage() {
     if (h.queue) facts.push(["Queue", esc(h.queue)]);
     if (h.cost) facts.push(["Cost", esc(h.cost)]);
     if (h.failureRate != null) facts.push(["Failure rate", `${Math.round(h.failureRate * 100)}% of ended vcjobs`]);
-    if (view.schedule) facts.push(["Started by", `JobFlowTemplate ${esc(view.schedule)}`]);
+    if (view.schedule) facts.push(["Started by", `JobFlowTemplate <a href="/jobflowtemplates/${encodeURIComponent(view.namespace)}/${encodeURIComponent(view.schedule)}">${esc(view.schedule)}</a>`]);
     document.getElementById("summary").innerHTML =
       `<h1 id="title" data-phase="${esc(h.phase)}">${esc(view.namespace)}/${esc(view.name)}</h1>` +
       `<dl>${facts.map(([k, v]) => `<dt>${k}</dt><dd>${v}</dd>`).join("")}</dl>`;

@@ -17,7 +17,7 @@ from dashboard.layout import NODE_HEIGHT, NODE_WIDTH, place
 from dashboard.pages import Pages
 from dashboard.store import Store
 from dashboard.views import STATES, jobflow_view
-from jobflow_core.api import JOBFLOW, JOBTEMPLATE
+from jobflow_core.api import JOBFLOW, JOBFLOWTEMPLATE, JOBTEMPLATE, RUN_OF
 from jobflow_core.graph import flow_graph
 from jobflow_core.models import JobFlow, VcJobPhase
 from kubectl_jobflow.snapshot import CACHED, CREATED, SKIPPED, WAITING
@@ -212,3 +212,22 @@ def test_kubectl_jobflow_dashboard_runs_the_dashboard_with_the_users_connection(
     assert run(["dashboard", "--kubeconfig", "/k", "--context", "dev", "-n", "team", "--port", "0"]) == 0
     assert ran == [[sys.executable, "-m", "dashboard", "--port", "0", "--kubeconfig", "/k", "--context", "dev",
                     "--namespace", "team"]]
+
+
+def test_a_jobflowtemplate_page_lists_its_runs_newest_first_and_links_them() -> None:
+    store = Store()
+    store.fill(JOBFLOWTEMPLATE, [{"apiVersion": "flow.volcano.sh/v1alpha1", "kind": "JobFlowTemplate",
+                                  "metadata": {"name": "nightly", "namespace": "ns"},
+                                  "spec": {"schedule": "0 2 * * *", "timeZone": "Europe/Paris"}}])
+    runs = []
+    for i, created in enumerate(("2026-11-24T02:00:00Z", "2026-11-25T02:00:00Z")):
+        run = jobflow(f"nightly-s{i}", rv=str(i))
+        run["metadata"].update(creationTimestamp=created, labels={RUN_OF: "nightly"})
+        runs.append(run)
+    store.fill(JOBFLOW, [*runs, jobflow("other")])
+    web = create_app(store, Pages(store, None, clock=lambda: NOW), Settings()).test_client()
+    page = web.get("/jobflowtemplates/ns/nightly").data.decode()
+    assert "0 2 * * * (Europe/Paris)" in page
+    assert page.index("nightly-s1") < page.index("nightly-s0") and "/jobflows/ns/other" not in page
+    assert '<a href="/jobflows/ns/nightly-s1">' in page
+    assert web.get("/jobflowtemplates/ns/none").status_code == 404
