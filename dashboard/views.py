@@ -146,10 +146,16 @@ def _node(row: FlowRow, *, now: datetime, critical: bool, template: str, note: s
         "estimateSeconds": estimate, "attempts": row.attempts, "restarts": row.restarts,
         "ran": row.ran, "result": row.result, "tasks": tasks_text(row) or None,
         "started": when(row.created), "age": age(row.created, now=now) if row.created else None,
+        "since": when(row.created) if _running(row) else None,
         "template": template, "critical": critical, "note": note,
         "items": ({"total": total, "counts": row.items, "iterations": row.iterations} if row.items else None),
         "x": position[0], "y": position[1],
     }
+
+
+def _running(row: FlowRow) -> bool:
+    """It has a vcjob that has not ended: the page counts its age up by itself (``since``)."""
+    return bool(row.created) and not row.ran and not row.items and row.phase not in ("Waiting", "Skipped")
 
 
 def _detail(row: FlowRow, *, note: str | None, now: datetime) -> str:

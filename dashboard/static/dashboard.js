@@ -22,6 +22,25 @@ function phaseBadge(phase) {
   return `<span class="badge tone-${tone}" data-phase="${esc(phase)}">${glyph} ${esc(phase || "no status yet")}</span>`;
 }
 
+// Ages count up by themselves: every element with data-since shows the time since then, as kubectl prints ages
+// (a view is only sent when something changed, and a vcjob that runs for an hour changes nothing meanwhile).
+function ago(since) {
+  const s = Math.max(0, Math.floor((Date.now() - Date.parse(since)) / 1000));
+  if (s < 120) return `${s}s`;
+  if (s < 600) return `${Math.floor(s / 60)}m${s % 60 ? (s % 60) + "s" : ""}`;
+  if (s < 3 * 3600) return `${Math.floor(s / 60)}m`;
+  if (s < 48 * 3600) return `${Math.floor(s / 3600)}h${Math.floor((s % 3600) / 60) ? Math.floor((s % 3600) / 60) + "m" : ""}`;
+  return `${Math.floor(s / 86400)}d`;
+}
+
+function sinceSpan(since, fallback, tag = "span") {
+  return since ? `<${tag} data-since="${esc(since)}">${ago(since)}</${tag}>` : esc(fallback ?? "-");
+}
+
+setInterval(() => {
+  for (const element of document.querySelectorAll("[data-since]")) element.textContent = ago(element.dataset.since);
+}, 1000);
+
 // One EventSource per page; the browser reconnects by itself (the server sends "retry: 1000").
 function live(url, draw) {
   const indicator = document.getElementById("live");
@@ -55,7 +74,7 @@ function listPage() {
       <td><a href="/jobflows/${encodeURIComponent(row.namespace)}/${encodeURIComponent(row.name)}">${esc(row.name)}</a></td>
       <td>${phaseBadge(row.suspended && !["Succeed", "Failed"].includes(row.phase) ? "Suspended" : row.phase)}</td>
       <td><progress max="1" value="${row.done}"></progress> ${esc(row.progress)}</td>
-      <td>${esc(row.age)}</td><td>${esc(row.expected)}</td>
+      <td>${sinceSpan(row.created, row.age)}</td><td>${esc(row.expected)}</td>
       <td>${row.failureRate == null ? "-" : Math.round(row.failureRate * 100) + "%"}</td>
       <td>${row.schedule ? `<a href="/jobflowtemplates/${encodeURIComponent(row.namespace)}/${encodeURIComponent(row.schedule)}">${esc(row.schedule)}</a>` : ""}</td></tr>`).join("")
       : `<tr><td colspan="8" class="muted">${view.loading ? "loading…" : "no JobFlow matches"}</td></tr>`;
@@ -82,7 +101,7 @@ function jobflowPage() {
     const facts = [
       ["Phase", phaseBadge(h.suspended && !h.ended ? "Suspended" : h.phase)],
       ["Progress", `<span id="progress">${esc(h.progress)}</span>`],
-      ["Age", esc(h.age)],
+      ["Age", sinceSpan(h.created, h.age)],
     ];
     if (h.reason || h.message) facts.push([esc(h.reason || "Message"), esc(h.message || "")]);
     if (h.expected) facts.push(["Expected end", `${esc(h.expected)} (from earlier runs of its JobTemplates)`]);
@@ -119,7 +138,9 @@ function jobflowPage() {
         `<rect width="${NODE_W}" height="${NODE_H}" rx="6"/>`,
         `<text class="name" x="10" y="19">${esc(node.name)}${node.critical ? " ★" : ""}</text>`,
         `<text class="state" x="10" y="37">${esc(node.label)}${node.items ? ` · ${node.items.total} ${node.items.iterations ? "iterations" : "items"}` : ""}</text>`,
-        `<text class="detail" x="10" y="55">${esc(clip(node.detail || "", 30))}</text></g>`);
+        node.since
+          ? `<text class="detail" x="10" y="55">since ${sinceSpan(node.since, "", "tspan")}${node.attempts > 1 ? `, attempt ${node.attempts}` : ""}</text></g>`
+          : `<text class="detail" x="10" y="55">${esc(clip(node.detail || "", 30))}</text></g>`);
     }
     parts.push("</svg>");
     const holder = document.getElementById("dag");
@@ -145,7 +166,7 @@ function jobflowPage() {
     if (node.estimateSeconds != null) rows.push(["Forecast", `runs about ${node.estimateSeconds}s (its JobTemplate's median)`]);
     if (node.attempts) rows.push(["Attempts", String(node.attempts)]);
     if (node.restarts != null) rows.push(["Restarts", String(node.restarts)]);
-    if (node.started) rows.push(["Started", `${esc(node.age)} ago`]);
+    if (node.started) rows.push(["Started", `${sinceSpan(node.started, node.age)} ago`]);
     if (node.tasks) rows.push(["Pods", esc(node.tasks)]);
     if (node.ran) rows.push(["Ran", esc(node.ran)]);
     if (node.result) rows.push(["Result", `<code>${esc(node.result)}</code>`]);

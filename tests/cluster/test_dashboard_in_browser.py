@@ -158,6 +158,10 @@ def test_the_keyboard_reaches_every_node_and_every_state_is_written_not_only_col
         assert node.get_attribute("data-state") in node.text and node.get_attribute("aria-label"), node.text
     legend = text_of(driver, "legend")
     assert all(word in legend for word in ("Completed", "Running", "Pending", "Failed", "Waiting", "Skipped"))
+    # Nothing changes in the cluster, yet the JobFlow's age counts up on the page.
+    age = "return document.querySelector('#summary [data-since]').textContent"
+    first = driver.execute_script(age)
+    wait_for(driver, "the age counting up", lambda d: d.execute_script(age) != first, timeout=5)
 
 
 def test_a_read_only_dashboard_shows_no_buttons_and_refuses_posts(
