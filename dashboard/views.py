@@ -84,7 +84,6 @@ def jobflow_view(jobflow: dict[str, Any], jobs: list[dict[str, Any]], events: li
     critical = set(snap.critical_path)
     templates = {f.name: template_name(f) for f in flow.spec.flows or ()}
     positions, size = place(graph)
-    phases = {row.name: row.phase for row in snap.rows}
     estimates = {e.flow: e.seconds for e in (flow.status.estimates if flow.status else None) or ()}
     nodes = [_node(row, now=now, critical=row.name in critical, template=templates.get(row.name, row.name),
                    note=drawing.label(graph, {}, row.name), estimate=estimates.get(row.name),

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,7 +60,6 @@ def start_dashboard(cluster: LocalCluster, *args: str) -> Dashboard:
         if "http://" in line:
             url = line.rsplit(" ", 1)[-1].strip()
             # keep draining its output, so a chatty server never blocks on a full pipe
-            import threading
             threading.Thread(target=lambda: [None for _ in process.stdout], daemon=True).start()
             return Dashboard(url=url, process=process)
     process.wait(timeout=10)
