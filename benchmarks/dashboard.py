@@ -19,7 +19,6 @@ from __future__ import annotations
 import http.client
 import statistics
 import sys
-import threading
 import time
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -28,7 +27,7 @@ from benchmarks.common import connect, machine, new_namespace, percentile, proc_
 from devcluster.browser import ensure_browser
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "cluster"))
-from browser import chrome, start_dashboard  # noqa: E402
+from browser import Listener, chrome, start_dashboard  # noqa: E402
 
 PAGES = 50
 CHANGES = 10
@@ -101,33 +100,6 @@ def large_dag(local, namespace: str, url: str, *, runs: int = 3) -> dict:
     return {"flows": 2000, "render_ms": renders, "click_ms": clicks,
             "render_ms_median": statistics.median(renders), "click_ms_max": max(clicks),
             "open_1000_items_ms": items}
-
-
-class Listener(threading.Thread):
-    """One live page: reads the stream, timestamps every view it receives."""
-
-    def __init__(self, url: str, path: str) -> None:
-        super().__init__(daemon=True)
-        self.url, self.path = urlsplit(url), path
-        self.views: list[tuple[float, str]] = []
-        self.ready = threading.Event()
-
-    def run(self) -> None:
-        connection = http.client.HTTPConnection(self.url.hostname, self.url.port, timeout=120)
-        connection.request("GET", self.path, headers={"Accept": "text/event-stream"})
-        response = connection.getresponse()
-        data = []
-        while True:
-            line = response.fp.readline()
-            if not line:
-                return
-            text = line.decode().rstrip("\n")
-            if text.startswith("data: "):
-                data.append(text[6:])
-            elif text == "" and data:
-                self.views.append((time.monotonic(), "\n".join(data)))
-                data = []
-                self.ready.set()
 
 
 def live_pages(local, namespace: str, dashboard) -> dict:

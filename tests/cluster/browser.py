@@ -8,14 +8,17 @@ went through even when it passed through a state between two polls.
 
 from __future__ import annotations
 
+import http.client
 import os
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 from devcluster.testing import LocalCluster
 
@@ -94,3 +97,30 @@ def node_states(driver) -> dict[str, str]:
     return driver.execute_script(
         "return Object.fromEntries([...document.querySelectorAll('#dag .node')].map(g => [g.dataset.flow, "
         "g.dataset.state]))")
+
+
+class Listener(threading.Thread):
+    """One live page: reads the stream, timestamps every view it receives."""
+
+    def __init__(self, url: str, path: str) -> None:
+        super().__init__(daemon=True)
+        self.url, self.path = urlsplit(url), path
+        self.views: list[tuple[float, str]] = []
+        self.ready = threading.Event()
+
+    def run(self) -> None:
+        connection = http.client.HTTPConnection(self.url.hostname, self.url.port, timeout=120)
+        connection.request("GET", self.path, headers={"Accept": "text/event-stream"})
+        response = connection.getresponse()
+        data = []
+        while True:
+            line = response.fp.readline()
+            if not line:
+                return
+            text = line.decode().rstrip("\n")
+            if text.startswith("data: "):
+                data.append(text[6:])
+            elif text == "" and data:
+                self.views.append((time.monotonic(), "\n".join(data)))
+                data = []
+                self.ready.set()

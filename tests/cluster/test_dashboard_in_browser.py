@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from browser import RECORDER, SCREENSHOTS, Dashboard, chrome, node_states, start_dashboard, wait_for
+from browser import RECORDER, SCREENSHOTS, Dashboard, Listener, chrome, node_states, start_dashboard, wait_for
 from devcluster.browser import BrowserMissing, ensure_browser
 from devcluster.processes import free_port
 from devcluster.testing import LocalCluster
@@ -235,3 +235,21 @@ def test_a_two_thousand_flow_dag_draws_every_flow_and_answers_a_click(
     node.click()
     wait_for(driver, "the clicked node's panel", lambda d: text_of(d, "panel-title") == "step-1500")
     print(f"2,000-flow DAG rendered {timing:.0f} ms after navigation (benchmarks/dashboard.py measures it)")
+
+
+def test_fifty_open_pages_all_see_a_change_and_the_server_still_answers(
+        cluster: LocalCluster, namespace: str, dashboard: Dashboard) -> None:
+    apply(cluster, namespace, DIAMOND)
+    pages = [Listener(dashboard.url, f"/stream?namespace={namespace}&name=diamond") for _ in range(50)]
+    for page in pages:
+        page.start()
+    assert all(page.ready.wait(30) for page in pages), "a page got no first view"
+    assert urllib.request.urlopen(f"{dashboard.url}api/jobflows", timeout=5).status == 200  # not pinned by streams
+
+    cluster.custom.patch_namespaced_custom_object("flow.volcano.sh", "v1alpha1", namespace, "jobflows", "diamond",
+                                                  {"spec": {"suspend": True}})
+
+    def suspended(page: Listener) -> bool:
+        return json.loads(page.views[-1][1])["header"]["suspended"]
+
+    cluster.wait_until("all 50 pages to show the JobFlow suspended", lambda: all(map(suspended, pages)), timeout=10)
