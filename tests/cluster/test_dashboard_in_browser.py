@@ -253,3 +253,31 @@ def test_fifty_open_pages_all_see_a_change_and_the_server_still_answers(
         return json.loads(page.views[-1][1])["header"]["suspended"]
 
     cluster.wait_until("all 50 pages to show the JobFlow suspended", lambda: all(map(suspended, pages)), timeout=10)
+
+
+def test_an_api_server_outage_and_a_dashboard_restart_leave_an_open_page_live(
+        cluster: LocalCluster, namespace: str, driver) -> None:
+    """Faults: the watches resume after the API server comes back; a page whose server died reconnects by itself
+    to the new one and shows what changed meanwhile, without a reload."""
+    apply(cluster, namespace, DIAMOND)
+    port = free_port()
+    first = start_dashboard(cluster, "--namespace", namespace, "--port", str(port))
+    driver.get(f"{first.url}jobflows/{namespace}/diamond")
+    wait_for(driver, "the DAG", lambda d: len(node_states(d)) == 5)
+    phase = "return document.querySelector('#summary .badge').dataset.phase"
+
+    cluster.api_server_outage(3)
+    cluster.custom.patch_namespaced_custom_object("flow.volcano.sh", "v1alpha1", namespace, "jobflows", "diamond",
+                                                  {"spec": {"suspend": True}})
+    wait_for(driver, "Suspended after the outage", lambda d: d.execute_script(phase) == "Suspended", timeout=60)
+
+    first.stop()
+    wait_for(driver, "the page noticing its server is gone", lambda d: text_of(d, "live") == "reconnecting…")
+    cluster.custom.patch_namespaced_custom_object("flow.volcano.sh", "v1alpha1", namespace, "jobflows", "diamond",
+                                                  {"spec": {"suspend": False}})
+    second = start_dashboard(cluster, "--namespace", namespace, "--port", str(port))
+    try:
+        wait_for(driver, "the page live again, showing the resume", lambda d: text_of(d, "live") == "live"
+                 and d.execute_script(phase) != "Suspended", timeout=30)
+    finally:
+        second.stop()
