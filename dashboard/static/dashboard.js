@@ -95,8 +95,19 @@ function listPage() {
        <td>${s.suspended ? "yes" : "no"}</td></tr>`).join("") ||
       `<tr><td colspan="4" class="muted">no JobFlowTemplate</td></tr>`;
   };
-  filter.addEventListener("input", draw);
-  phase.addEventListener("change", draw);
+  // The filter lives in the URL (?q=...&phase=...), so a filtered list can be bookmarked and shared.
+  const query = new URLSearchParams(location.search);
+  filter.value = query.get("q") || "";
+  phase.value = query.get("phase") || "";
+  const refilter = () => {
+    const next = new URLSearchParams();
+    if (filter.value) next.set("q", filter.value);
+    if (phase.value) next.set("phase", phase.value);
+    history.replaceState(null, "", next.toString() ? `?${next}` : location.pathname);
+    draw();
+  };
+  filter.addEventListener("input", refilter);
+  phase.addEventListener("change", refilter);
   live("/stream", (next) => { view = next; draw(); });
 }
 

@@ -281,3 +281,22 @@ def test_an_api_server_outage_and_a_dashboard_restart_leave_an_open_page_live(
                  and d.execute_script(phase) != "Suspended", timeout=30)
     finally:
         second.stop()
+
+
+def test_the_list_shows_every_jobflow_and_filters_them_by_words_and_phase(
+        cluster: LocalCluster, namespace: str, dashboard: Dashboard, driver) -> None:
+    apply(cluster, namespace, DIAMOND)
+    apply(cluster, namespace, DIAMOND.replace("name: diamond", "name: other"))
+    rows = "return [...document.querySelectorAll('#jobflows tbody tr[data-jobflow]')].map(r => r.dataset.jobflow)"
+    driver.get(dashboard.url)
+    wait_for(driver, "both JobFlows", lambda d: sorted(d.execute_script(rows)) == [f"{namespace}/diamond",
+                                                                                   f"{namespace}/other"])
+    driver.find_element("id", "filter").send_keys("diam")
+    wait_for(driver, "only diamond", lambda d: d.execute_script(rows) == [f"{namespace}/diamond"])
+    assert driver.current_url.endswith("?q=diam")
+    driver.get(f"{dashboard.url}?phase=Failed")  # none failed: the filter comes from the URL
+    wait_for(driver, "no row", lambda d: "no JobFlow matches" in text_of(d, "jobflows"))
+    driver.get(dashboard.url)
+    wait_for(driver, "both again", lambda d: len(d.execute_script(rows)) == 2)
+    driver.find_element("link text", "other").click()
+    wait_for(driver, "other's page", lambda d: text_of(d, "title") == f"{namespace}/other")
