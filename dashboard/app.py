@@ -30,6 +30,7 @@ from flask import Flask, Response, abort, jsonify, render_template, request, str
 
 from dashboard.pages import Pages
 from dashboard.store import Store
+from jobflow_core.api import JOBFLOW
 
 KEEPALIVE = 15.0
 COALESCE = 0.15
@@ -111,6 +112,8 @@ def create_app(store: Store, pages: Pages, settings: Settings) -> Flask:
     def jobflow_json(namespace: str, name: str):
         found = pages.jobflow(namespace, name)
         if found is None:
+            if JOBFLOW not in store.synced:
+                return jsonify(error="the dashboard is still listing the JobFlows: ask again in a moment"), 503
             return _missing(namespace, name)
         return Response(found[1], mimetype="application/json")
 
@@ -128,6 +131,8 @@ def create_app(store: Store, pages: Pages, settings: Settings) -> Flask:
         if name and namespace:
             def body() -> str | None:
                 found = pages.jobflow(namespace, name)
+                if found is None and JOBFLOW not in store.synced:
+                    return None  # not listed yet (a server just started): "no such JobFlow" would be a lie
                 return found[1] if found else json.dumps({"missing": True, "namespace": namespace, "name": name})
         else:
             def body() -> str | None:

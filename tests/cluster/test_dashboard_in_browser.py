@@ -264,7 +264,7 @@ def test_an_api_server_outage_and_a_dashboard_restart_leave_an_open_page_live(
     first = start_dashboard(cluster, "--namespace", namespace, "--port", str(port))
     driver.get(f"{first.url}jobflows/{namespace}/diamond")
     wait_for(driver, "the DAG", lambda d: len(node_states(d)) == 5)
-    phase = "return document.querySelector('#summary .badge').dataset.phase"
+    phase = "const badge = document.querySelector('#summary .badge'); return badge && badge.dataset.phase"
 
     cluster.api_server_outage(3)
     cluster.custom.patch_namespaced_custom_object("flow.volcano.sh", "v1alpha1", namespace, "jobflows", "diamond",

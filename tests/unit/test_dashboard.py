@@ -231,3 +231,16 @@ def test_a_jobflowtemplate_page_lists_its_runs_newest_first_and_links_them() -> 
     assert page.index("nightly-s1") < page.index("nightly-s0") and "/jobflows/ns/other" not in page
     assert '<a href="/jobflows/ns/nightly-s1">' in page
     assert web.get("/jobflowtemplates/ns/none").status_code == 404
+
+
+def test_before_the_first_list_a_page_waits_instead_of_saying_the_jobflow_does_not_exist() -> None:
+    store = Store()
+    web = create_app(store, Pages(store, None, clock=lambda: NOW), Settings()).test_client()
+    assert web.get("/api/jobflows/ns/test").status_code == 503
+    response = web.get("/stream?namespace=ns&name=test", buffered=False)
+    chunks = iter(response.response)
+    assert next(chunks).startswith(b"retry:")
+    threading.Timer(0.2, lambda: store.fill(JOBFLOW, [jobflow()])).start()
+    first = next(chunks).decode()  # the view, not a "missing" one sent before the list arrived
+    assert json.loads(first.split("data: ", 1)[1])["name"] == "test"
+    response.close()
