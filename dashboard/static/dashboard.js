@@ -247,7 +247,7 @@ function jobflowPage() {
 
   function drawEvents() {
     document.querySelector("#events tbody").innerHTML = view.events.map((e) =>
-      `<tr><td>${esc(e.type)}</td><td>${esc(e.reason)}</td><td>${esc(e.age)}</td><td>${esc(e.message)}${e.count > 1 ? ` (×${e.count})` : ""}</td></tr>`).join("")
+      `<tr><td>${esc(e.type)}</td><td>${esc(e.reason)}</td><td>${sinceSpan(e.time, e.age)}</td><td>${esc(e.message)}${e.count > 1 ? ` (×${e.count})` : ""}</td></tr>`).join("")
       || `<tr><td colspan="4" class="muted">no events</td></tr>`;
   }
 
