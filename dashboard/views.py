@@ -171,7 +171,8 @@ def _detail(row: FlowRow, *, note: str | None, now: datetime) -> str:
     if row.phase == "Skipped":
         return "will not run"
     if row.ran:
-        return f"ran {row.ran}" + (f", attempt {row.attempts}" if row.attempts > 1 else "")
+        return f"ran {row.ran}" + (f", attempt {row.attempts}" if row.attempts > 1 else "") + \
+            (f" · {row.result}" if row.result else "")
     if row.created:
         return f"since {age(row.created, now=now)}" + (f", attempt {row.attempts}" if row.attempts > 1 else "")
     return ""

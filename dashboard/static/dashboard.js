@@ -161,7 +161,7 @@ function jobflowPage() {
         `<text class="name" x="10" y="19">${esc(node.name)}${node.critical ? " ★" : ""}</text>`,
         `<text class="state" x="10" y="37">${esc(node.label)}${node.items ? ` · ${node.items.total} ${node.items.iterations ? "iterations" : "items"}` : ""}</text>`,
         node.since
-          ? `<text class="detail" x="10" y="55">since ${sinceSpan(node.since, "", "tspan")}${node.attempts > 1 ? `, attempt ${node.attempts}` : ""}</text></g>`
+          ? `<text class="detail" x="10" y="55">since ${sinceSpan(node.since, "", "tspan")}${node.estimateSeconds ? ` of ~${node.estimateSeconds}s` : ""}${node.attempts > 1 ? `, attempt ${node.attempts}` : ""}</text></g>`
           : `<text class="detail" x="10" y="55">${esc(clip(node.detail || "", 30))}</text></g>`);
     }
     parts.push("</svg>");

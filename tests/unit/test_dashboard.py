@@ -244,3 +244,15 @@ def test_before_the_first_list_a_page_waits_instead_of_saying_the_jobflow_does_n
     first = next(chunks).decode()  # the view, not a "missing" one sent before the list arrived
     assert json.loads(first.split("data: ", 1)[1])["name"] == "test"
     response.close()
+
+
+def test_an_ended_node_shows_its_result_and_a_running_one_its_forecast() -> None:
+    status = {"jobStatusList": [{"name": "test-a", "state": "Completed", "result": "accuracy=0.93",
+                                 "startTimestamp": "2026-11-25T08:59:10Z", "endTimestamp": "2026-11-25T08:59:20Z"}],
+              "estimates": [{"flow": "b", "seconds": 40}]}
+    done = vcjob("a", "Completed")
+    done["status"]["runningDuration"] = "10s"
+    view = jobflow_view(jobflow(status=status), [done, vcjob("b", "Running")], [], now=NOW)
+    nodes = {node["name"]: node for node in view["nodes"]}
+    assert nodes["a"]["result"] == "accuracy=0.93" and nodes["a"]["detail"].endswith("· accuracy=0.93")
+    assert nodes["b"]["since"] == "2026-11-25T08:59:10Z" and nodes["b"]["estimateSeconds"] == 40
