@@ -10,7 +10,7 @@ the status' record of it. Only vcjobs the JobFlow controls (owner UID) count, as
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -120,29 +120,27 @@ def take(jobflow: dict[str, Any], jobs: Iterable[dict[str, Any]], *, now: dateti
             continue
         view = views[name]
         vcjob = view.next_job_name  # the current attempt's, or the retry's about to start
-        after = graph.targets(name)
+        current = view.current if not view.superseded else None
+        common = {"name": name, "level": graph.levels[name], "after": graph.targets(name), "job": vcjob,
+                  "attempts": view.current.number - (current is not None and current.job is None
+                                                     and current.record is None),
+                  "result": records[vcjob].result if vcjob in records else None}
         if view.retrying:
-            row = FlowRow(name=name, level=graph.levels[name], after=after, job=vcjob, live=False, created=None,
-                          restarts=None, **_not_started(name, waiting=waiting, skipped=skipped,
-                                                        observation=observation))
+            row = FlowRow(**common, live=False, created=None, restarts=None,
+                          **_not_started(name, waiting=waiting, skipped=skipped, observation=observation))
         elif vcjob in live:
-            row = _live_row(name, vcjob, live[vcjob], level=graph.levels[name], after=after)
+            row = _live_row(live[vcjob], **common)
         elif vcjob in records:
             record, condition = records[vcjob], conditions.get(vcjob)
-            row = FlowRow(name=name, level=graph.levels[name], after=after, job=vcjob,
-                          phase=CACHED if record.cached_from else _shown(record.state), live=False,
+            row = FlowRow(**common, phase=CACHED if record.cached_from else _shown(record.state), live=False,
                           created=record.start_timestamp,
                           restarts=record.restart_count,
                           tasks=_counts(condition.task_status_count if condition else None),
                           ran=_ran(record.state, condition.running_duration if condition else None))
         else:
-            row = FlowRow(name=name, level=graph.levels[name], after=after, job=vcjob, live=False, created=None,
-                          restarts=None, **_not_started(name, waiting=waiting, skipped=skipped,
-                                                        observation=observation))
-        current = view.current if not view.superseded else None
-        rows.append(replace(row, attempts=view.current.number - (current is not None and current.job is None
-                                                                 and current.record is None),
-                            result=records[vcjob].result if vcjob in records else None))
+            row = FlowRow(**common, live=False, created=None, restarts=None,
+                          **_not_started(name, waiting=waiting, skipped=skipped, observation=observation))
+        rows.append(row)
     state = status.state
     return Snapshot(
         namespace=flow.namespace,
@@ -219,21 +217,21 @@ def _shown(phase: VcJobPhase | None) -> str:
     return CREATED if phase in (None, VcJobPhase.NEW) else phase.value
 
 
-def _live_row(name: str, vcjob: str, job: VcJob, *, level: int, after: list[str]) -> FlowRow:
-    status = job.status
+def _live_row(vcjob: VcJob, **common: Any) -> FlowRow:
+    status = vcjob.status
     tasks = _counts(status.task_status_count if status else None)
     if not tasks and status:
         # Volcano drops taskStatusCount once a vcjob has finished; its pod counters remain.
         pods = {phase: getattr(status, phase.lower(), None) or 0 for phase in POD_PHASES}
         tasks = {"pods": {phase: count for phase, count in pods.items() if count}} if any(pods.values()) else {}
-    replicas = {task.name: task.replicas for task in (job.spec.tasks if job.spec else None) or ()
+    replicas = {task.name: task.replicas for task in (vcjob.spec.tasks if vcjob.spec else None) or ()
                 if task.name and task.replicas is not None}
     if "pods" in tasks:
         replicas["pods"] = sum(replicas.values())
-    return FlowRow(name=name, level=level, after=after, job=vcjob, phase=_shown(job.phase), live=True,
-                   created=job.metadata.creation_timestamp, restarts=(status.retry_count if status else None) or 0,
+    return FlowRow(**common, phase=_shown(vcjob.phase), live=True,
+                   created=vcjob.metadata.creation_timestamp, restarts=(status.retry_count if status else None) or 0,
                    tasks=tasks, replicas=replicas,
-                   ran=_ran(job.phase, status.running_duration if status else None))
+                   ran=_ran(vcjob.phase, status.running_duration if status else None))
 
 
 def _ran(phase: VcJobPhase | None, duration: str | None) -> str | None:
