@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from benchmarks.common import connect, machine, new_namespace, percentile, proc_status, write_result
+from benchmarks.common import connect, cpu_seconds, machine, new_namespace, percentile, proc_status, write_result
 from devcluster.browser import ensure_browser
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "cluster"))
@@ -114,7 +114,7 @@ def live_pages(local, namespace: str, dashboard) -> dict:
         if not listener.ready.wait(30):
             raise RuntimeError("a live page got no first view within 30 s")
     pid = dashboard.process.pid
-    cpu_before = _cpu(pid)
+    cpu_before = cpu_seconds(pid)
     latencies, gets = [], []
     for change in range(CHANGES):
         counts = [len(listener.views) for listener in listeners]
@@ -135,13 +135,8 @@ def live_pages(local, namespace: str, dashboard) -> dict:
     return {"pages": PAGES, "changes": CHANGES, "missed": missed,
             "update_ms_p50": percentile(latencies, 50) * 1000, "update_ms_p99": percentile(latencies, 99) * 1000,
             "update_ms_max": max(latencies) * 1000, "list_get_ms_max": max(gets) * 1000,
-            "server_cpu_seconds": round(_cpu(pid) - cpu_before, 2),
+            "server_cpu_seconds": round(cpu_seconds(pid) - cpu_before, 2),
             "server_rss_mib": round(int(proc_status(pid, "VmRSS").split()[0]) / 1024, 1)}
-
-
-def _cpu(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / 100
 
 
 def main() -> int:

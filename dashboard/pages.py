@@ -20,6 +20,8 @@ from typing import Any
 from dashboard import views
 from dashboard.store import Store
 from jobflow_core.api import JOBFLOW, JOBFLOWTEMPLATE, JOBTEMPLATE, RUN_OF
+from jobflow_core.models import JobFlow
+from jobflow_core.naming import template_name
 
 EVENTS_SECONDS = 5.0
 NO_EVENTS: list[dict[str, Any]] = []
@@ -68,10 +70,8 @@ class Pages:
         template = self.store.get(JOBTEMPLATE, namespace, name)
         if template is None:
             return None
-        users = [flow for flow in self.store.jobflows()
-                 if flow["metadata"].get("namespace") == namespace and any(
-                     (f.get("jobTemplate") or f.get("name")) == name for f in (flow.get("spec") or {}).get("flows")
-                     or ())]
+        users = [flow for flow in self.store.jobflows() if flow["metadata"].get("namespace") == namespace
+                 and name in map(template_name, JobFlow.model_validate(flow).spec.flows or ())]
         return views.template_view(template, users)
 
     def schedule(self, namespace: str, name: str) -> dict[str, Any] | None:

@@ -67,10 +67,6 @@ class Store(WatchCache):
         with self._lock:
             return list(self._jobflows.values())
 
-    def jobs_of(self, namespace: str, jobflow: str) -> list[dict[str, Any]]:
-        found = self.snapshot(namespace, jobflow)
-        return found["vcjobs"] if found else []
-
     def get(self, api_type: ApiType, namespace: str, name: str) -> dict[str, Any] | None:
         with self._lock:
             if api_type is JOBFLOW:

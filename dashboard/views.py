@@ -19,7 +19,7 @@ from jobflow_core.models import JobFlow, JobTemplate
 from jobflow_core.naming import template_name
 from kubectl_jobflow import graph as drawing
 from kubectl_jobflow import timeline
-from kubectl_jobflow.output import age, expected
+from kubectl_jobflow.output import age, expected, parse_time
 from kubectl_jobflow.snapshot import FlowRow, Snapshot, take
 from kubectl_jobflow.status import cost_text, queue_line, tasks_text
 
@@ -54,7 +54,7 @@ def jobflow_row(obj: Mapping[str, Any], *, now: datetime) -> dict[str, Any]:
         "done": (ended / total) if isinstance(ended, int) and total else 0.0,
         "created": created, "age": age(created, now=now) if created else "-",
         "expectedCompletion": status.get("expectedCompletion"),
-        "expected": expected(_time(status.get("expectedCompletion")), now=now)
+        "expected": expected(parse_time(status.get("expectedCompletion")), now=now)
         if status.get("expectedCompletion") and state.get("phase") not in ("Succeed", "Failed") else "",
         "failureRate": status.get("failureRate"),
         "suspended": bool((obj.get("spec") or {}).get("suspend")),
@@ -227,7 +227,3 @@ def _event(event: Mapping[str, Any], *, now: datetime) -> dict[str, Any]:
 def _event_time(event: Mapping[str, Any]) -> str:
     return event.get("lastTimestamp") or event.get("eventTime") or \
         (event.get("metadata") or {}).get("creationTimestamp") or ""
-
-
-def _time(value: str | None) -> datetime | None:
-    return datetime.fromisoformat(value.replace("Z", "+00:00")) if value else None

@@ -22,7 +22,7 @@ from browser import RECORDER, SCREENSHOTS, Dashboard, Listener, chrome, node_sta
 from devcluster.browser import BrowserMissing, ensure_browser
 from devcluster.processes import free_port
 from devcluster.testing import LocalCluster
-from objects import apply, jobflow, template, vcjobs
+from objects import DIAMOND, apply, jobflow, template, vcjobs
 
 pytestmark = pytest.mark.cluster
 
@@ -30,18 +30,6 @@ SEED = Path(__file__).resolve().parents[2] / "examples" / "diamond"
 RANK = {"Waiting": 0, "Created": 1, "Pending": 1, "Running": 2, "Completed": 3}
 TONES = {"done": (0xDF, 0xF3, 0xEA), "running": (0xDB, 0xEA, 0xF6), "waiting": (0xF3, 0xF3, 0xF3)}
 """The node fills of dashboard.css (--done-bg, --running-bg, --waiting-bg) a screenshot must contain."""
-DIAMOND = """
-apiVersion: flow.volcano.sh/v1alpha1
-kind: JobFlow
-metadata: {name: diamond}
-spec:
-  flows:
-  - name: a
-  - {name: b, dependsOn: {targets: [a]}}
-  - {name: c, dependsOn: {targets: [b]}}
-  - {name: d, dependsOn: {targets: [b]}}
-  - {name: e, dependsOn: {targets: [c, d]}}
-"""
 
 
 @pytest.fixture(scope="session")

@@ -256,3 +256,14 @@ def test_an_ended_node_shows_its_result_and_a_running_one_its_forecast() -> None
     nodes = {node["name"]: node for node in view["nodes"]}
     assert nodes["a"]["result"] == "accuracy=0.93" and nodes["a"]["detail"].endswith("· accuracy=0.93")
     assert nodes["b"]["since"] == "2026-11-25T08:59:10Z" and nodes["b"]["estimateSeconds"] == 40
+
+
+def test_a_jobtemplate_page_names_the_jobflows_whose_flows_run_it() -> None:
+    store = Store()
+    store.fill(JOBTEMPLATE, [{"apiVersion": "flow.volcano.sh/v1alpha1", "kind": "JobTemplate",
+                              "metadata": {"name": name, "namespace": "ns"}} for name in ("c", "shared")])
+    store.fill(JOBFLOW, [jobflow(), jobflow("other", [{"name": "x", "jobTemplate": "shared"}])])
+    web = create_app(store, Pages(store, None, clock=lambda: NOW), Settings()).test_client()
+    assert '<a href="/jobflows/ns/test">' in web.get("/jobtemplates/ns/c").data.decode()
+    shared = web.get("/jobtemplates/ns/shared").data.decode()
+    assert '<a href="/jobflows/ns/other">' in shared and "/jobflows/ns/test" not in shared
