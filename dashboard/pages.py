@@ -41,6 +41,7 @@ class Pages:
         self._lock = threading.Lock()
         self._views: OrderedDict[tuple, tuple[Any, dict[str, Any], str]] = OrderedDict()
         self._events: dict[tuple[str, str], tuple[str | None, float, list[dict[str, Any]]]] = {}
+        self._reading: dict[tuple[str, str], threading.Lock] = {}
 
     def list_json(self) -> str:
         return self._cached(("list",), self.store.version, lambda: views.list_view(
@@ -101,15 +102,16 @@ class Pages:
         if self.read_events is None:
             return NO_EVENTS
         with self._lock:
+            reading = self._reading.setdefault((namespace, name), threading.Lock())
+        with reading:  # the streams of one JobFlow wake together: one of them reads, the others take its answer
             known = self._events.get((namespace, name))
-        if known is not None and known[0] == version and time.monotonic() - known[1] < EVENTS_SECONDS:
-            return known[2]
-        try:
-            events = self.read_events(namespace, name, uid)
-        except Exception:  # noqa: BLE001 - a page without events is better than no page; the next change retries
-            events = known[2] if known else []
-        with self._lock:
+            if known is not None and known[0] == version and time.monotonic() - known[1] < EVENTS_SECONDS:
+                return known[2]
+            try:
+                events = self.read_events(namespace, name, uid)
+            except Exception:  # noqa: BLE001 - a page without events beats no page; the next change retries
+                events = known[2] if known else []
             if known is not None and known[2] == events:
                 events = known[2]  # the same list object: the view's fingerprint does not change
             self._events[(namespace, name)] = (version, time.monotonic(), events)
-        return events
+            return events

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from datetime import UTC, datetime
 
 import pytest
@@ -267,3 +268,23 @@ def test_a_jobtemplate_page_names_the_jobflows_whose_flows_run_it() -> None:
     assert '<a href="/jobflows/ns/test">' in web.get("/jobtemplates/ns/c").data.decode()
     shared = web.get("/jobtemplates/ns/shared").data.decode()
     assert '<a href="/jobflows/ns/other">' in shared and "/jobflows/ns/test" not in shared
+
+
+def test_pages_of_one_jobflow_waking_together_read_its_events_once() -> None:
+    store = Store()
+    store.fill(JOBFLOW, [jobflow()])
+    reads = []
+
+    def slow_events(namespace: str, name: str, uid: str) -> list:
+        reads.append((namespace, name, uid))
+        time.sleep(0.2)  # the API server's answer takes a while: every other stream wakes meanwhile
+        return [{"type": "Normal", "reason": "Created", "message": "create a job named test-a!"}]
+
+    pages = Pages(store, slow_events, clock=lambda: NOW)
+    streams = [threading.Thread(target=pages.jobflow, args=("ns", "test")) for _ in range(50)]
+    for stream in streams:
+        stream.start()
+    for stream in streams:
+        stream.join()
+    assert reads == [("ns", "test", "uid-test")]
+    assert pages.jobflow("ns", "test")[0]["events"][0]["reason"] == "Created"
