@@ -4,7 +4,8 @@
 # manifests/ and knative/ reference it as
 # ghcr.io/volcano-jobflow/jobflow-engine:0.1.0. Build it with either of
 #   docker build -t ghcr.io/volcano-jobflow/jobflow-engine:0.1.0 .
-#   make image        (podman, no registry needed: a local Debian base instead of python:3.11-slim; docs/image.md)
+#   make image        (podman, no registry needed: a local Debian base instead of python:3.11-slim)
+# Both, and the figures: docs/install.md#1-the-image. `RUN --mount` below needs BuildKit (Docker 23+ has it on).
 # Two stages, so the image holds the installed packages but not the sources or the build tools' caches.
 # BASE is only a build argument: `make image` passes a locally built base; everyone else gets python:3.11-slim.
 ARG BASE=python:3.11-slim

@@ -39,10 +39,15 @@ def is_root() -> bool:
     return os.geteuid() == 0
 
 
+def missing_packages(tools: dict[str, str] = TOOLS) -> list[str]:
+    """The Debian packages of the ``tools`` this machine lacks, sorted."""
+    return sorted({package for command, package in tools.items()
+                   if not (Path(command).exists() if command.startswith("/") else shutil.which(command))})
+
+
 def ensure_tools(tools: dict[str, str] = TOOLS, *, log=print) -> None:
     """Install the packages of the missing ``tools`` (as root), or say how."""
-    missing = sorted({package for command, package in tools.items()
-                      if not (Path(command).exists() if command.startswith("/") else shutil.which(command))})
+    missing = missing_packages(tools)
     if not missing:
         return
     if not is_root():
