@@ -155,7 +155,8 @@ def prune_superseded(*, log=print) -> None:
         return
     removed = proc.stdout.decode().split()
     if removed:
-        log(f"image: removed {len(removed)} untagged images of earlier builds (label {DIGEST_LABEL})")
+        log(f"image: removed {len(removed)} untagged images of builds, intermediate ones included "
+            f"(label {DIGEST_LABEL})")
 
 
 def image_size(image: str) -> int:

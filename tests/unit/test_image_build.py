@@ -40,7 +40,8 @@ def test_a_rebuild_prunes_only_the_dangling_images_labelled_with_the_build_diges
     assert image.ensure_image(log=lines.append) == image.manifest_image()
 
     assert podman_calls == [["build", image.manifest_image(), "new"], PRUNE]  # no --all: tagged images stay
-    assert "image: removed 2 untagged images of earlier builds (label dev.volcano-jobflow.build-digest)" in lines
+    assert ("image: removed 2 untagged images of builds, intermediate ones included "
+            "(label dev.volcano-jobflow.build-digest)") in lines
 
 
 def test_an_image_of_this_tree_is_neither_rebuilt_nor_pruned(
