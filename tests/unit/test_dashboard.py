@@ -35,15 +35,15 @@ def jobflow(name: str = "test", flows: list | None = None, *, status: dict | Non
             "spec": {"flows": flows if flows is not None else DIAMOND}, **({"status": status} if status else {})}
 
 
-def vcjob(flow: str, phase: str, *, owner: str = "test") -> dict:
+def vcjob(flow: str, phase: str, *, owner: str = "test", created: str = "08:59:10", ended: str = "08:59:20") -> dict:
     return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
             "metadata": {"name": f"{owner}-{flow}", "namespace": "ns", "resourceVersion": "7",
-                         "creationTimestamp": "2026-11-25T08:59:10Z",
+                         "creationTimestamp": f"2026-11-25T{created}Z",
                          "labels": {"volcano.sh/createdByJobTemplate": f"ns.{flow}"},
                          "ownerReferences": [{"apiVersion": "flow.volcano.sh/v1alpha1", "kind": "JobFlow",
                                               "name": owner, "uid": f"uid-{owner}", "controller": True}]},
             "spec": {"tasks": [{"name": "main", "replicas": 1}]},
-            "status": {"state": {"phase": phase, "lastTransitionTime": "2026-11-25T08:59:20Z"}}}
+            "status": {"state": {"phase": phase, "lastTransitionTime": f"2026-11-25T{ended}Z"}}}
 
 
 def test_every_phase_a_flow_can_show_has_a_colour_a_glyph_and_its_word() -> None:
@@ -63,6 +63,26 @@ def test_the_diamond_before_anything_ran_shows_every_flow_waiting_and_what_it_wa
     assert {(e["from"], e["to"]) for e in view["edges"]} == {("a", "b"), ("b", "c"), ("b", "d"), ("c", "e"),
                                                              ("d", "e")}
     assert [bar["job"] for bar in view["timeline"]["bars"]] == ["test-a"]
+
+
+FIRST_RUN = [vcjob("a", "Completed", created="08:59:00", ended="08:59:10"),
+             vcjob("b", "Completed", created="08:59:10", ended="08:59:20"),
+             vcjob("c", "Running", created="08:59:20"), vcjob("d", "Completed", created="08:59:20", ended="08:59:30")]
+"""The diamond's first run: no statistics yet, so no forecast (``status.criticalPath``); c runs longest."""
+
+
+def test_a_first_run_stars_the_path_its_vcjobs_took_in_the_dag_the_header_and_the_timeline() -> None:
+    view = jobflow_view(jobflow(status={"state": {"phase": "Running"}}), FIRST_RUN, [], now=NOW)
+    assert [node["name"] for node in view["nodes"] if node["critical"]] == ["a", "b", "c"]
+    assert view["header"]["criticalPath"] == view["timeline"]["critical"] == ["a", "b", "c"]
+    assert {bar["flow"] for bar in view["timeline"]["bars"] if bar["critical"]} == {"a", "b", "c"}
+
+
+def test_a_forecast_critical_path_is_the_one_the_dag_stars() -> None:
+    status = {"state": {"phase": "Running"}, "criticalPath": ["a", "b", "d", "e"]}
+    view = jobflow_view(jobflow(status=status), FIRST_RUN, [], now=NOW)
+    assert [node["name"] for node in view["nodes"] if node["critical"]] == ["a", "b", "d", "e"]
+    assert view["header"]["criticalPath"] == ["a", "b", "d", "e"]
 
 
 def test_a_cycle_and_an_undefined_target_are_drawn_and_named_not_dropped() -> None:
