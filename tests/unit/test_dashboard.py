@@ -17,8 +17,8 @@ from dashboard.app import TOKEN_HEADER, ActionError, Settings, create_app
 from dashboard.layout import NODE_HEIGHT, NODE_WIDTH, place
 from dashboard.pages import Pages
 from dashboard.store import Store
-from dashboard.views import STATES, jobflow_view
-from jobflow_core.api import JOBFLOW, JOBFLOWTEMPLATE, JOBTEMPLATE, RUN_OF
+from dashboard.views import STATES, items_view, jobflow_view
+from jobflow_core.api import CREATED_BY_JOBTEMPLATE, JOBFLOW, JOBFLOWTEMPLATE, JOBTEMPLATE, RUN_OF, VCJOB
 from jobflow_core.graph import flow_graph
 from jobflow_core.models import JobFlow, VcJobPhase
 from kubectl_jobflow.snapshot import CACHED, CREATED, SKIPPED, WAITING
@@ -115,6 +115,44 @@ def test_two_thousand_flows_are_each_a_node() -> None:
     assert len(view["nodes"]) == 2000 and len(view["edges"]) == 2 * 1998
 
 
+FAN_OUT = [{"name": "shard", "forEach": {"items": ["x", "y", "z"]}}]
+"""A forEach flow: its vcjobs are test-shard-0, -1, -2, each made from the flow's JobTemplate, shard."""
+
+
+def item(index: int, phase: str) -> dict:
+    job = vcjob(f"shard-{index}", phase)
+    job["metadata"]["labels"][CREATED_BY_JOBTEMPLATE] = "ns.shard"
+    return job
+
+
+def test_a_fan_out_is_one_node_counting_its_items_which_are_listed_one_by_one_on_demand() -> None:
+    jobs = [item(0, "Completed"), item(1, "Running")]
+    [node] = jobflow_view(jobflow(flows=FAN_OUT), jobs, [], now=NOW)["nodes"]
+    assert node["items"] == {"total": 3, "counts": {"Completed": 1, "Running": 1, "Waiting": 1}, "iterations": False}
+    view = items_view(jobflow(flows=FAN_OUT), jobs, "shard", now=NOW)
+    assert view["flow"] == "shard" and view["iterations"] is False
+    assert [(i["index"], i["job"], i["state"], i["tone"], i["label"]) for i in view["items"]] == [
+        (0, "test-shard-0", "Completed", "done", "✓ Completed"),
+        (1, "test-shard-1", "Running", "running", "▶ Running"), (2, "test-shard-2", "Waiting", "waiting", "○ Waiting")]
+    with pytest.raises(KeyError):
+        items_view(jobflow(flows=FAN_OUT), jobs, "nope", now=NOW)
+
+
+def test_the_items_endpoint_answers_a_fan_outs_items_and_says_which_flow_or_jobflow_is_missing() -> None:
+    store = Store()
+    store.fill(JOBFLOW, [jobflow(flows=FAN_OUT)])
+    store.fill(VCJOB, [item(0, "Completed"), item(1, "Failed"), item(2, "Pending")])
+    web = create_app(store, Pages(store, None, clock=lambda: NOW), Settings()).test_client()
+    answer = web.get("/api/jobflows/ns/test/items/shard")
+    assert answer.status_code == 200
+    assert [(i["job"], i["state"]) for i in answer.get_json()["items"]] == [
+        ("test-shard-0", "Completed"), ("test-shard-1", "Failed"), ("test-shard-2", "Pending")]
+    unknown = web.get("/api/jobflows/ns/test/items/nope")
+    assert unknown.status_code == 404 and unknown.get_json()["error"] == "JobFlow ns/test has no flow nope"
+    missing = web.get("/api/jobflows/ns/other/items/shard")
+    assert missing.status_code == 404 and "no JobFlow ns/other" in missing.get_json()["error"]
+
+
 def served(act=None, **kwargs):
     store = Store()
     store.fill(JOBFLOW, [jobflow()])
@@ -190,6 +228,50 @@ def test_behind_a_proxy_actions_need_the_user_and_impersonate_them() -> None:
     assert web.post("/api/jobflows/ns/test/resume", json={}, headers=headers).status_code == 200
     assert act.calls == [("resume", "ns", "test", [], "ana")]
     assert web.post("/api/jobflows/ns/test/resume", json={}, headers={TOKEN_HEADER: "t0k"}).status_code == 403
+
+
+def test_an_action_for_a_user_named_by_the_proxy_reaches_the_api_server_as_that_user(tmp_path) -> None:
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from dashboard.actions import actor
+    from kubectl_jobflow.kube import Cluster, Target
+
+    seen = []
+
+    class ApiServer(BaseHTTPRequestHandler):
+        def answer(self) -> None:
+            seen.append((self.command, self.headers.get("Impersonate-User")))
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            body = json.dumps(jobflow()).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_GET = do_PATCH = answer
+
+        def log_message(self, *args) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), ApiServer)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    kubeconfig = tmp_path / "config"
+    kubeconfig.write_text(json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": "dev",
+        "clusters": [{"name": "dev", "cluster": {"server": f"http://127.0.0.1:{server.server_port}"}}],
+        "users": [{"name": "dashboard", "user": {"token": "sa"}}],
+        "contexts": [{"name": "dev", "context": {"cluster": "dev", "user": "dashboard"}}]}))
+    try:
+        cluster = Cluster(Target(kubeconfig=str(kubeconfig)))
+        act = actor(cluster)
+        assert act("suspend", "ns", "test", [], "ana") == "Suspended JobFlow: ns/test"
+        assert seen == [("GET", "ana"), ("PATCH", "ana")]
+        seen.clear()
+        act("suspend", "ns", "test", [], None)  # local mode: the dashboard's own identity, the same client as before
+        assert seen == [("GET", None), ("PATCH", None)]
+    finally:
+        server.shutdown()
 
 
 def test_in_local_mode_only_the_loopback_host_is_answered() -> None:
