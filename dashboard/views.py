@@ -81,7 +81,11 @@ def jobflow_view(jobflow: dict[str, Any], jobs: list[dict[str, Any]], events: li
     flow = JobFlow.model_validate(jobflow)
     graph = flow_graph(flow)
     snap = take(jobflow, jobs, now=now)
-    critical = set(snap.critical_path)
+    chart = timeline.build(jobflow, jobs, now=now)
+    # The forecast's path (status.criticalPath) needs earlier runs' statistics; a first run has none, and then
+    # the path the vcjobs took so far (the timeline's) is starred, so the DAG and the header never show none.
+    critical_path = snap.critical_path or chart.critical
+    critical = set(critical_path)
     templates = {f.name: template_name(f) for f in flow.spec.flows or ()}
     positions, size = place(graph)
     estimates = {e.flow: e.seconds for e in (flow.status.estimates if flow.status else None) or ()}
@@ -96,12 +100,11 @@ def jobflow_view(jobflow: dict[str, Any], jobs: list[dict[str, Any]], events: li
               for name in sorted(names)]
     edges = [{"from": source, "to": dependent, "label": drawing.edge_label(graph, source, dependent)}
              for source, dependent in graph.edges if source in positions and dependent in positions]
-    chart = timeline.build(jobflow, jobs, now=now)
     meta = jobflow.get("metadata") or {}
     return {
         "namespace": snap.namespace, "name": snap.name, "uid": meta.get("uid"),
         "resourceVersion": meta.get("resourceVersion"),
-        "header": _header(snap, flow, now=now),
+        "header": _header(snap, flow, critical_path=critical_path, now=now),
         "width": size[0], "height": size[1], "nodes": nodes, "edges": edges,
         "timeline": {
             "start": when(chart.start), "end": when(chart.end),
@@ -118,13 +121,13 @@ def jobflow_view(jobflow: dict[str, Any], jobs: list[dict[str, Any]], events: li
     }
 
 
-def _header(snap: Snapshot, flow: JobFlow, *, now: datetime) -> dict[str, Any]:
+def _header(snap: Snapshot, flow: JobFlow, *, critical_path: list[str], now: datetime) -> dict[str, Any]:
     return {
         "phase": snap.phase or "", "progress": snap.progress, "reason": snap.reason, "message": snap.message,
         "age": age(snap.created, now=now) if snap.created else "-", "created": when(snap.created),
         "expected": expected(snap.expected_completion, now=now) if snap.expected_completion and not snap.ended
         else None,
-        "criticalPath": snap.critical_path,
+        "criticalPath": critical_path,
         "queue": queue_line(snap.queue) if snap.queue is not None and not snap.ended else None,
         "cost": cost_text(snap.cost) if snap.cost is not None else None,
         "suspended": bool(flow.spec.suspend), "ended": snap.ended,

@@ -217,7 +217,9 @@ def test_a_two_thousand_flow_dag_draws_every_flow_and_answers_a_click(
         "spec": {"flows": flows}})
     driver.get(f"{dashboard.url}jobflows/{namespace}/wide")
     wait_for(driver, "2,000 nodes", lambda d: len(node_states(d)) == 2000, timeout=60)
-    timing = driver.execute_script("return Number(document.body.dataset.rendered)")  # ms since navigation
+    # ms since navigation to the view painted (set two animation frames after the DOM was built)
+    timing = float(wait_for(driver, "the view painted",
+                            lambda d: d.execute_script("return document.body.dataset.rendered")))
     node = driver.find_element("id", "node-step-1500")
     driver.execute_script("arguments[0].scrollIntoView()", node)
     node.click()
@@ -244,6 +246,36 @@ def test_fifty_open_pages_all_see_a_change_and_the_server_still_answers(
                                                   {"spec": {"suspend": True}})
     cluster.wait_until("all 50 pages to show the JobFlow suspended",
                        lambda: all(header(page).get("suspended") for page in pages), timeout=10)
+
+
+def test_eight_tabs_all_load_and_go_live_because_a_hidden_tab_lets_go_of_its_stream(
+        cluster: LocalCluster, namespace: str, dashboard: Dashboard, driver) -> None:
+    """A browser opens at most 6 HTTP/1.1 connections to one host, and a live page holds one: were every tab to keep
+    its stream, the 7th would never load. A hidden tab closes its stream; shown again, it catches up."""
+    apply(cluster, namespace, DIAMOND)
+    page = f"{dashboard.url}jobflows/{namespace}/diamond"
+    phase = "const badge = document.querySelector('#summary .badge'); return badge && badge.dataset.phase"
+    first = driver.current_window_handle
+    driver.get(page)
+    wait_for(driver, "the DAG in the first tab", lambda d: len(node_states(d)) == 5)
+    try:
+        for tab in range(2, 9):
+            driver.switch_to.new_window("tab")  # the new tab is shown, the one before it hidden
+            driver.execute_script("location.href = arguments[0]", page)  # not driver.get: it would wait for ever
+            wait_for(driver, f"the DAG in tab {tab}", lambda d: len(node_states(d)) == 5
+                     and text_of(d, "live") == "live", timeout=20)
+        cluster.custom.patch_namespaced_custom_object("flow.volcano.sh", "v1alpha1", namespace, "jobflows",
+                                                      "diamond", {"spec": {"suspend": True}})
+        wait_for(driver, "the 8th tab live: Suspended", lambda d: d.execute_script(phase) == "Suspended", timeout=10)
+        driver.switch_to.window(first)  # shown again: it opens its stream, whose first view is the JobFlow now
+        wait_for(driver, "the first tab live again, Suspended", lambda d: text_of(d, "live") == "live"
+                 and d.execute_script(phase) == "Suspended", timeout=10)
+    finally:
+        for handle in driver.window_handles:
+            if handle != first:
+                driver.switch_to.window(handle)
+                driver.close()
+        driver.switch_to.window(first)
 
 
 def test_an_api_server_outage_and_a_dashboard_restart_leave_an_open_page_live(

@@ -17,8 +17,8 @@ from dashboard.app import TOKEN_HEADER, ActionError, Settings, create_app
 from dashboard.layout import NODE_HEIGHT, NODE_WIDTH, place
 from dashboard.pages import Pages
 from dashboard.store import Store
-from dashboard.views import STATES, jobflow_view
-from jobflow_core.api import JOBFLOW, JOBFLOWTEMPLATE, JOBTEMPLATE, RUN_OF
+from dashboard.views import STATES, items_view, jobflow_view
+from jobflow_core.api import CREATED_BY_JOBTEMPLATE, JOBFLOW, JOBFLOWTEMPLATE, JOBTEMPLATE, RUN_OF, VCJOB
 from jobflow_core.graph import flow_graph
 from jobflow_core.models import JobFlow, VcJobPhase
 from kubectl_jobflow.snapshot import CACHED, CREATED, SKIPPED, WAITING
@@ -35,15 +35,15 @@ def jobflow(name: str = "test", flows: list | None = None, *, status: dict | Non
             "spec": {"flows": flows if flows is not None else DIAMOND}, **({"status": status} if status else {})}
 
 
-def vcjob(flow: str, phase: str, *, owner: str = "test") -> dict:
+def vcjob(flow: str, phase: str, *, owner: str = "test", created: str = "08:59:10", ended: str = "08:59:20") -> dict:
     return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
             "metadata": {"name": f"{owner}-{flow}", "namespace": "ns", "resourceVersion": "7",
-                         "creationTimestamp": "2026-11-25T08:59:10Z",
+                         "creationTimestamp": f"2026-11-25T{created}Z",
                          "labels": {"volcano.sh/createdByJobTemplate": f"ns.{flow}"},
                          "ownerReferences": [{"apiVersion": "flow.volcano.sh/v1alpha1", "kind": "JobFlow",
                                               "name": owner, "uid": f"uid-{owner}", "controller": True}]},
             "spec": {"tasks": [{"name": "main", "replicas": 1}]},
-            "status": {"state": {"phase": phase, "lastTransitionTime": "2026-11-25T08:59:20Z"}}}
+            "status": {"state": {"phase": phase, "lastTransitionTime": f"2026-11-25T{ended}Z"}}}
 
 
 def test_every_phase_a_flow_can_show_has_a_colour_a_glyph_and_its_word() -> None:
@@ -63,6 +63,26 @@ def test_the_diamond_before_anything_ran_shows_every_flow_waiting_and_what_it_wa
     assert {(e["from"], e["to"]) for e in view["edges"]} == {("a", "b"), ("b", "c"), ("b", "d"), ("c", "e"),
                                                              ("d", "e")}
     assert [bar["job"] for bar in view["timeline"]["bars"]] == ["test-a"]
+
+
+FIRST_RUN = [vcjob("a", "Completed", created="08:59:00", ended="08:59:10"),
+             vcjob("b", "Completed", created="08:59:10", ended="08:59:20"),
+             vcjob("c", "Running", created="08:59:20"), vcjob("d", "Completed", created="08:59:20", ended="08:59:30")]
+"""The diamond's first run: no statistics yet, so no forecast (``status.criticalPath``); c runs longest."""
+
+
+def test_a_first_run_stars_the_path_its_vcjobs_took_in_the_dag_the_header_and_the_timeline() -> None:
+    view = jobflow_view(jobflow(status={"state": {"phase": "Running"}}), FIRST_RUN, [], now=NOW)
+    assert [node["name"] for node in view["nodes"] if node["critical"]] == ["a", "b", "c"]
+    assert view["header"]["criticalPath"] == view["timeline"]["critical"] == ["a", "b", "c"]
+    assert {bar["flow"] for bar in view["timeline"]["bars"] if bar["critical"]} == {"a", "b", "c"}
+
+
+def test_a_forecast_critical_path_is_the_one_the_dag_stars() -> None:
+    status = {"state": {"phase": "Running"}, "criticalPath": ["a", "b", "d", "e"]}
+    view = jobflow_view(jobflow(status=status), FIRST_RUN, [], now=NOW)
+    assert [node["name"] for node in view["nodes"] if node["critical"]] == ["a", "b", "d", "e"]
+    assert view["header"]["criticalPath"] == ["a", "b", "d", "e"]
 
 
 def test_a_cycle_and_an_undefined_target_are_drawn_and_named_not_dropped() -> None:
@@ -93,6 +113,44 @@ def test_two_thousand_flows_are_each_a_node() -> None:
         [{"name": "end", "dependsOn": {"targets": [f"s{i}" for i in range(1998)]}}]
     view = jobflow_view(jobflow(flows=flows), [], [], now=NOW)
     assert len(view["nodes"]) == 2000 and len(view["edges"]) == 2 * 1998
+
+
+FAN_OUT = [{"name": "shard", "forEach": {"items": ["x", "y", "z"]}}]
+"""A forEach flow: its vcjobs are test-shard-0, -1, -2, each made from the flow's JobTemplate, shard."""
+
+
+def item(index: int, phase: str) -> dict:
+    job = vcjob(f"shard-{index}", phase)
+    job["metadata"]["labels"][CREATED_BY_JOBTEMPLATE] = "ns.shard"
+    return job
+
+
+def test_a_fan_out_is_one_node_counting_its_items_which_are_listed_one_by_one_on_demand() -> None:
+    jobs = [item(0, "Completed"), item(1, "Running")]
+    [node] = jobflow_view(jobflow(flows=FAN_OUT), jobs, [], now=NOW)["nodes"]
+    assert node["items"] == {"total": 3, "counts": {"Completed": 1, "Running": 1, "Waiting": 1}, "iterations": False}
+    view = items_view(jobflow(flows=FAN_OUT), jobs, "shard", now=NOW)
+    assert view["flow"] == "shard" and view["iterations"] is False
+    assert [(i["index"], i["job"], i["state"], i["tone"], i["label"]) for i in view["items"]] == [
+        (0, "test-shard-0", "Completed", "done", "✓ Completed"),
+        (1, "test-shard-1", "Running", "running", "▶ Running"), (2, "test-shard-2", "Waiting", "waiting", "○ Waiting")]
+    with pytest.raises(KeyError):
+        items_view(jobflow(flows=FAN_OUT), jobs, "nope", now=NOW)
+
+
+def test_the_items_endpoint_answers_a_fan_outs_items_and_says_which_flow_or_jobflow_is_missing() -> None:
+    store = Store()
+    store.fill(JOBFLOW, [jobflow(flows=FAN_OUT)])
+    store.fill(VCJOB, [item(0, "Completed"), item(1, "Failed"), item(2, "Pending")])
+    web = create_app(store, Pages(store, None, clock=lambda: NOW), Settings()).test_client()
+    answer = web.get("/api/jobflows/ns/test/items/shard")
+    assert answer.status_code == 200
+    assert [(i["job"], i["state"]) for i in answer.get_json()["items"]] == [
+        ("test-shard-0", "Completed"), ("test-shard-1", "Failed"), ("test-shard-2", "Pending")]
+    unknown = web.get("/api/jobflows/ns/test/items/nope")
+    assert unknown.status_code == 404 and unknown.get_json()["error"] == "JobFlow ns/test has no flow nope"
+    missing = web.get("/api/jobflows/ns/other/items/shard")
+    assert missing.status_code == 404 and "no JobFlow ns/other" in missing.get_json()["error"]
 
 
 def served(act=None, **kwargs):
@@ -170,6 +228,50 @@ def test_behind_a_proxy_actions_need_the_user_and_impersonate_them() -> None:
     assert web.post("/api/jobflows/ns/test/resume", json={}, headers=headers).status_code == 200
     assert act.calls == [("resume", "ns", "test", [], "ana")]
     assert web.post("/api/jobflows/ns/test/resume", json={}, headers={TOKEN_HEADER: "t0k"}).status_code == 403
+
+
+def test_an_action_for_a_user_named_by_the_proxy_reaches_the_api_server_as_that_user(tmp_path) -> None:
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from dashboard.actions import actor
+    from kubectl_jobflow.kube import Cluster, Target
+
+    seen = []
+
+    class ApiServer(BaseHTTPRequestHandler):
+        def answer(self) -> None:
+            seen.append((self.command, self.headers.get("Impersonate-User")))
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            body = json.dumps(jobflow()).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_GET = do_PATCH = answer
+
+        def log_message(self, *args) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), ApiServer)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    kubeconfig = tmp_path / "config"
+    kubeconfig.write_text(json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": "dev",
+        "clusters": [{"name": "dev", "cluster": {"server": f"http://127.0.0.1:{server.server_port}"}}],
+        "users": [{"name": "dashboard", "user": {"token": "sa"}}],
+        "contexts": [{"name": "dev", "context": {"cluster": "dev", "user": "dashboard"}}]}))
+    try:
+        cluster = Cluster(Target(kubeconfig=str(kubeconfig)))
+        act = actor(cluster)
+        assert act("suspend", "ns", "test", [], "ana") == "Suspended JobFlow: ns/test"
+        assert seen == [("GET", "ana"), ("PATCH", "ana")]
+        seen.clear()
+        act("suspend", "ns", "test", [], None)  # local mode: the dashboard's own identity, the same client as before
+        assert seen == [("GET", None), ("PATCH", None)]
+    finally:
+        server.shutdown()
 
 
 def test_in_local_mode_only_the_loopback_host_is_answered() -> None:
