@@ -213,7 +213,7 @@ WEEKDAY_FIELDS = field(st.one_of(st.just(frozenset({0})), st.sets(st.integers(0,
                        0, 6)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(zone=st.sampled_from(CHANGE_ZONES), pick=st.integers(0, 10_000), shift=st.integers(-180, 180),
        random_hour=st.datetimes(min_value=datetime(2021, 1, 1), max_value=datetime(2027, 12, 31),
                                 timezones=st.just(UTC)),
