@@ -32,6 +32,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
+from functools import lru_cache
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 MACROS = {"@yearly": "0 0 1 1 *", "@annually": "0 0 1 1 *", "@monthly": "0 0 1 * *", "@weekly": "0 0 * * 0",
@@ -114,6 +115,48 @@ def check_time_zone(name: str | None) -> ZoneInfo:
                         "'America/New_York' (see `timedatectl list-timezones`)") from None
 
 
+def _offset(zone: ZoneInfo, instant: datetime) -> timedelta:
+    offset = instant.astimezone(zone).utcoffset()
+    assert offset is not None  # a ZoneInfo always has one
+    return offset
+
+
+@lru_cache(maxsize=4096)
+def _spans(zone: ZoneInfo, day: date) -> tuple[tuple[datetime, datetime, timedelta], ...]:
+    """The stretches of ``day``'s wall clock in time order, each ``(first wall time, end wall time, UTC offset)``
+    (naive walls, end excluded). A day without a clock change is one span, 00:00 to 24:00; a change splits it,
+    and a span that starts before an earlier one ends lives those wall times a second time.
+
+    The window looked at holds every instant whose wall time could fall on ``day`` (offsets lie within
+    -12 h..+14 h): 52 hours, in which a zone changes its clock once at most (zones change it weeks apart). So
+    the offsets at its two ends tell whether it changes, and halving the window finds the change to the
+    second. Cached: the spans depend on the zone and the day alone, and every look at a template asks for the
+    same few days again (the latest time, the count since, the next time)."""
+    start = datetime.combine(day, time())
+    end = start + timedelta(days=1)
+    low = (start - timedelta(hours=15)).replace(tzinfo=UTC)
+    high = (end + timedelta(hours=13)).replace(tzinfo=UTC)
+    before, after = _offset(zone, low), _offset(zone, high)
+    stretches = [(low, high, before)]
+    if before != after:
+        early, late = 0, int((high - low).total_seconds())  # the change is in (low + early s, low + late s]
+        while late - early > 1:
+            middle = (early + late) // 2
+            if _offset(zone, low + timedelta(seconds=middle)) == before:
+                early = middle
+            else:
+                late = middle
+        change = low + timedelta(seconds=late)
+        stretches = [(low, change, before), (change, high, after)]
+    spans = []
+    for first, until, offset in stretches:
+        wall_first = max(first.replace(tzinfo=None) + offset, start)
+        wall_end = min(until.replace(tzinfo=None) + offset, end)
+        if wall_first < wall_end:
+            spans.append((wall_first, wall_end, offset))
+    return tuple(spans)
+
+
 @dataclass(frozen=True)
 class Schedule:
     """A parsed schedule in its time zone."""
@@ -133,74 +176,36 @@ class Schedule:
         by_date, by_weekday = day.day in self.days, (day.isoweekday() % 7) in self.weekdays
         return by_date or by_weekday if self.either_day else by_date and by_weekday
 
-    def _offset(self, instant: datetime) -> timedelta:
-        offset = instant.astimezone(self.zone).utcoffset()
-        assert offset is not None  # a ZoneInfo always has one
-        return offset
-
-    def _spans(self, day: date) -> list[tuple[datetime, datetime, timedelta]]:
-        """The stretches of ``day``'s wall clock in time order, each ``(first wall time, end wall time, UTC offset)``
-        (naive walls, end excluded). A day without a clock change is one span, 00:00 to 24:00; a change splits it,
-        and a span that starts before an earlier one ends lives those wall times a second time.
-
-        The UTC offset is sampled every hour over every instant whose wall time could fall on ``day`` (offsets lie
-        within -12 h..+14 h), and a change is found to the second between two samples: zones change their clock
-        weeks apart at the least, never twice within an hour."""
-        start = datetime.combine(day, time())
-        end = start + timedelta(days=1)
-        cursor = (start - timedelta(hours=15)).replace(tzinfo=UTC)
-        limit = (end + timedelta(hours=13)).replace(tzinfo=UTC)
-        offset, since, stretches = self._offset(cursor), cursor, []
-        while cursor < limit:
-            following = cursor + timedelta(hours=1)
-            if (changed := self._offset(following)) != offset:
-                low, high = 0, 3600  # the change is in (cursor + low s, cursor + high s]
-                while high - low > 1:
-                    middle = (low + high) // 2
-                    if self._offset(cursor + timedelta(seconds=middle)) == offset:
-                        low = middle
-                    else:
-                        high = middle
-                change = cursor + timedelta(seconds=high)
-                stretches.append((since, change, offset))
-                offset, since = changed, change
-            cursor = following
-        stretches.append((since, limit, offset))
-        spans = []
-        for first, until, offset in stretches:
-            wall_first = max(first.replace(tzinfo=None) + offset, start)
-            wall_end = min(until.replace(tzinfo=None) + offset, end)
-            if wall_first < wall_end:
-                spans.append((wall_first, wall_end, offset))
-        return spans
-
     def _walls(self, first: datetime, end: datetime, *, backwards: bool) -> Iterator[datetime]:
         """The wall times the schedule names in ``[first, end)``, both on one day (``end`` may be the next
-        midnight), in order or reversed."""
+        midnight), in order or reversed. Minutes are compared as minutes of the day: only those yielded are
+        built as datetimes (a look at a minutely schedule would build an hour's worth otherwise)."""
         last = end - timedelta(microseconds=1)
         if first > last:
             return
-        hours = [hour for hour in sorted(self.hours, reverse=backwards) if first.hour <= hour <= last.hour]
+        lowest = first.hour * 60 + first.minute + (1 if (first.second, first.microsecond) != (0, 0) else 0)
+        highest = last.hour * 60 + last.minute
+        day = first.date()
         minutes = sorted(self.minutes, reverse=backwards)
-        for hour in hours:
-            for minute in minutes:
-                wall = first.replace(hour=hour, minute=minute, second=0, microsecond=0)
-                if first <= wall < end:
-                    yield wall
+        for hour in sorted(self.hours, reverse=backwards):
+            if lowest // 60 <= hour <= highest // 60:
+                for minute in minutes:
+                    if lowest <= hour * 60 + minute <= highest:
+                        yield datetime.combine(day, time(hour, minute))
 
     def _day(self, day: date, *, backwards: bool, bound: datetime) -> Iterator[datetime]:
-        """The instants of ``day`` in time order (or reversed), from about ``bound`` on (or back): the caller still
-        compares each with ``bound``. A wall time lived again (it lies in an earlier span) fires again only for an
-        hourly schedule (every hour named)."""
+        """The instants of ``day`` in time order (or reversed), from ``bound`` on (or back), ``bound`` included
+        (the caller tells whether it wants it). A wall time lived again (it lies in an earlier span) fires again
+        only for an hourly schedule (every hour named)."""
         hourly = len(self.hours) == 24
-        spans = self._spans(day)
+        spans = _spans(self.zone, day)
+        naive_bound = bound.astimezone(UTC).replace(tzinfo=None)
         for index in (reversed(range(len(spans))) if backwards else range(len(spans))):
             first, end, offset = spans[index]
-            wall_bound = bound.astimezone(UTC).replace(tzinfo=None) + offset
             if backwards:
-                end = min(end, wall_bound + timedelta(minutes=1))
+                end = min(end, naive_bound + offset + timedelta(microseconds=1))
             else:
-                first = max(first, wall_bound.replace(second=0, microsecond=0))
+                first = max(first, naive_bound + offset)
             for wall in self._walls(first, end, backwards=backwards):
                 if hourly or not any(lived <= wall < lived_end for lived, lived_end, _ in spans[:index]):
                     yield (wall - offset).replace(tzinfo=UTC)
@@ -236,13 +241,19 @@ class Schedule:
         return None
 
     def count_between(self, *, after: datetime, until: datetime, cap: int) -> int:
-        """How many instants ``(after, until]`` holds, counted up to ``cap``."""
-        count, current = 0, after
-        while count < cap:
-            following = self.next_after(current)
-            if following is None or following > until:
-                break
-            count, current = count + 1, following
+        """How many instants ``(after, until]`` holds, counted up to ``cap``: one walk over the days between (from
+        the day before, as :meth:`next_after` starts), not a search per instant."""
+        count = 0
+        day = after.astimezone(self.zone).date() - timedelta(days=1)
+        last = until.astimezone(self.zone).date() + timedelta(days=1)
+        while day <= last and count < cap:
+            if self._day_matches(day):
+                for instant in self._day(day, backwards=False, bound=after):
+                    if instant > until or count == cap:
+                        break
+                    if instant > after:
+                        count += 1
+            day += timedelta(days=1)
         return count
 
 

@@ -222,7 +222,8 @@ def test_around_each_clock_change_the_schedule_fires_as_a_minute_by_minute_walk_
         zone, pick, shift, random_hour, minute, hour, day, month, weekday):
     """Walk every UTC minute of 3 hours either side of a clock change of 2021-2027 (or of any hour, in a zone that
     has none), read the wall clock, and fire where the fields match: at a wall time's first occurrence, and at its
-    repeat too when the hour field names every hour. The schedule must find exactly those instants, both ways."""
+    repeat too when the hour field names every hour. The schedule must find exactly those instants, both ways,
+    and count as many."""
     changes = CHANGES[zone]
     centre = changes[pick % len(changes)] if changes else random_hour.replace(minute=0, second=0, microsecond=0)
     start, end = centre - timedelta(hours=3), centre + timedelta(hours=3)
@@ -247,5 +248,6 @@ def test_around_each_clock_change_the_schedule_fires_as_a_minute_by_minute_walk_
         current -= timedelta(seconds=1)
     assert forwards == expected
     assert backwards == expected[::-1]
+    assert schedule.count_between(after=start - timedelta(seconds=1), until=end, cap=1000) == len(expected)
     probe = centre + timedelta(minutes=shift, seconds=30)
     assert schedule.next_after(probe) == next((t for t in expected if t > probe), schedule.next_after(end))
