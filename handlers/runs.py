@@ -33,7 +33,7 @@ from handlers.kube import Conflict, Exists, Gone, KubeApi, Rejected, Unavailable
 from jobflow_core.events import Event, EventType, Reason
 from jobflow_core.models import JobFlowTemplate, JobFlowTemplateStatus, LastRun
 from jobflow_core.runs import Start, run_from, run_manifest, run_of_template_selector
-from jobflow_core.schedules import plan_schedule
+from jobflow_core.schedules import plan_schedule, with_active
 
 log = logging.getLogger("handlers.runs")
 
@@ -73,8 +73,8 @@ class Runs:
             if decision.start is not None:
                 refused = self._create(template, decision.start, outcome)
                 if refused is not None:
-                    status = status.model_copy(update={"message": refused, "active": [
-                        a for a in status.active or () if a != decision.start.name] or None})
+                    status = with_active(status, [a for a in status.active or () if a != decision.start.name])
+                    status = status.model_copy(update={"message": refused})
                     events = [Event(EventType.WARNING, Reason.RUN_REJECTED, refused)]
             if status != template.status:
                 try:
@@ -137,7 +137,7 @@ class Runs:
         last = LastRun(name=start.name, cause=start.cause.value, scheduled_time=start.scheduled, trigger=start.trigger,
                        event_id=start.event_id, event_source=start.event_source)
         base = template.status or JobFlowTemplateStatus()
-        updated = base.model_copy(update={"last_run": last, "active": sorted({*(base.active or ()), start.name})})
+        updated = with_active(base, [*(base.active or ()), start.name]).model_copy(update={"last_run": last})
         try:
             self.kube.replace_jobflowtemplate_status({**raw, "status": updated.to_wire()})
         except (Conflict, Gone) as error:

@@ -18,18 +18,21 @@ the wall clock jumps (daylight saving time):
 * a time that does not exist that day (``30 2 * * *`` in Europe/Berlin on the last Sunday of March, when 02:00
   becomes 03:00) is skipped that day;
 * a time that happens twice (``30 2 * * *`` on the last Sunday of October, 02:00-03:00 is lived twice) fires once,
-  at its first occurrence; but a schedule that fires every hour (hour field ``*``) fires in both, as Vixie cron
-  does, so ``*/15 * * * *`` leaves no 75-minute gap.
+  at its first occurrence; but a schedule that fires every hour (hour field ``*``) fires at every occurrence, as
+  Vixie cron does, so ``*/15 * * * *`` leaves no 75-minute gap.
 
-So a daily schedule fires exactly once a day, but on a day whose local time skips its minute. Everything here is a
-pure function of the schedule and the instant given; nothing reads a clock.
+That holds for any shift, not only a whole hour: Pacific/Chatham sets 03:45 back to 02:45, so only 02:45-03:44 is
+lived twice and ``*/15 * * * *`` fires at 02:45, ..., 03:30, then 02:45, ..., 03:30 again, then 03:45, each once,
+in time order. So a daily schedule fires exactly once a day, but on a day whose local time skips its minute.
+Everything here is a pure function of the schedule and the instant given; nothing reads a clock.
 """
 
 
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime, time, timedelta
+from functools import lru_cache
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 MACROS = {"@yearly": "0 0 1 1 *", "@annually": "0 0 1 1 *", "@monthly": "0 0 1 * *", "@weekly": "0 0 * * 0",
@@ -112,6 +115,48 @@ def check_time_zone(name: str | None) -> ZoneInfo:
                         "'America/New_York' (see `timedatectl list-timezones`)") from None
 
 
+def _offset(zone: ZoneInfo, instant: datetime) -> timedelta:
+    offset = instant.astimezone(zone).utcoffset()
+    assert offset is not None  # a ZoneInfo always has one
+    return offset
+
+
+@lru_cache(maxsize=4096)
+def _spans(zone: ZoneInfo, day: date) -> tuple[tuple[datetime, datetime, timedelta], ...]:
+    """The stretches of ``day``'s wall clock in time order, each ``(first wall time, end wall time, UTC offset)``
+    (naive walls, end excluded). A day without a clock change is one span, 00:00 to 24:00; a change splits it,
+    and a span that starts before an earlier one ends lives those wall times a second time.
+
+    The window looked at holds every instant whose wall time could fall on ``day`` (offsets lie within
+    -12 h..+14 h): 52 hours, in which a zone changes its clock once at most (zones change it weeks apart). So
+    the offsets at its two ends tell whether it changes, and halving the window finds the change to the
+    second. Cached: the spans depend on the zone and the day alone, and every look at a template asks for the
+    same few days again (the latest time, the count since, the next time)."""
+    start = datetime.combine(day, time())
+    end = start + timedelta(days=1)
+    low = (start - timedelta(hours=15)).replace(tzinfo=UTC)
+    high = (end + timedelta(hours=13)).replace(tzinfo=UTC)
+    before, after = _offset(zone, low), _offset(zone, high)
+    stretches = [(low, high, before)]
+    if before != after:
+        early, late = 0, int((high - low).total_seconds())  # the change is in (low + early s, low + late s]
+        while late - early > 1:
+            middle = (early + late) // 2
+            if _offset(zone, low + timedelta(seconds=middle)) == before:
+                early = middle
+            else:
+                late = middle
+        change = low + timedelta(seconds=late)
+        stretches = [(low, change, before), (change, high, after)]
+    spans = []
+    for first, until, offset in stretches:
+        wall_first = max(first.replace(tzinfo=None) + offset, start)
+        wall_end = min(until.replace(tzinfo=None) + offset, end)
+        if wall_first < wall_end:
+            spans.append((wall_first, wall_end, offset))
+    return tuple(spans)
+
+
 @dataclass(frozen=True)
 class Schedule:
     """A parsed schedule in its time zone."""
@@ -131,53 +176,49 @@ class Schedule:
         by_date, by_weekday = day.day in self.days, (day.isoweekday() % 7) in self.weekdays
         return by_date or by_weekday if self.either_day else by_date and by_weekday
 
-    def _instant(self, day: date, hour: int, minute: int, *, fold: int = 0) -> datetime | None:
-        """The instant of a wall time on ``day`` (its ``fold``-th occurrence), or None when the clock skips it or
-        lives it only once (``fold=1``: asked only in an hour lived twice, but a half-hour change lives only part of
-        it twice)."""
-        wall = datetime(day.year, day.month, day.day, hour, minute, tzinfo=self.zone, fold=fold)
-        instant = wall.astimezone(UTC)
-        back = instant.astimezone(self.zone)
-        if (back.hour, back.minute, back.date()) != (hour, minute, day):
-            return None
-        if fold and instant == wall.replace(fold=0).astimezone(UTC):
-            return None
-        return instant
-
-    def _lived_twice(self, day: date, hour: int) -> bool:
-        """Whether the wall hour ``hour`` of ``day`` happens twice (the clock is set back through it)."""
-        wall = datetime(day.year, day.month, day.day, hour, 30, tzinfo=self.zone)
-        return wall.utcoffset() != wall.replace(fold=1).utcoffset()
-
-    def _day(self, day: date, *, backwards: bool, edge: datetime | None = None) -> Iterator[datetime]:
-        """The instants of ``day``, in time order (or reversed), from the wall time ``edge`` on (or back), when the
-        search starts that day: a wall hour before ``edge``'s is earlier in time too, and so is an earlier minute of
-        the same hour lived the same time (``fold``). In an hour lived twice, an hourly schedule fires in both (they
-        come after the hour's first occurrence and before the next hour)."""
-        hourly = len(self.hours) == 24
-        hours = sorted(self.hours, reverse=backwards)
-        if edge is not None:
-            hours = [hour for hour in hours if (hour <= edge.hour if backwards else hour >= edge.hour)]
-        for hour in hours:
-            folds = (0, 1) if hourly and self._lived_twice(day, hour) else (0,)
-            for fold in (reversed(folds) if backwards else folds):
-                minutes = sorted(self.minutes, reverse=backwards)
-                if edge is not None and (hour, fold) == (edge.hour, edge.fold):
-                    minutes = [m for m in minutes if (m <= edge.minute if backwards else m >= edge.minute)]
+    def _walls(self, first: datetime, end: datetime, *, backwards: bool) -> Iterator[datetime]:
+        """The wall times the schedule names in ``[first, end)``, both on one day (``end`` may be the next
+        midnight), in order or reversed. Minutes are compared as minutes of the day: only those yielded are
+        built as datetimes (a look at a minutely schedule would build an hour's worth otherwise)."""
+        last = end - timedelta(microseconds=1)
+        if first > last:
+            return
+        lowest = first.hour * 60 + first.minute + (1 if (first.second, first.microsecond) != (0, 0) else 0)
+        highest = last.hour * 60 + last.minute
+        day = first.date()
+        minutes = sorted(self.minutes, reverse=backwards)
+        for hour in sorted(self.hours, reverse=backwards):
+            if lowest // 60 <= hour <= highest // 60:
                 for minute in minutes:
-                    instant = self._instant(day, hour, minute, fold=fold)
-                    if instant is not None:
-                        yield instant
+                    if lowest <= hour * 60 + minute <= highest:
+                        yield datetime.combine(day, time(hour, minute))
+
+    def _day(self, day: date, *, backwards: bool, bound: datetime) -> Iterator[datetime]:
+        """The instants of ``day`` in time order (or reversed), from ``bound`` on (or back), ``bound`` included
+        (the caller tells whether it wants it). A wall time lived again (it lies in an earlier span) fires again
+        only for an hourly schedule (every hour named)."""
+        hourly = len(self.hours) == 24
+        spans = _spans(self.zone, day)
+        naive_bound = bound.astimezone(UTC).replace(tzinfo=None)
+        for index in (reversed(range(len(spans))) if backwards else range(len(spans))):
+            first, end, offset = spans[index]
+            if backwards:
+                end = min(end, naive_bound + offset + timedelta(microseconds=1))
+            else:
+                first = max(first, naive_bound + offset)
+            for wall in self._walls(first, end, backwards=backwards):
+                if hourly or not any(lived <= wall < lived_end for lived, lived_end, _ in spans[:index]):
+                    yield (wall - offset).replace(tzinfo=UTC)
 
     def next_after(self, after: datetime) -> datetime | None:
         """The first instant the schedule fires strictly after ``after`` (an aware datetime), in UTC; None when it
-        fires in none of the next :data:`SEARCH_YEARS` years."""
-        start = after.astimezone(self.zone)
-        day, last = start.date(), start.date() + timedelta(days=366 * SEARCH_YEARS)
+        fires in none of the next :data:`SEARCH_YEARS` years. The search starts a day before ``after``'s local
+        date: a clock set back across midnight lives part of the day before again."""
+        start = after.astimezone(self.zone).date()
+        day, last = start - timedelta(days=1), start + timedelta(days=366 * SEARCH_YEARS)
         while day <= last:
             if self._day_matches(day):
-                edge = start if day == start.date() else None
-                found = next((instant for instant in self._day(day, backwards=False, edge=edge)
+                found = next((instant for instant in self._day(day, backwards=False, bound=after)
                               if instant > after), None)
                 if found is not None:
                     return found
@@ -186,13 +227,13 @@ class Schedule:
 
     def latest_at_or_before(self, moment: datetime) -> datetime | None:
         """The last instant the schedule fires at or before ``moment``, in UTC; None when it fired in none of the
-        :data:`SEARCH_YEARS` years before."""
-        end = moment.astimezone(self.zone)
-        day, first = end.date(), end.date() - timedelta(days=366 * SEARCH_YEARS)
+        :data:`SEARCH_YEARS` years before. The search starts a day after ``moment``'s local date, for the same
+        reason as :meth:`next_after`'s."""
+        end = moment.astimezone(self.zone).date()
+        day, first = end + timedelta(days=1), end - timedelta(days=366 * SEARCH_YEARS)
         while day >= first:
             if self._day_matches(day):
-                edge = end if day == end.date() else None
-                found = next((instant for instant in self._day(day, backwards=True, edge=edge)
+                found = next((instant for instant in self._day(day, backwards=True, bound=moment)
                               if instant <= moment), None)
                 if found is not None:
                     return found
@@ -200,13 +241,19 @@ class Schedule:
         return None
 
     def count_between(self, *, after: datetime, until: datetime, cap: int) -> int:
-        """How many instants ``(after, until]`` holds, counted up to ``cap``."""
-        count, current = 0, after
-        while count < cap:
-            following = self.next_after(current)
-            if following is None or following > until:
-                break
-            count, current = count + 1, following
+        """How many instants ``(after, until]`` holds, counted up to ``cap``: one walk over the days between (from
+        the day before, as :meth:`next_after` starts), not a search per instant."""
+        count = 0
+        day = after.astimezone(self.zone).date() - timedelta(days=1)
+        last = until.astimezone(self.zone).date() + timedelta(days=1)
+        while day <= last and count < cap:
+            if self._day_matches(day):
+                for instant in self._day(day, backwards=False, bound=after):
+                    if instant > until or count == cap:
+                        break
+                    if instant > after:
+                        count += 1
+            day += timedelta(days=1)
         return count
 
 

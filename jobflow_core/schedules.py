@@ -164,7 +164,6 @@ def plan_schedule(template: JobFlowTemplate, *, runs: Sequence[Run], now: dateti
     f = facts(template, runs=runs, now=now)
     verdict = decide(f)
     old = template.status or JobFlowTemplateStatus()
-    name = template.name
     start, replace, events = None, (), []
     last_schedule, last_missed, last_run = old.last_schedule_time, old.last_missed_time, old.last_run
     missed, message = old.missed_runs or 0, None
@@ -211,8 +210,7 @@ def plan_schedule(template: JobFlowTemplate, *, runs: Sequence[Run], now: dateti
                     | ({start.name} if start else set()))
     succeeded = [run.ended for run in runs if run.phase is JobFlowPhase.SUCCEED and run.ended is not None]
     last_success = max([t for t in (old.last_successful_time, *succeeded) if t is not None], default=None)
-    status = old.model_copy(update={
-        "active": active or None,
+    status = with_active(old, active).model_copy(update={
         "last_schedule_time": last_schedule,
         "last_missed_time": last_missed,
         "next_schedule_time": (f.schedule.next_after(now) if f.schedule is not None and not template.spec.suspend
@@ -232,6 +230,13 @@ def plan_schedule(template: JobFlowTemplate, *, runs: Sequence[Run], now: dateti
         events.append(Event(EventType.WARNING if verdict is Verdict.INVALID else EventType.NORMAL, reason, message))
     return ScheduleDecision(verdict=verdict, status=status, start=start, replace=replace, prune=prune,
                             events=tuple(events))
+
+
+def with_active(status: JobFlowTemplateStatus, names: Sequence[str]) -> JobFlowTemplateStatus:
+    """``status`` with ``active`` naming ``names`` (sorted, left out when none) and ``activeRuns`` counting them: the
+    one place both are written, so the printer column never disagrees with the list."""
+    unique = sorted(set(names))
+    return status.model_copy(update={"active": unique or None, "active_runs": len(unique)})
 
 
 def _newest(runs: Sequence[Run]) -> LastRun | None:

@@ -86,6 +86,9 @@ class LastRun(WireModel):
 class JobFlowTemplateStatus(WireModel):
     active: list[str] | None = None
     """The runs (JobFlow names) that have not ended."""
+    active_runs: int | None = Field(None, alias="activeRuns")
+    """How many runs ``active`` names, for ``kubectl get jft``'s ACTIVE column (a list prints as JSON there);
+    written with ``active`` by :func:`jobflow_core.schedules.with_active` only."""
     last_schedule_time: Timestamp | None = Field(None, alias="lastScheduleTime")
     next_schedule_time: Timestamp | None = Field(None, alias="nextScheduleTime")
     last_successful_time: Timestamp | None = Field(None, alias="lastSuccessfulTime")

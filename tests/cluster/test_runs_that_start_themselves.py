@@ -15,6 +15,7 @@ import pytest
 
 from devcluster.testing import LocalCluster
 from engine import Engine, post, start_engine
+from installation import kubectl
 from jobflow_core.api import JOBFLOWTEMPLATE, RUN_OF
 from kubectl_jobflow.cli import run as cli_run
 from objects import apply, events_of, template, vcjobs
@@ -91,6 +92,23 @@ def stamp(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+JFT_COLUMNS = ["NAME", "SCHEDULE", "SUSPEND", "ACTIVE", "LAST-SCHEDULE", "NEXT-SCHEDULE", "LAST-RUN", "AGE"]
+
+
+def kubectl_get_jft(cluster: LocalCluster, namespace: str) -> tuple[list[str], dict[str, dict[str, str]]]:
+    """``kubectl get jft`` as a user reads it: the header, and each row's cells by column (cut where the header's
+    words start, since a schedule has spaces)."""
+    header, *rows = kubectl(cluster, "get", "jft", "-n", namespace).splitlines()
+    names = header.split()
+    starts = [header.index(f" {name} ") + 1 if index else 0 for index, name in enumerate(names[:-1])]
+    starts.append(header.rindex(f" {names[-1]}") + 1)
+    table = {}
+    for row in rows:
+        cells = [row[start:end].strip() for start, end in zip(starts, [*starts[1:], None])]
+        table[cells[0]] = dict(zip(names, cells))
+    return names, table
+
+
 def test_a_schedule_in_a_time_zone_starts_one_run_per_scheduled_time_at_the_right_times(
         cluster: LocalCluster, namespace: str, scheduled: Engine, clock: Clock) -> None:
     apply(cluster, namespace, template("a"))
@@ -157,6 +175,11 @@ def test_forbid_skips_while_a_run_is_active(cluster: LocalCluster, namespace: st
     assert list(runs(cluster, namespace, "once")) == [first]
     status = the_template(cluster, namespace, "once")["status"]
     assert "still active (concurrencyPolicy Forbid)" in status["message"] and status["active"] == [first]
+    header, table = kubectl_get_jft(cluster, namespace)
+    assert header == JFT_COLUMNS  # ACTIVE is a count, not the JSON list of names; LAST-RUN shows by default
+    row = table["once"]
+    assert (row["SCHEDULE"], row["ACTIVE"], row["LAST-RUN"]) == ("* * * * *", "1", first)
+    assert row["NEXT-SCHEDULE"] == status["nextScheduleTime"]
 
 
 def test_replace_stops_the_active_run_and_starts_the_new_one(cluster: LocalCluster, namespace: str,
@@ -221,6 +244,8 @@ def test_history_limits_delete_the_oldest_finished_runs(cluster: LocalCluster, n
                        timeout=30)
     status = the_template(cluster, namespace, "pruned")["status"]
     assert "active" not in status and status["lastSuccessfulTime"]
+    _, table = kubectl_get_jft(cluster, namespace)
+    assert (table["pruned"]["ACTIVE"], table["pruned"]["LAST-RUN"]) == ("0", made[-1])
 
 
 def test_suspend_stops_scheduled_runs(cluster: LocalCluster, namespace: str, scheduled: Engine,

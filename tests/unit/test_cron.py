@@ -161,3 +161,93 @@ def test_a_daily_schedule_fires_at_most_once_per_local_day(zone, day):
     first = parsed.next_after(start - timedelta(seconds=1))
     second = parsed.next_after(first)
     assert first.astimezone(parsed.zone).date() != second.astimezone(parsed.zone).date()
+
+
+def test_a_partly_repeated_hour_fires_every_quarter_in_time_order():
+    # Pacific/Chatham sets 03:45 back to 02:45 on 5 April 2026 (14:00 UTC): only 02:45-03:44 is lived twice.
+    assert fires("*/15 * * * *", utc(2026, 4, 4, 13, 30), 7, zone="Pacific/Chatham") == [
+        utc(2026, 4, 4, 13, 45) + timedelta(minutes=15 * k) for k in range(7)]
+    assert fires("50 * * * *", utc(2026, 4, 4, 12, 30), 3, zone="Pacific/Chatham") == [
+        utc(2026, 4, 4, 13, 5), utc(2026, 4, 4, 14, 5), utc(2026, 4, 4, 15, 5)]  # 02:50, 02:50 again, 03:50
+
+
+def test_a_daily_time_in_a_partly_repeated_hour_fires_at_its_first_occurrence_only():
+    assert fires("50 2 * * *", utc(2026, 4, 4), 2, zone="Pacific/Chatham") == [
+        utc(2026, 4, 4, 13, 5), utc(2026, 4, 5, 14, 5)]  # 02:50 +13:45, then 02:50 +12:45 the next day
+    assert fires("50 3 * * *", utc(2026, 4, 4), 1, zone="Pacific/Chatham") == [utc(2026, 4, 4, 15, 5)]  # once
+
+
+CHANGE_ZONES = ("Pacific/Chatham", "Australia/Lord_Howe", "Europe/Berlin", "America/New_York", "Asia/Kolkata",
+                "America/Santiago")
+
+
+def clock_changes(zone: str) -> list[datetime]:
+    """The hours (UTC) in which ``zone`` changed its UTC offset in 2021-2027, found by looking at every hour."""
+    tz, hour, changes = ZoneInfo(zone), utc(2021, 1, 1), []
+    while hour < utc(2028, 1, 1):
+        if hour.astimezone(tz).utcoffset() != (hour + timedelta(hours=1)).astimezone(tz).utcoffset():
+            changes.append(hour)
+        hour += timedelta(hours=1)
+    return changes
+
+
+CHANGES = {zone: clock_changes(zone) for zone in CHANGE_ZONES}
+
+
+def field(values: st.SearchStrategy[frozenset[int]], low: int,
+          high: int) -> st.SearchStrategy[tuple[str, frozenset[int]]]:
+    """A field's text with the values it means, worked out apart from the parser: '*', '*/n', or a list."""
+    return st.one_of(
+        st.just(("*", frozenset(range(low, high + 1)))),
+        st.integers(2, 30).map(lambda step: (f"*/{step}", frozenset(range(low, high + 1, step)))),
+        values.map(lambda chosen: (",".join(map(str, sorted(chosen))), chosen)))
+
+
+MINUTE_FIELDS = field(st.sets(st.integers(0, 59), min_size=1, max_size=4).map(frozenset), 0, 59)
+HOUR_FIELDS = field(st.one_of(st.sampled_from([frozenset({2}), frozenset({3}), frozenset({1, 2, 3})]),
+                              st.sets(st.integers(0, 23), min_size=1, max_size=4).map(frozenset)), 0, 23)
+DAY_FIELDS = field(st.sets(st.integers(1, 31), min_size=1, max_size=8).map(frozenset), 1, 31)
+MONTH_FIELDS = field(st.one_of(st.just(frozenset({3, 4, 9, 10, 11})),
+                               st.sets(st.integers(1, 12), min_size=1, max_size=6).map(frozenset)), 1, 12)
+WEEKDAY_FIELDS = field(st.one_of(st.just(frozenset({0})), st.sets(st.integers(0, 6), min_size=1).map(frozenset)),
+                       0, 6)
+
+
+@settings(max_examples=200, deadline=None)
+@given(zone=st.sampled_from(CHANGE_ZONES), pick=st.integers(0, 10_000), shift=st.integers(-180, 180),
+       random_hour=st.datetimes(min_value=datetime(2021, 1, 1), max_value=datetime(2027, 12, 31),
+                                timezones=st.just(UTC)),
+       minute=MINUTE_FIELDS, hour=HOUR_FIELDS, day=DAY_FIELDS, month=MONTH_FIELDS, weekday=WEEKDAY_FIELDS)
+def test_around_each_clock_change_the_schedule_fires_as_a_minute_by_minute_walk_says(
+        zone, pick, shift, random_hour, minute, hour, day, month, weekday):
+    """Walk every UTC minute of 3 hours either side of a clock change of 2021-2027 (or of any hour, in a zone that
+    has none), read the wall clock, and fire where the fields match: at a wall time's first occurrence, and at its
+    repeat too when the hour field names every hour. The schedule must find exactly those instants, both ways,
+    and count as many."""
+    changes = CHANGES[zone]
+    centre = changes[pick % len(changes)] if changes else random_hour.replace(minute=0, second=0, microsecond=0)
+    start, end = centre - timedelta(hours=3), centre + timedelta(hours=3)
+    texts, (minutes, hours, days, months, weekdays) = zip(*(minute, hour, day, month, weekday))
+    schedule, tz = parse(" ".join(texts), time_zone=zone), ZoneInfo(zone)
+    either_day = not texts[2].startswith("*") and not texts[4].startswith("*")  # as cron: '*/2' is not restricted
+    expected, instant = [], start
+    while instant <= end:
+        wall = instant.astimezone(tz)
+        by_date, by_weekday = wall.day in days, wall.isoweekday() % 7 in weekdays
+        if (wall.minute in minutes and wall.hour in hours and wall.month in months
+                and ((by_date or by_weekday) if either_day else (by_date and by_weekday))
+                and (wall.fold == 0 or len(hours) == 24)):
+            expected.append(instant)
+        instant += timedelta(minutes=1)
+    forwards, current = [], start - timedelta(seconds=1)
+    while (current := schedule.next_after(current)) is not None and current <= end:
+        forwards.append(current)
+    backwards, current = [], end
+    while (current := schedule.latest_at_or_before(current)) is not None and current >= start:
+        backwards.append(current)
+        current -= timedelta(seconds=1)
+    assert forwards == expected
+    assert backwards == expected[::-1]
+    assert schedule.count_between(after=start - timedelta(seconds=1), until=end, cap=1000) == len(expected)
+    probe = centre + timedelta(minutes=shift, seconds=30)
+    assert schedule.next_after(probe) == next((t for t in expected if t > probe), schedule.next_after(end))

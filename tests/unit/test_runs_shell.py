@@ -42,6 +42,7 @@ def test_a_tick_starts_the_due_run_once_however_often_it_comes():
     assert runs(kube) == [f"etl-{int((clock.now - timedelta(seconds=5)).timestamp()) // 60}"]
     status = kube.stored(JOBFLOWTEMPLATE, "default", "etl")["status"]
     assert status["active"] == runs(kube) and status["lastRun"]["cause"] == "schedule"
+    assert status["activeRuns"] == 1
 
 
 def test_the_templates_own_event_writes_its_next_time_and_a_late_tick_starts_nothing():
@@ -65,6 +66,8 @@ def test_post_trigger_starts_one_run_per_event_id_and_answers_202_to_an_event_no
         assert app.post("/trigger", headers=event, data=b'{"date": "2026-11-24"}').status_code == 202
     [name] = runs(kube)
     assert kube.stored(JOBFLOW, "default", name)["spec"]["parameters"] == [{"name": "date", "value": "2026-11-24"}]
+    status = kube.stored(JOBFLOWTEMPLATE, "default", "etl")["status"]
+    assert (status["active"], status["activeRuns"], status["lastRun"]["name"]) == ([name], 1, name)
     assert app.post("/trigger", headers={**event, "ce-type": "other"}, data=b"{}").status_code == 202
     assert runs(kube) == [name]
 

@@ -133,6 +133,14 @@ def test_history_limits_delete_the_oldest_finished_runs_beyond_them():
     assert decision.status.active == [run(5).name]
 
 
+def test_active_runs_counts_the_runs_active_names_for_the_printer_column():
+    started = plan_schedule(*EXAMPLES[Verdict.START][:1], runs=[run(1), run(2)], now=at(5, 3))
+    assert started.status.active_runs == 3 == len(started.status.active)
+    assert started.status.to_wire()["activeRuns"] == 3
+    ended = plan_schedule(template("  schedule: '0 0 1 1 *'"), runs=[run(1, JobFlowPhase.SUCCEED)], now=at(6))
+    assert ended.status.active is None and ended.status.active_runs == 0  # the column says 0, not <none>
+
+
 def test_default_history_keeps_three_succeeded_and_one_failed():
     runs = [run(m, JobFlowPhase.SUCCEED) for m in range(1, 6)] + [run(m, JobFlowPhase.FAILED) for m in (6, 7)]
     decision = plan_schedule(template(), runs=runs, now=at(8))
