@@ -10,7 +10,7 @@ import time
 import pytest
 import yaml
 
-from handlers.kube import Conflict, Exists
+from handlers.kube import Conflict
 from handlers.writes import MAX_ATTEMPTS, REMEMBERED_TEMPLATES, Replan, Writes, rewrite
 from jobflow_core import UpdateTemplate
 from jobflow_core.api import JOBFLOW, JOBTEMPLATE, MEMO_CACHE
