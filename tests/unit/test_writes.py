@@ -12,7 +12,7 @@ import yaml
 
 from handlers.kube import Conflict
 from handlers.writes import MAX_ATTEMPTS, REMEMBERED_TEMPLATES, Replan, Writes, rewrite
-from jobflow_core import UpdateTemplate
+from jobflow_core import UpdateTemplate, notifications
 from jobflow_core.api import JOBFLOW, JOBTEMPLATE, MEMO_CACHE
 from jobflow_core.memo import Entry, entries_of
 from jobflow_core.models import FlowState, JobFlowStatus
@@ -125,6 +125,27 @@ def test_storing_a_memoized_run_the_cache_holds_already_writes_nothing():
     Writes.memo(kube, NS, "first", Entry("default/f-a", T0, "x"))
     kube.replace_configmap = lambda body: pytest.fail("wrote a cache that holds the entry already")
     Writes.memo(kube, NS, "first", Entry("default/f-a", T0, "x"))
+
+
+def pending(*ids: str) -> dict:
+    return {"notifications": {"sequence": len(ids), "pending": [
+        {"id": i, "type": "dev.volcano.jobflow.phase", "subject": "phase"} for i in ids]}}
+
+
+def test_notifications_the_sink_took_are_removed_again_from_a_fresh_read_when_another_writer_came_first():
+    kube = MemoryKube()
+    read = kube.put({"apiVersion": JOBFLOW.api_version, "kind": JOBFLOW.kind, "metadata": {"name": "f", "namespace": NS},
+                     "spec": {"flows": [{"name": "a"}]}, "status": pending("u.1", "u.2")})
+    races = iter([True])
+
+    def another_reconcile_first(flow: dict) -> None:
+        if next(races, False):
+            kube.put(kube.stored(JOBFLOW, NS, "f") | {"status": pending("u.1", "u.2", "u.3")})
+
+    kube.before_status_write = another_reconcile_first
+    written = Writes.flow_change(kube, NS, "f", lambda flow: notifications.delivered(flow.status, {"u.1"}), read=read)
+    assert [n["id"] for n in kube.stored(JOBFLOW, NS, "f")["status"]["notifications"]["pending"]] == ["u.2", "u.3"]
+    assert written == kube.stored(JOBFLOW, NS, "f")
 
 
 def run(i: int) -> Run:
