@@ -134,8 +134,9 @@ def pending(*ids: str) -> dict:
 
 def test_notifications_the_sink_took_are_removed_again_from_a_fresh_read_when_another_writer_came_first():
     kube = MemoryKube()
-    read = kube.put({"apiVersion": JOBFLOW.api_version, "kind": JOBFLOW.kind, "metadata": {"name": "f", "namespace": NS},
-                     "spec": {"flows": [{"name": "a"}]}, "status": pending("u.1", "u.2")})
+    read = kube.put({"apiVersion": JOBFLOW.api_version, "kind": JOBFLOW.kind,
+                     "metadata": {"name": "f", "namespace": NS}, "spec": {"flows": [{"name": "a"}]},
+                     "status": pending("u.1", "u.2")})
     races = iter([True])
 
     def another_reconcile_first(flow: dict) -> None:
