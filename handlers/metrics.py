@@ -16,8 +16,9 @@ metric                                          type       what
 ``jobflow_handler_reconcile_duration_seconds``  histogram  one event's handling: read, plan, act
 ``jobflow_handler_api_requests_total``          counter    requests to the API server, by ``verb`` and ``code``
 ``jobflow_handler_status_writes_total``         counter    JobFlow status writes that succeeded
-``jobflow_handler_conflicts_total``             counter    writes that lost a race, by ``kind`` (JobFlow status,
-                                                           vcjob create answered AlreadyExists)
+``jobflow_handler_conflicts_total``             counter    writes that lost a race, by ``kind`` (JobFlow,
+                                                           JobTemplate or JobFlowTemplate status, the memoization
+                                                           ConfigMap, vcjob create answered AlreadyExists)
 ``jobflow_handler_vcjobs_created_total``        counter    vcjobs created
 ``jobflow_dependency_latency_seconds``          histogram  a flow's last target ended -> its vcjob created
 ``jobflow_handler_snapshots_total``             counter    JobFlow reconciles by where they read from (``outcome``):

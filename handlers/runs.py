@@ -3,7 +3,8 @@
 A template is looked at on every resync tick (the PingSource, our event source's resync: the engine's only clock),
 on each change of the template itself (so ``status.nextScheduleTime`` follows a new schedule at once), and when one
 of its runs ends (so ``active``, ``lastSuccessfulTime``, the history limits and a run held by ``Forbid`` follow
-without waiting for the next tick). Each look, per attempt (at most :data:`MAX_ATTEMPTS`):
+without waiting for the next tick). Each look, per attempt of the handler's one write loop
+(:func:`handlers.writes.rewrite`, at most :data:`handlers.writes.MAX_ATTEMPTS`):
 
 1. **read**: LIST the template's runs (label :data:`jobflow_core.api.RUN_OF`), *then* GET the template. In this
    order a run missing from the list was never created, or was deleted after a status write that recorded its
@@ -30,14 +31,13 @@ from kubernetes.client.rest import ApiException
 from pydantic import ValidationError
 
 from handlers.kube import Conflict, Exists, Gone, KubeApi, Rejected, Unavailable
+from handlers.writes import rewrite
 from jobflow_core.events import Event, EventType, Reason
 from jobflow_core.models import JobFlowTemplate, JobFlowTemplateStatus, LastRun
-from jobflow_core.runs import Start, run_from, run_manifest, run_of_template_selector
-from jobflow_core.schedules import plan_schedule, with_active
+from jobflow_core.runs import Run, Start, run_from, run_manifest, run_of_template_selector
+from jobflow_core.schedules import ScheduleDecision, plan_schedule, with_active
 
 log = logging.getLogger("handlers.runs")
-
-MAX_ATTEMPTS = 5
 
 
 @dataclass
@@ -51,45 +51,68 @@ class RunsOutcome:
     status_written: bool = False
 
 
+@dataclass(frozen=True)
+class _Look:
+    """One read of a template: its runs, listed first, then the template itself."""
+
+    raw: dict
+    template: JobFlowTemplate
+    runs: list[Run]
+
+
+@dataclass(frozen=True)
+class _Planned:
+    """What the schedule decided on one read."""
+
+    look: _Look
+    decision: ScheduleDecision
+
+
 class Runs:
     def __init__(self, kube: KubeApi, *, clock: Callable[[], datetime]) -> None:
         self.kube, self.clock = kube, clock
 
     def template(self, namespace: str, name: str) -> RunsOutcome:
-        """Look at one template now: start what is due, write its status, prune its history."""
+        """Look at one template now: start what is due, write its status, prune its history. The attempts are
+        those of the handler's one write loop (:func:`handlers.writes.rewrite`): a status write that loses a race
+        reads and plans again."""
         outcome = RunsOutcome(f"{namespace}/{name}")
-        for _ in range(MAX_ATTEMPTS):
-            runs = [run_from(raw) for raw in self.kube.list_runs(namespace, run_of_template_selector(name))]
-            raw = self.kube.get_jobflowtemplate(namespace, name)
-            if raw is None:
-                return outcome
-            template = JobFlowTemplate.model_validate(raw)
-            decision = plan_schedule(template, runs=runs, now=self.clock())
-            outcome.verdict = decision.verdict.value
-            for gone in decision.replace:
-                self.kube.delete_jobflow(namespace, gone)
-                outcome.deleted.append(gone)
-            status, events = decision.status, list(decision.events)
-            if decision.start is not None:
-                refused = self._create(template, decision.start, outcome)
-                if refused is not None:
-                    status = with_active(status, [a for a in status.active or () if a != decision.start.name])
-                    status = status.model_copy(update={"message": refused})
-                    events = [Event(EventType.WARNING, Reason.RUN_REJECTED, refused)]
-            if status != template.status:
-                try:
-                    self.kube.replace_jobflowtemplate_status({**raw, "status": status.to_wire()})
-                    outcome.status_written = True
-                except Conflict:
-                    continue
-                except Gone:
-                    return outcome
-            for gone in decision.prune:
-                self.kube.delete_jobflow(namespace, gone)
-                outcome.deleted.append(gone)
-            self._record(raw, events)
-            return outcome
-        raise Conflict(f"JobFlowTemplate {namespace}/{name} kept changing under {MAX_ATTEMPTS} attempts")
+        rewrite(kind="JobFlowTemplate", name=outcome.template, get=lambda: self._look(namespace, name),
+                change=lambda look: _Planned(look, plan_schedule(look.template, runs=look.runs, now=self.clock())),
+                write=lambda planned: self._act(planned, outcome))
+        return outcome
+
+    def _look(self, namespace: str, name: str) -> _Look | None:
+        """Step 1 of the module docstring: the template's runs, *then* the template (None: it is gone)."""
+        runs = [run_from(raw) for raw in self.kube.list_runs(namespace, run_of_template_selector(name))]
+        raw = self.kube.get_jobflowtemplate(namespace, name)
+        return None if raw is None else _Look(raw, JobFlowTemplate.model_validate(raw), runs)
+
+    def _act(self, planned: _Planned, outcome: RunsOutcome) -> None:
+        """Step 3 of the module docstring; a status write that loses a race raises Conflict, before any pruning."""
+        raw, template, decision = planned.look.raw, planned.look.template, planned.decision
+        namespace = raw["metadata"]["namespace"]
+        outcome.verdict = decision.verdict.value
+        for gone in decision.replace:
+            self.kube.delete_jobflow(namespace, gone)
+            outcome.deleted.append(gone)
+        status, events = decision.status, list(decision.events)
+        if decision.start is not None:
+            refused = self._create(template, decision.start, outcome)
+            if refused is not None:
+                status = with_active(status, [a for a in status.active or () if a != decision.start.name])
+                status = status.model_copy(update={"message": refused})
+                events = [Event(EventType.WARNING, Reason.RUN_REJECTED, refused)]
+        if status != template.status:
+            try:
+                self.kube.replace_jobflowtemplate_status({**raw, "status": status.to_wire()})
+                outcome.status_written = True
+            except Gone:
+                return
+        for gone in decision.prune:
+            self.kube.delete_jobflow(namespace, gone)
+            outcome.deleted.append(gone)
+        self._record(raw, events)
 
     def every_template(self, scopes: tuple[str | None, ...]) -> list[RunsOutcome]:
         """A resync tick: look at every template of the served namespaces (all when ``scopes`` is ``(None,)``). One

@@ -1,13 +1,15 @@
-"""Every status write the handler makes, through one conflict loop.
+"""Every guarded write the handler makes, through one conflict loop (:func:`rewrite`).
 
-Two kinds of status write, told apart by what a lost race (409) means for them:
+Two kinds of write, told apart by what a lost race (409) means for them:
 
 * **A JobFlow's planned status** (:meth:`Writes.planned`): written with the resourceVersion the plan was made
   from. Losing means the plan rests on an old read: :class:`Replan` makes the reconcile read again and plan anew.
-* **A change** (:meth:`Writes.change`): a function of the status as it is when written: a JobTemplate's statistics
-  and ``jobDependsOnList`` (:class:`jobflow_core.UpdateTemplate`), a JobFlow's notifications once the sink took
-  them. Losing means someone else wrote in between: the change is applied again to a fresh read, at most
-  :data:`MAX_ATTEMPTS` times. A change that changes nothing writes nothing.
+* **A change**: a function of the object as it is when written: a JobTemplate's statistics and
+  ``jobDependsOnList`` (:class:`jobflow_core.UpdateTemplate`, :meth:`Writes.template`), a JobFlow's notifications
+  once the sink took them (:meth:`Writes.flow_change`), a run stored in the memoization cache (:meth:`Writes.memo`),
+  a JobFlowTemplate's schedule (:meth:`handlers.runs.Runs.template`). Losing means someone else wrote in between:
+  :func:`rewrite` reads again and applies the change anew, at most :data:`MAX_ATTEMPTS` times, then raises
+  ``Conflict`` (answered 503: the event is delivered again). A change that changes nothing writes nothing.
 
 **Changes to one JobTemplate are written together** (group commit, :meth:`Writes.template`). Two hundred JobFlows
 sharing five JobTemplates make their reconciles, running at once on the handler's threads, all record runs and
@@ -31,6 +33,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from handlers import metrics
 from handlers.kube import Conflict, Exists, Gone, KubeApi
@@ -46,6 +49,36 @@ REMEMBERED_TEMPLATES = 1024
 
 TemplateChange = Callable[[JobTemplate], JobTemplateStatus]
 FlowChange = Callable[[JobFlow], JobFlowStatus]
+
+Read = TypeVar("Read")
+Wanted = TypeVar("Wanted")
+Written = TypeVar("Written")
+
+
+def rewrite(*, kind: str, name: str, get: Callable[[], Read | None], change: Callable[[Read], Wanted | None],
+            write: Callable[[Wanted], Written], read: Read | None = None,
+            attempts: int = MAX_ATTEMPTS) -> Read | Written | None:
+    """The handler's one conflict loop: ``get`` the object (or start from ``read``, an earlier read of it), let the
+    pure ``change`` say what to write (None: nothing changes, so nothing is written), ``write`` it guarded by the
+    resourceVersion read; when the write loses a race (``Conflict``, or ``Exists`` to the create of an object that
+    was missing) read again and apply ``change`` anew, at most ``attempts`` times.
+
+    Returns what ``write`` returned, the object as read when nothing changed, or None when ``get`` finds nothing
+    (``kind`` and ``name`` say what it is, for the conflicts metric and the error). Raises ``Conflict`` when every
+    attempt lost: the caller answers it as a transient fault (503, the event comes again) or knows better."""
+    for _ in range(attempts):
+        current = read if read is not None else get()
+        read = None
+        if current is None:
+            return None
+        wanted = change(current)
+        if wanted is None:
+            return current
+        try:
+            return write(wanted)
+        except (Conflict, Exists):
+            metrics.CONFLICTS.labels(kind).inc()
+    raise Conflict(f"{kind} {name} kept changing during {attempts} attempts; retry later")
 
 
 class Replan(Exception):
@@ -63,9 +96,6 @@ class _Ticket:
 @dataclass
 class _Batch:
     waiting: list[_Ticket] = field(default_factory=list)
-
-
-MEMO_ATTEMPTS = 5
 
 
 class Writes:
@@ -90,41 +120,39 @@ class Writes:
     def memo(kube: KubeApi, namespace: str, key: str, entry: Entry) -> None:
         """Store a memoized run in the namespace's cache ConfigMap (jobflow_core.memo), creating it when missing;
         a concurrent writer's change is read again and kept (a few attempts, then Replan: the event is retried)."""
-        for _ in range(MEMO_ATTEMPTS):
-            found = kube.get_configmap(namespace, MEMO_CACHE)
-            data = with_entry((found or {}).get("data"), key, entry)
-            try:
-                if found is None:
-                    kube.create_configmap({"apiVersion": "v1", "kind": "ConfigMap", "data": data, "metadata": {
-                        "name": MEMO_CACHE, "namespace": namespace,
-                        "labels": {"app.kubernetes.io/managed-by": "jobflow-engine"}}})
-                else:
-                    kube.replace_configmap({**found, "data": data})
-                return
-            except (Conflict, Exists):
-                metrics.CONFLICTS.labels("ConfigMap").inc()
-        raise Replan(f"the memoization cache {namespace}/{MEMO_CACHE} kept changing")
+        def stored(cache: dict) -> dict | None:
+            data = with_entry(cache.get("data"), key, entry)
+            return None if data == cache.get("data") else {**cache, "data": data}
 
-    def flow_change(self, kube: KubeApi, namespace: str, name: str, change: FlowChange, *,
+        def write(cache: dict) -> None:
+            if cache["metadata"].get("resourceVersion") is None:  # not stored yet (_new_cache)
+                kube.create_configmap(cache)
+            else:
+                kube.replace_configmap(cache)
+
+        try:
+            rewrite(kind="ConfigMap", name=f"{namespace}/{MEMO_CACHE}", change=stored, write=write,
+                    get=lambda: kube.get_configmap(namespace, MEMO_CACHE) or _new_cache(namespace))
+        except Conflict as lost:
+            raise Replan(f"the memoization cache {namespace}/{MEMO_CACHE} kept changing") from lost
+
+    @staticmethod
+    def flow_change(kube: KubeApi, namespace: str, name: str, change: FlowChange, *,
                     read: dict | None = None) -> dict | None:
-        """Apply ``change`` to JobFlow ``namespace/name`` (starting from ``read``, if given); as written."""
-        for _ in range(MAX_ATTEMPTS):
-            raw = read if read is not None else kube.get_jobflow(namespace, name)
-            read = None
-            if raw is None:
-                return None
+        """Apply ``change`` to JobFlow ``namespace/name`` (starting from ``read``, if given); as written (as read
+        when it changes nothing, None when the JobFlow is gone)."""
+        def changed(raw: dict) -> dict | None:
             flow = JobFlow.model_validate(raw)
             status = change(flow)
-            if status == flow.status:
-                return raw
-            try:
-                written = kube.replace_jobflow_status({**raw, "status": status.to_wire()})
-            except Conflict:
-                metrics.CONFLICTS.labels("JobFlow").inc()
-                continue
+            return None if status == flow.status else {**raw, "status": status.to_wire()}
+
+        def write(raw: dict) -> dict:
+            written = kube.replace_jobflow_status(raw)
             metrics.STATUS_WRITES.inc()
             return written
-        raise Conflict(f"JobFlow {namespace}/{name} kept changing; retry later")
+
+        return rewrite(kind="JobFlow", name=f"{namespace}/{name}", get=lambda: kube.get_jobflow(namespace, name),
+                       change=changed, write=write, read=read)
 
     def template(self, kube: KubeApi, namespace: str, name: str, change: TemplateChange, *,
                  read: dict | None = None) -> None:
@@ -173,30 +201,34 @@ class Writes:
 
     def _template_changes(self, kube: KubeApi, namespace: str, name: str, changes: list[TemplateChange], *,
                           read: dict | None) -> None:
+        """Apply ``changes`` in order to the template's status in one write; what is written is remembered, and
+        what may be out of date (a lost race, the template gone) is forgotten."""
         key = (namespace, name)
-        read = self._newest(key, read)
-        for _ in range(MAX_ATTEMPTS):
-            raw = read if read is not None else kube.get_jobtemplate(namespace, name)
-            read = None
+
+        def get() -> dict | None:
+            raw = kube.get_jobtemplate(namespace, name)
             if raw is None:
                 self._remember(key, None)
-                return
+            return raw
+
+        def changed(raw: dict) -> dict | None:
             template = JobTemplate.model_validate(raw)
             status = template.status
             for change in changes:
                 status = change(template.model_copy(update={"status": status}))
-            if _same(status, template.status):
-                return
+            return None if _same(status, template.status) else {**raw, "status": status.to_wire()}
+
+        def write(raw: dict) -> None:
             try:
-                self._remember(key, kube.replace_jobtemplate_status({**raw, "status": status.to_wire()}))
-                return
+                self._remember(key, kube.replace_jobtemplate_status(raw))
             except Conflict:
-                metrics.CONFLICTS.labels("JobTemplate").inc()
                 self._remember(key, None)
+                raise
             except Gone:  # deleted since it was read (or since this process wrote it): nothing to record
                 self._remember(key, None)
-                return
-        raise Conflict(f"JobTemplate {namespace}/{name} kept changing; retry later")
+
+        rewrite(kind="JobTemplate", name=f"{namespace}/{name}", get=get, change=changed, write=write,
+                read=self._newest(key, read))
 
     def _newest(self, key: tuple[str, str], read: dict | None) -> dict | None:
         """The newer of ``read`` and what this process last wrote to the template (None: read it)."""
@@ -216,6 +248,12 @@ class Writes:
             self._written.move_to_end(key)
             while len(self._written) > REMEMBERED_TEMPLATES:
                 self._written.popitem(last=False)
+
+
+def _new_cache(namespace: str) -> dict:
+    """The memoization cache of a namespace that has none yet (no resourceVersion: :meth:`Writes.memo` creates it)."""
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
+        "name": MEMO_CACHE, "namespace": namespace, "labels": {"app.kubernetes.io/managed-by": "jobflow-engine"}}}
 
 
 def _same(new: JobTemplateStatus | None, old: JobTemplateStatus | None) -> bool:

@@ -86,3 +86,23 @@ def test_an_event_the_trigger_cannot_read_starts_nothing_and_warns_on_the_templa
     assert runs(kube) == []
     [(name, kind, reason, message)] = kube.events
     assert (name, kind, reason) == ("etl", "Warning", "RunRejected") and "parameter date = 'data.date'" in message
+
+
+def test_a_tick_whose_status_write_loses_a_race_reads_again_and_finds_the_run_it_started():
+    """The template's attempts are those of the one write loop (handlers.writes.rewrite): the next attempt lists the
+    run the lost one created and records it, instead of starting another."""
+    kube, clock, app = setup()
+    clock.now = T0.replace(second=0) + timedelta(minutes=1, seconds=5)
+    real, races = kube.replace_jobflowtemplate_status, iter([True])
+
+    def other_writer_first(template: dict) -> dict:
+        if next(races, False):
+            kube.put(kube.stored(JOBFLOWTEMPLATE, "default", "etl"))  # another handler wrote meanwhile
+        return real(template)
+
+    kube.replace_jobflowtemplate_status = other_writer_first
+    assert app.post("/", headers=PING).status_code == 202
+    [run] = runs(kube)
+    status = kube.stored(JOBFLOWTEMPLATE, "default", "etl")["status"]
+    assert status["active"] == [run] and status["lastRun"]["name"] == run
+    assert next(races, None) is None  # the race was lost once

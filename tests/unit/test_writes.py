@@ -1,5 +1,6 @@
-"""The one write loop (``handlers/writes.py``): changes re-applied after lost races, and the group commit of
-JobTemplate changes made by reconciles running at once."""
+"""The one write loop (``handlers/writes.py``, :func:`~handlers.writes.rewrite`): changes re-applied after lost
+races, nothing written when nothing changes, a bounded number of attempts; and the group commit of JobTemplate
+changes made by reconciles running at once."""
 
 from __future__ import annotations
 
@@ -10,9 +11,10 @@ import pytest
 import yaml
 
 from handlers.kube import Conflict
-from handlers.writes import REMEMBERED_TEMPLATES, Replan, Writes
-from jobflow_core import UpdateTemplate
-from jobflow_core.api import JOBFLOW, JOBTEMPLATE
+from handlers.writes import MAX_ATTEMPTS, REMEMBERED_TEMPLATES, Replan, Writes, rewrite
+from jobflow_core import UpdateTemplate, notifications
+from jobflow_core.api import JOBFLOW, JOBTEMPLATE, MEMO_CACHE
+from jobflow_core.memo import Entry, entries_of
 from jobflow_core.models import FlowState, JobFlowStatus
 from jobflow_core.phase import FlowOutcome
 from jobflow_core.run_stats import Run
@@ -25,6 +27,126 @@ NS = "default"
 def put_template(kube: MemoryKube, name: str = "t") -> None:
     kube.put({"apiVersion": JOBTEMPLATE.api_version, "kind": JOBTEMPLATE.kind,
               "metadata": {"name": name, "namespace": NS}, "spec": yaml.safe_load(TEMPLATE_SPEC)})
+
+
+class Stored:
+    """One object behind a resourceVersion guard, as the API server keeps it; ``rivals`` writes of someone else
+    land between each of our reads and our write, one per write, until there are none left."""
+
+    def __init__(self, rivals: int = 0) -> None:
+        self.object = {"metadata": {"resourceVersion": "1"}, "count": 0}
+        self.rivals, self.gets, self.writes = rivals, 0, 0
+
+    def get(self) -> dict:
+        self.gets += 1
+        return self._copy()
+
+    def put(self, wanted: dict) -> dict:
+        self.writes += 1
+        if self.rivals:
+            self.rivals -= 1
+            self._store(self.object["count"] + 10)
+        if wanted["metadata"]["resourceVersion"] != self.object["metadata"]["resourceVersion"]:
+            raise Conflict("conflict: the object has been modified")
+        return self._store(wanted["count"])
+
+    def _store(self, count: int) -> dict:
+        version = str(int(self.object["metadata"]["resourceVersion"]) + 1)
+        self.object = {"metadata": {"resourceVersion": version}, "count": count}
+        return self._copy()
+
+    def _copy(self) -> dict:
+        return {**self.object, "metadata": dict(self.object["metadata"])}
+
+
+def add_one(current: dict) -> dict:
+    return {**current, "count": current["count"] + 1}
+
+
+def test_a_write_that_loses_a_race_applies_its_change_again_to_a_fresh_read():
+    stored = Stored(rivals=1)
+    written = rewrite(kind="Thing", name="default/x", get=stored.get, change=add_one, write=stored.put)
+    assert stored.object["count"] == 11  # the rival's 10 kept, our 1 added to it
+    assert written == stored.object
+    assert (stored.gets, stored.writes) == (2, 2)  # one read and one write per attempt
+
+
+def test_a_change_that_changes_nothing_writes_nothing_and_gives_back_the_object_as_read():
+    stored = Stored()
+    assert rewrite(kind="Thing", name="default/x", get=stored.get, change=lambda current: None,
+                   write=stored.put) == stored.object
+    assert (stored.gets, stored.writes) == (1, 0)
+
+
+def test_a_write_that_starts_from_an_earlier_read_does_not_read_first():
+    stored = Stored()
+    rewrite(kind="Thing", name="default/x", get=stored.get, change=add_one, write=stored.put, read=stored.get())
+    assert (stored.gets, stored.writes, stored.object["count"]) == (1, 1, 1)  # the one read is the one handed in
+
+
+def test_an_object_that_is_gone_takes_no_change_and_no_write():
+    stored = Stored()
+    assert rewrite(kind="Thing", name="default/x", get=lambda: None, change=add_one, write=stored.put) is None
+    assert stored.writes == 0
+
+
+def test_a_loop_that_loses_every_race_gives_up_after_its_attempts_with_conflict():
+    """Conflict is what the routes answer 503 with retry (test_shell_routes): the event is delivered again."""
+    stored = Stored(rivals=1000)
+    with pytest.raises(Conflict, match=f"Thing default/x kept changing during {MAX_ATTEMPTS} attempts; retry later"):
+        rewrite(kind="Thing", name="default/x", get=stored.get, change=add_one, write=stored.put)
+    assert (stored.gets, stored.writes) == (MAX_ATTEMPTS, MAX_ATTEMPTS)
+    assert stored.object["count"] == 10 * MAX_ATTEMPTS  # every rival's write kept, none of ours
+
+
+def test_a_create_that_finds_the_object_made_meanwhile_reads_it_and_writes_over_it():
+    kube = MemoryKube()
+    real = kube.create_configmap
+
+    def another_handler_first(body: dict) -> None:
+        real(body | {"data": {"other": Entry("default/o-a", T0, "x").to_text()}})
+        real(body)  # ours: Exists
+
+    kube.create_configmap = another_handler_first
+    Writes.memo(kube, NS, "mine", Entry("default/m-a", T0, "y"))
+    assert sorted(entries_of(kube.get_configmap(NS, MEMO_CACHE)["data"])) == ["mine", "other"]
+
+
+def test_a_memoization_cache_that_keeps_changing_asks_for_a_new_attempt_of_the_reconcile():
+    kube = MemoryKube()
+    Writes.memo(kube, NS, "first", Entry("default/f-a", T0, "x"))
+    kube.replace_configmap = lambda body: (_ for _ in ()).throw(Conflict("always someone else"))
+    with pytest.raises(Replan, match="kept changing"):
+        Writes.memo(kube, NS, "second", Entry("default/s-a", T0, "y"))
+
+
+def test_storing_a_memoized_run_the_cache_holds_already_writes_nothing():
+    kube = MemoryKube()
+    Writes.memo(kube, NS, "first", Entry("default/f-a", T0, "x"))
+    kube.replace_configmap = lambda body: pytest.fail("wrote a cache that holds the entry already")
+    Writes.memo(kube, NS, "first", Entry("default/f-a", T0, "x"))
+
+
+def pending(*ids: str) -> dict:
+    return {"notifications": {"sequence": len(ids), "pending": [
+        {"id": i, "type": "dev.volcano.jobflow.phase", "subject": "phase"} for i in ids]}}
+
+
+def test_notifications_the_sink_took_are_removed_again_from_a_fresh_read_when_another_writer_came_first():
+    kube = MemoryKube()
+    read = kube.put({"apiVersion": JOBFLOW.api_version, "kind": JOBFLOW.kind,
+                     "metadata": {"name": "f", "namespace": NS}, "spec": {"flows": [{"name": "a"}]},
+                     "status": pending("u.1", "u.2")})
+    races = iter([True])
+
+    def another_reconcile_first(flow: dict) -> None:
+        if next(races, False):
+            kube.put(kube.stored(JOBFLOW, NS, "f") | {"status": pending("u.1", "u.2", "u.3")})
+
+    kube.before_status_write = another_reconcile_first
+    written = Writes.flow_change(kube, NS, "f", lambda flow: notifications.delivered(flow.status, {"u.1"}), read=read)
+    assert [n["id"] for n in kube.stored(JOBFLOW, NS, "f")["status"]["notifications"]["pending"]] == ["u.2", "u.3"]
+    assert written == kube.stored(JOBFLOW, NS, "f")
 
 
 def run(i: int) -> Run:
