@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from jobflow_core import WriteStatus, plan
 from jobflow_core.api import MEMO_KEY
-from jobflow_core.memo import MAX_ENTRIES, Entry, entries_of, with_entry
+from jobflow_core.jobs import build_job
+from jobflow_core.memo import MAX_ENTRIES, Entry, entries_of, spec_key, with_entry
 from jobflow_core.models import VcJobPhase
 from jobflow_core.naming import attempt_job_name
 from jobflow_core.planner import Memoize
@@ -171,6 +172,26 @@ def test_the_key_changes_exactly_when_the_rendered_spec_changes_never_with_the_j
     two = one if same_inputs else two  # half the examples: the same work, run by two different JobFlows
     keys = [train_key(inputs, identity, memoize={}) for inputs, identity in ((one, first), (two, second))]
     assert (keys[0] == keys[1]) == (one == two)
+
+
+POD_METADATA = st.sampled_from([None, {}, {"annotations": {}}, {"labels": {"app": "etl"}},
+                                 {"annotations": {"example.com/owner": "data"}}])
+"""The pod template's metadata as a JobTemplate may have it: the engine adds its attempt annotation there."""
+
+
+@given(POD_METADATA, st.booleans(), st.integers(min_value=1, max_value=4), st.integers(min_value=1, max_value=4))
+def test_the_attempt_never_reaches_the_key_whatever_the_templates_pod_metadata(metadata, retry, one, two):
+    """Without ``retry`` only attempts after the first (a rerun's) carry the attempt annotation: a rerun must still
+    hit what the first attempt stored."""
+    spec = yaml.safe_load(TEMPLATE_SPEC)
+    if metadata is not None:
+        spec["tasks"][0]["template"]["metadata"] = metadata
+    flow = jobflow(yaml.safe_dump({"spec": {"flows": [{"name": "a", "memoize": {}}
+                                                      | ({"retry": {"limit": 3}} if retry else {})]}}))
+    job_template = template("a", spec=yaml.safe_dump(spec))
+    keys = {spec_key(namespace="default", spec=build_job(flow, flow="a", template=job_template, attempt=n)["spec"])
+            for n in (one, two)}
+    assert len(keys) == 1
 
 
 @settings(deadline=None, max_examples=60)
