@@ -92,14 +92,18 @@ def spec_key(*, namespace: str, spec: Mapping[str, Any]) -> str:
     cleaned = copy.deepcopy(dict(spec))
     for task in cleaned.get("tasks") or ():
         metadata = (task.get("template") or {}).get("metadata")
-        annotations = metadata.get("annotations") if isinstance(metadata, dict) else None
+        if not isinstance(metadata, dict):
+            continue
+        annotations = metadata.get("annotations")
         if isinstance(annotations, dict):
             for name in PER_RUN_POD_KEYS:
                 annotations.pop(name, None)
             if not annotations:
                 del metadata["annotations"]
-            if not metadata:  # added only to carry those annotations
-                del task["template"]["metadata"]
+        # Empty whether the engine added it only to carry those annotations or the template wrote ``metadata: {}``:
+        # dropped in both cases, or an attempt that carries them (a rerun's) would miss what the first stored.
+        if not metadata:
+            del task["template"]["metadata"]
     return _hash({"namespace": namespace, "spec": cleaned})
 
 

@@ -19,7 +19,8 @@ may put it into its own vcjob, as Argo passes an output parameter to the next st
 ``NAME`` must be a target of the flow, directly or through its targets (admission names the one that is not), so
 it has ended before the flow starts. A result is written by a user's pod, so it may land only where it cannot widen
 what the next pod may do (:func:`may_hold_results`): container and init container ``env[].value``, ``args`` and
-``command`` items, and the pod template's ``metadata.annotations`` values; never an image, a service account,
+``command`` items, and the pod template's ``metadata.annotations`` values (but not of a key the kubelet, the
+scheduler, Volcano or a mesh reads: :data:`RESERVED_ANNOTATION_DOMAINS`); never an image, a service account,
 a volume, a security context, a scheduler or queue field, a name or a label. Anywhere else admission refuses it,
 and the vcjob builder leaves it as written.
 
@@ -67,12 +68,28 @@ class Reference:
     key: str | None = None
 
 
+RESERVED_ANNOTATION_DOMAINS = ("kubernetes.io", "k8s.io", "volcano.sh", "istio.io")
+"""Pod annotations under these domains (or a subdomain: ``container.apparmor.security.beta.kubernetes.io``,
+``seccomp.security.alpha.kubernetes.io``, ``scheduling.volcano.sh``, ``sidecar.istio.io``) are read by the kubelet,
+the scheduler, Volcano, the engine or a mesh to decide what the pod may do, where it runs, or which sidecar it gets:
+a result there would let one pod widen the next."""
+
+
+def is_reserved_annotation(key: str) -> bool:
+    """Whether pod annotation ``key`` has a prefix of :data:`RESERVED_ANNOTATION_DOMAINS` (an unprefixed key has
+    none)."""
+    prefix, slash, _ = key.partition("/")
+    return bool(slash) and any(prefix == domain or prefix.endswith("." + domain)
+                               for domain in RESERVED_ANNOTATION_DOMAINS)
+
+
 def may_hold_results(path: Sequence[str | int]) -> bool:
     """Whether a string at ``path`` of a ``patch.jobSpec`` may receive a target's result (see the module
-    docstring): env values, args, command and pod annotations, nothing that widens what a pod may do."""
+    docstring): env values, args, command and pod annotations other than reserved ones, nothing that widens what a
+    pod may do."""
     match tuple(path):
-        case ("tasks", int(), "template", "metadata", "annotations", str()):
-            return True
+        case ("tasks", int(), "template", "metadata", "annotations", str(key)):
+            return not is_reserved_annotation(key)
         case ("tasks", int(), "template", "spec", "containers" | "initContainers", int(), "env", int(), "value"):
             return True
         case ("tasks", int(), "template", "spec", "containers" | "initContainers", int(), "args" | "command", int()):
@@ -193,7 +210,8 @@ def _reference_errors(flow: Flow, ref: Reference, *, upstream: set[str],
         found.append(SpecError(code="ResultOutOfPlace",
                                message=f'flow "{flow.name}": {placeholder} stands in {where}, where a result may '
                                "not go", hint="a result may go only into an env value, args, command or a pod "
-                               "annotation: pass it there and let the container use it"))
+                               "annotation (not one under kubernetes.io, k8s.io, volcano.sh or istio.io): pass it there and let "
+                               "the container use it"))
     if ref.target is None:  # the JobFlow's own fields
         if ref.field.removeprefix("jobflow.") in OUTCOME_FIELDS and not flow.final:
             found.append(SpecError(code="OutcomeOutsideFinally",

@@ -4,14 +4,13 @@ JobTemplate under several flow names; a finally flow that reads the JobFlow's ou
 
 from __future__ import annotations
 
-import io
 import json
 
 import pytest
 
 from devcluster.testing import LocalCluster
-from kubectl_jobflow.cli import run as jobflow_cli
 from objects import apply, events_of, template, vcjobs, wait_for_phase
+from test_control_flow_on_volcano import jobflow_cli
 from test_manifests import kubectl
 
 pytestmark = pytest.mark.cluster
@@ -155,60 +154,67 @@ def test_a_finally_flow_patched_with_the_failed_flows_name_runs_on_failure_only(
     assert [(s["name"], s["reason"]) for s in good["status"]["skippedFlows"]] == [("notify", "ConditionFalse")]
 
 
-MEMOIZED = """
-apiVersion: flow.volcano.sh/v1alpha1
-kind: JobFlow
-metadata: {name: NAME}
-spec:
+MEMOIZED = PIPELINE.replace("""spec:
+  flows:
+  - name: prepare
+""", """spec:
   parameters: [{name: day, value: "DAY"}]
   flows:
   - name: prepare
     memoize: {maxAge: 1h}
     patch: {jobSpec: {tasks: [{name: main, template: {spec: {containers: [{name: main, args: ["--day={{params.day}}"]}]}}}]}}
-  - name: train
-    dependsOn: {targets: [prepare]}
-    patch:
-      jobSpec:
-        tasks:
-        - name: main
-          template:
-            spec:
-              containers:
-              - name: main
-                env: [{name: DATA_PATH, value: "{{targets.prepare.result.path}}"}]
-"""
+""")
+"""The three-step pipeline above, its first step memoized and reading a parameter."""
 
 
-def test_a_memoized_step_runs_once_for_the_same_inputs_and_again_when_a_parameter_it_uses_changes(
+def cached_in_cli(cluster: LocalCluster, namespace: str, name: str) -> dict[str, str]:
+    """What ``kubectl jobflow status``, ``graph`` and ``timeline`` print for the flow ``prepare`` of ``name``."""
+    shown = {}
+    for command, row in (("status", "prepare"), ("graph", "prepare"), ("timeline", f"{name}-prepare")):
+        code, output = jobflow_cli(cluster, command, name, "-n", namespace)
+        assert code == 0, output
+        [shown[command]] = [line for line in output.splitlines() if line.strip(" *").startswith(row + " ")]
+    return shown
+
+
+def test_a_memoized_first_step_runs_once_for_the_same_inputs_again_for_another_parameter_or_a_cleared_cache(
         cluster: LocalCluster, namespace: str, engine) -> None:
-    apply(cluster, namespace, template("prepare", message="path=/data/2026-11-25") + "---\n" + template("train"))
+    apply(cluster, namespace, pipeline_templates())
     apply(cluster, namespace, MEMOIZED.replace("NAME", "first").replace("DAY", "2026-11-25"))
-    wait_for_phase(cluster, namespace, "first", "Succeed", timeout=90)
+    wait_for_phase(cluster, namespace, "first", "Succeed", timeout=120)
     cache = cluster.core.read_namespaced_config_map("jobflow-memo", namespace).data
     [(key, entry)] = cache.items()
     assert json.loads(entry)["job"] == f"{namespace}/first-prepare" and \
-        json.loads(entry)["result"] == "path=/data/2026-11-25"
+        json.loads(entry)["result"] == "path=/data/2026-11-25 rows=1200"
     assert vcjobs(cluster, namespace)["first-prepare"]["metadata"]["annotations"]["flow.volcano.sh/memo-key"] == key
 
     apply(cluster, namespace, MEMOIZED.replace("NAME", "second").replace("DAY", "2026-11-25"))
-    second = wait_for_phase(cluster, namespace, "second", "Succeed", timeout=90)
+    second = wait_for_phase(cluster, namespace, "second", "Succeed", timeout=120)
     jobs = vcjobs(cluster, namespace)
-    assert "second-prepare" not in jobs  # not run: reused
-    assert main_container(jobs["second-train"])["env"] == main_container(jobs["first-train"])["env"] == \
+    assert sorted(name for name in jobs if name.startswith("second-")) == \
+        ["second-process-0", "second-process-1", "second-process-2", "second-split"]  # prepare not run: reused
+    assert main_container(jobs["second-split"])["env"] == main_container(jobs["first-split"])["env"] == \
         [{"name": "DATA_PATH", "value": "/data/2026-11-25"}]
+    assert [main_container(jobs[f"second-process-{i}"])["args"] for i in range(3)] == \
+        [main_container(jobs[f"first-process-{i}"])["args"] for i in range(3)] == \
+        [[f"--shard=s{i}", "--from=/data/2026-11-25"] for i in range(3)]
     [record] = [r for r in second["status"]["jobStatusList"] if r["name"] == "second-prepare"]
     assert (record["state"], record["reason"], record["cachedFrom"]) == \
         ("Completed", "Cached", f"{namespace}/first-prepare")
     assert any(r == "Cached" for _, r, _ in events_of(cluster, namespace, "second"))
-    out = io.StringIO()  # kubectl jobflow status shows it
-    assert jobflow_cli(["status", "second", "-n", namespace, "--kubeconfig", str(cluster.state.kubeconfig)],
-                       out=out, err=out) == 0
-    [line] = [line for line in out.getvalue().splitlines() if line.lstrip().startswith("prepare")]
-    assert "Cached" in line, out.getvalue()
+    shown = cached_in_cli(cluster, namespace, "second")
+    assert all("Cached" in line for line in shown.values()), shown
+    assert "Cached" not in "".join(cached_in_cli(cluster, namespace, "first").values())  # it ran
 
     apply(cluster, namespace, MEMOIZED.replace("NAME", "third").replace("DAY", "2026-11-26"))
-    wait_for_phase(cluster, namespace, "third", "Succeed", timeout=90)
+    wait_for_phase(cluster, namespace, "third", "Succeed", timeout=120)
     assert "third-prepare" in vcjobs(cluster, namespace)  # another day: another key, run again
     assert len(cluster.core.read_namespaced_config_map("jobflow-memo", namespace).data) == 2
-    assert kubectl(cluster, "get", "configmap", "jobflow-memo", "-n", namespace, "-o", "name").stdout.strip() == \
-        "configmap/jobflow-memo"
+
+    deleted = kubectl(cluster, "delete", "configmap", "jobflow-memo", "-n", namespace)
+    assert deleted.returncode == 0, deleted.stderr
+    apply(cluster, namespace, MEMOIZED.replace("NAME", "fourth").replace("DAY", "2026-11-25"))
+    wait_for_phase(cluster, namespace, "fourth", "Succeed", timeout=120)
+    assert "fourth-prepare" in vcjobs(cluster, namespace)  # the first day's run is forgotten: run again
+    [(again, entry)] = cluster.core.read_namespaced_config_map("jobflow-memo", namespace).data.items()
+    assert (again, json.loads(entry)["job"]) == (key, f"{namespace}/fourth-prepare")

@@ -1,18 +1,23 @@
 """``flows[].memoize`` (``jobflow_core.memo``): the cache key, reuse of a recent Completed run, what is stored."""
 
+from dataclasses import dataclass, replace
 from datetime import timedelta
+from typing import Any
 
 import pytest
+import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jobflow_core import WriteStatus, plan
 from jobflow_core.api import MEMO_KEY
-from jobflow_core.memo import MAX_ENTRIES, Entry, entries_of, with_entry
+from jobflow_core.jobs import build_job
+from jobflow_core.memo import MAX_ENTRIES, Entry, entries_of, spec_key, with_entry
 from jobflow_core.models import VcJobPhase
+from jobflow_core.naming import attempt_job_name
 from jobflow_core.planner import Memoize
 from jobflow_core.validation import validate
-from scenario import T0, jobflow, templates_for, vcjob
+from scenario import T0, TEMPLATE_SPEC, jobflow, template, templates_for, vcjob
 
 pytestmark = pytest.mark.filterwarnings("ignore:The recursion limit will not be reset")
 """cel-python raises the recursion limit when it makes its first CEL environment (memoize.key)."""
@@ -90,28 +95,124 @@ def test_a_changed_parameter_an_old_run_or_another_namespace_runs_it_again():
 VALUES = st.text(alphabet="abc019-_.:/ ", min_size=1, max_size=12)
 """Parameter values as a user writes them in YAML (any string reaches the key the same way)."""
 
+RESULTS = st.text(st.characters(blacklist_categories=("Cc", "Cs")) | st.sampled_from("\n\t"), max_size=16)
+"""A target's result as its pod writes it: any text, quotes, braces and newlines included (control characters
+other than tab and newline are dropped before they reach a spec, so they are not drawn)."""
 
-@settings(deadline=None)  # each example plans twice; a shared 2-core machine makes that slow at times
-@given(VALUES, VALUES, st.sampled_from(["a", "b"]),
-       st.sampled_from(["x", "y"]))
+
+@dataclass(frozen=True)
+class Inputs:
+    """What the memoized flow's rendered vcjob spec is made of: its JobTemplate, its patch, a parameter its patch
+    reads, and its target's result."""
+
+    image: str
+    command: str
+    replicas: int
+    env: str
+    day: str
+    result: str
+
+
+@dataclass(frozen=True)
+class Identity:
+    """What differs from one run of the same work to the next: none of it may reach the key."""
+
+    name: str
+    uid: str
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    owners: list[dict[str, Any]]
+    attempt: int
+
+
+INPUTS = st.builds(Inputs, image=st.sampled_from(["nginx:1.27", "nginx:1.28", "busybox:1.36"]), command=VALUES,
+                   replicas=st.integers(min_value=1, max_value=3), env=VALUES, day=VALUES, result=RESULTS)
+WORDS = st.text(alphabet="abcxyz019", min_size=1, max_size=6)
+IDENTITIES = st.builds(
+    Identity, name=st.builds("run-{}".format, WORDS), uid=st.uuids().map(str),
+    labels=st.dictionaries(st.builds("example.com/{}".format, WORDS), WORDS, max_size=3),
+    annotations=st.dictionaries(st.builds("example.com/{}".format, WORDS), VALUES, max_size=3),
+    owners=st.lists(st.builds(lambda name, uid: {"apiVersion": "flow.volcano.sh/v1alpha1", "kind": "JobFlowTemplate",
+                                                 "name": name, "uid": str(uid), "controller": True},
+                              WORDS, st.uuids()), max_size=1),
+    attempt=st.integers(min_value=1, max_value=3))
+
+def train_key(inputs: Inputs, identity: Identity, *, memoize: dict[str, Any]) -> str:
+    """The key of memoized flow ``train`` about to start its attempt ``identity.attempt``: ``prepare`` Completed
+    with ``inputs.result``, ``train``'s earlier attempts Failed (it retries)."""
+    name = identity.name
+    records = [{"name": f"{name}-prepare", "state": "Completed", "result": inputs.result}]
+    records += [{"name": attempt_job_name(jobflow=name, flow="train", attempt=n), "state": "Failed"}
+                for n in range(1, identity.attempt)]
+    container = {"name": "nginx", "args": ["{{params.day}}", "{{targets.prepare.result}}"],
+                 "env": [{"name": "MODE", "value": inputs.env}]}
+    flow = jobflow(yaml.safe_dump({
+        "metadata": {"name": name, "uid": identity.uid, "labels": identity.labels,
+                     "annotations": identity.annotations, "ownerReferences": identity.owners},
+        "spec": {"parameters": [{"name": "day", "value": inputs.day}], "flows": [
+            {"name": "prepare"},
+            {"name": "train", "dependsOn": {"targets": ["prepare"]}, "memoize": memoize,
+             "retry": {"limit": 5, "backoff": {"delaySeconds": 0}},
+             "patch": {"jobSpec": {"tasks": [{"name": "nginx", "template": {"spec": {"containers": [container]}}}]}}},
+        ]}}), status={"jobStatusList": records})
+    spec = yaml.safe_load(TEMPLATE_SPEC)
+    pod = spec["tasks"][0]
+    pod["replicas"] = inputs.replicas
+    pod["template"]["spec"]["containers"][0] |= {"image": inputs.image, "command": ["sh", "-c", inputs.command]}
+    templates = {"prepare": template("prepare"), "train": template("train", spec=yaml.safe_dump(spec))}
+    [create] = plan(flow, templates=templates, jobs=[], now=T0).creates
+    assert create.job_name == attempt_job_name(jobflow=name, flow="train", attempt=identity.attempt)
+    return create.manifest["metadata"]["annotations"][MEMO_KEY]
+
+
+@settings(deadline=None, max_examples=150)  # each example plans twice; a shared 2-core machine makes that slow
+@given(INPUTS, INPUTS, IDENTITIES, IDENTITIES, st.booleans())
 def test_the_key_changes_exactly_when_the_rendered_spec_changes_never_with_the_jobflows_identity(
-        day1, day2, name1, name2):
-    one, two = pipeline(f"run-{name1}", day1), pipeline(f"other-{name2}", day2)
-    one_job = plan(one, templates=templates_for(one), jobs=[], now=T0).creates[0].manifest
-    two_job = plan(two, templates=templates_for(two), jobs=[], now=T0).creates[0].manifest
-    same_spec = one_job["spec"] == two_job["spec"]
-    assert (one_job["metadata"]["annotations"][MEMO_KEY] == two_job["metadata"]["annotations"][MEMO_KEY]) == same_spec
-    assert same_spec == (day1 == day2)
+        one, two, first, second, same_inputs):
+    two = one if same_inputs else two  # half the examples: the same work, run by two different JobFlows
+    keys = [train_key(inputs, identity, memoize={}) for inputs, identity in ((one, first), (two, second))]
+    assert (keys[0] == keys[1]) == (one == two)
 
 
-@settings(deadline=None)  # the first example loads the CEL implementation
-@given(st.sampled_from(["params.day", "params.day + '/' + params.day"]), VALUES, VALUES)
-def test_a_declared_key_changes_exactly_when_its_inputs_do(expression, day1, day2):
-    text = PIPELINE.replace("memoize: {maxAge: 1h}", f'memoize: {{key: "{expression}"}}')
-    keys = [plan(flow, templates=templates_for(flow), jobs=[], now=T0).creates[0].manifest["metadata"]
-            ["annotations"][MEMO_KEY] for flow in (jobflow(text.replace("NAME", "r1").replace("DAY", day1)),
-                                                   jobflow(text.replace("NAME", "r2").replace("DAY", day2)))]
-    assert (keys[0] == keys[1]) == (day1 == day2)
+POD_METADATA = st.sampled_from([None, {}, {"annotations": {}}, {"labels": {"app": "etl"}},
+                                 {"annotations": {"example.com/owner": "data"}}])
+"""The pod template's metadata as a JobTemplate may have it: the engine adds its attempt annotation there."""
+
+
+@given(POD_METADATA, st.booleans(), st.integers(min_value=1, max_value=4), st.integers(min_value=1, max_value=4))
+def test_the_attempt_never_reaches_the_key_whatever_the_templates_pod_metadata(metadata, retry, one, two):
+    """Without ``retry`` only attempts after the first (a rerun's) carry the attempt annotation: a rerun must still
+    hit what the first attempt stored."""
+    spec = yaml.safe_load(TEMPLATE_SPEC)
+    if metadata is not None:
+        spec["tasks"][0]["template"]["metadata"] = metadata
+    flow = jobflow(yaml.safe_dump({"spec": {"flows": [{"name": "a", "memoize": {}}
+                                                      | ({"retry": {"limit": 3}} if retry else {})]}}))
+    job_template = template("a", spec=yaml.safe_dump(spec))
+    keys = {spec_key(namespace="default", spec=build_job(flow, flow="a", template=job_template, attempt=n)["spec"])
+            for n in (one, two)}
+    assert len(keys) == 1
+
+
+@settings(deadline=None, max_examples=60)
+@given(INPUTS, INPUTS, IDENTITIES, IDENTITIES, st.booleans())
+def test_one_change_to_the_template_the_patch_a_parameter_or_a_targets_result_changes_the_key(
+        inputs, other, first, second, same_identity):
+    second = first if same_identity else second
+    base = train_key(inputs, first, memoize={})
+    for field in ("image", "command", "replicas", "env", "day", "result"):
+        changed = replace(inputs, **{field: getattr(other, field)})
+        assert (train_key(changed, second, memoize={}) == base) == (changed == inputs), field
+
+
+@settings(deadline=None, max_examples=60)  # the first example loads the CEL implementation
+@given(st.sampled_from(["params.day", "[params.day, targets.prepare.resultText]"]), INPUTS, INPUTS, IDENTITIES,
+       IDENTITIES)
+def test_a_declared_key_changes_exactly_when_its_inputs_do(expression, one, two, first, second):
+    keys = [train_key(inputs, identity, memoize={"key": expression})
+            for inputs, identity in ((one, first), (two, second))]
+    read = (lambda i: i.day) if "targets" not in expression else (lambda i: (i.day, i.result))
+    assert (keys[0] == keys[1]) == (read(one) == read(two))
 
 
 @settings(deadline=None)

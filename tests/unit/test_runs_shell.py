@@ -2,9 +2,13 @@
 
 from datetime import datetime, timedelta
 
+import yaml
+
 from handlers import create_app
-from jobflow_core.api import JOBFLOW, JOBFLOWTEMPLATE
+from handlers.reconciler import Reconciler
+from jobflow_core.api import JOBFLOW, JOBFLOWTEMPLATE, JOBTEMPLATE, MEMO_CACHE, VCJOB
 from memory_kube import T0, MemoryKube
+from scenario import TEMPLATE_SPEC
 
 TEMPLATE = {
     "apiVersion": "flow.volcano.sh/v1alpha1", "kind": "JobFlowTemplate",
@@ -106,3 +110,35 @@ def test_a_tick_whose_status_write_loses_a_race_reads_again_and_finds_the_run_it
     status = kube.stored(JOBFLOWTEMPLATE, "default", "etl")["status"]
     assert status["active"] == [run] and status["lastRun"]["name"] == run
     assert next(races, None) is None  # the race was lost once
+
+
+def test_two_scheduled_runs_share_a_memoized_step_and_the_second_reuses_the_first():
+    """A JobFlowTemplate's runs differ in name, labels, annotations (scheduled time) and owner: none of it is in
+    the memoize key, so the next tick's run reuses the step the previous one ran (jobflow_core.memo)."""
+    kube, clock = MemoryKube(), Clock(T0)
+    memoized = {"flows": [{"name": "a", "memoize": {}}, {"name": "b", "dependsOn": {"targets": ["a"]}}]}
+    kube.put(TEMPLATE | {"spec": TEMPLATE["spec"] | {"jobFlow": {"spec": memoized}}})
+    for name in ("a", "b"):
+        kube.put({"apiVersion": JOBTEMPLATE.api_version, "kind": JOBTEMPLATE.kind,
+                  "metadata": {"name": name, "namespace": "default"}, "spec": yaml.safe_load(TEMPLATE_SPEC)})
+    app, reconciler = create_app({"KUBE": kube, "CLOCK": clock}).test_client(), Reconciler(kube, clock=clock)
+
+    clock.now = T0.replace(second=0) + timedelta(minutes=1, seconds=5)
+    app.post("/", headers=PING)
+    [first] = runs(kube)
+    reconciler.jobflow("default", first)
+    kube.pods["default"] = [{"metadata": {"name": f"{first}-a-nginx-0", "labels": {"volcano.sh/job-name": f"{first}-a"}},
+                             "status": {"containerStatuses": [{"state": {"terminated": {"message": "path=/d/1"}}}]}}]
+    kube.move("default", f"{first}-a", "Completed")
+    reconciler.jobflow("default", first)
+    assert list(kube.get_configmap("default", MEMO_CACHE)["data"])  # stored once it Completed
+
+    clock.now += timedelta(minutes=1)
+    app.post("/", headers=PING)
+    [second] = [name for name in runs(kube) if name != first]
+    reconciler.jobflow("default", second)
+    assert kube.stored(VCJOB, "default", f"{second}-a") is None
+    assert kube.stored(VCJOB, "default", f"{second}-b") is not None
+    [record] = [r for r in kube.stored(JOBFLOW, "default", second)["status"]["jobStatusList"]
+                if r["name"] == f"{second}-a"]
+    assert (record["reason"], record["cachedFrom"], record["result"]) == ("Cached", f"default/{first}-a", "path=/d/1")
