@@ -7,6 +7,11 @@ wrote (:meth:`WatchCache.written`): a status write of our own can reach this pro
 the watch, and the next snapshot of that JobFlow must not be older than it (:func:`jobflow_core.snapshots.newer`).
 
 Objects are kept trimmed (no ``managedFields``, no pod templates): at 1,000 diamonds, 5,000 vcjobs take a few MB.
+
+The snapshot of a JobFlow that has not started also carries **the line** of the Volcano queues
+(:mod:`jobflow_core.queueing`): every JobFlow here that its admission can count (started ones that reserve room,
+older ones still waiting), read from each one's status when it changes. The handler then decides whether the JobFlow
+starts without listing every JobFlow of the cluster, once per first reconcile (docs/scheduling.md, "What it costs").
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import threading
 from typing import Any
 
 from jobflow_core.api import JOBFLOW, VCJOB, ApiType
+from jobflow_core.queueing import InLine, counts_for, in_line, line_to_wire
 from jobflow_core.routing import controller_name
 from jobflow_core.snapshots import newer, trim_jobflow, trim_vcjob
 
@@ -25,6 +31,7 @@ class WatchCache:
         self._jobflows: dict[tuple[str, str], dict[str, Any]] = {}
         self._vcjobs: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}  # (ns, jobflow) -> name -> vcjob
         self._owner: dict[tuple[str, str], str] = {}  # (ns, vcjob) -> the jobflow it was filed under
+        self._line: dict[tuple[str, str], InLine] = {}  # (ns, jobflow) -> it in its queue's line, as cached
 
     def note(self, api_type: ApiType, obj: dict[str, Any], *, deleted: bool) -> None:
         """A change the watch of ``api_type`` saw (or a list found): keep the object's newest state."""
@@ -35,8 +42,9 @@ class WatchCache:
                 current = self._jobflows.get((namespace, name))
                 if deleted:
                     self._jobflows.pop((namespace, name), None)
+                    self._line.pop((namespace, name), None)
                 elif current is None or not newer(current, obj):  # a written copy from an answer may be newer
-                    self._jobflows[(namespace, name)] = trim_jobflow(obj)
+                    self._keep((namespace, name), obj)
             elif api_type is VCJOB:
                 filed = self._owner.pop((namespace, name), None)
                 if filed is not None:
@@ -59,7 +67,12 @@ class WatchCache:
             uid = (flow.get("metadata") or {}).get("uid")
             jobs = [job for job in self._vcjobs.get((namespace, jobflow), {}).values()
                     if any(ref.get("uid") == uid for ref in (job.get("metadata") or {}).get("ownerReferences") or ())]
-            return {"jobflow": flow, "vcjobs": sorted(jobs, key=lambda job: job["metadata"]["name"])}
+            snapshot = {"jobflow": flow, "vcjobs": sorted(jobs, key=lambda job: job["metadata"]["name"])}
+            asking = self._line[(namespace, jobflow)]
+            if not (asking.started or asking.ended):
+                snapshot["line"] = [line_to_wire(entry) for entry in self._line.values()
+                                    if counts_for(entry, asking=asking)]
+            return snapshot
 
     def written(self, flows: list[Any]) -> int:
         """JobFlows the handler wrote (its answer): kept where newer than the watch's copy (which then keeps them
@@ -72,6 +85,11 @@ class WatchCache:
                     continue
                 key = (meta.get("namespace", ""), meta.get("name", ""))
                 if newer(flow, self._jobflows.get(key)):
-                    self._jobflows[key] = trim_jobflow(flow)
+                    self._keep(key, flow)
                     kept += 1
         return kept
+
+    def _keep(self, key: tuple[str, str], flow: dict[str, Any]) -> None:
+        """Under the lock: the JobFlow's newest state, and its place in line read from it once."""
+        self._jobflows[key] = trim_jobflow(flow)
+        self._line[key] = in_line(flow)

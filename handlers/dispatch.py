@@ -18,6 +18,10 @@ The bound: besides the LISTs that find the JobFlows (one of the namespace's; a r
 plus the vcjob LIST that finds orphans), no reconcile at all, or at most :data:`INLINE_LIMIT`, and one POST per
 JobFlow handed out.
 
+What only JobFlowTemplates need (their runs, schedules and triggers: :mod:`handlers.runs`,
+:mod:`jobflow_core.triggers`, the JobFlowTemplate model) is imported when an event first needs it, not at start: a
+handler woken from zero for a JobFlow's event does not pay for it (``tests/unit/test_cold_start_imports.py``).
+
 A vcjob's event finds its JobFlow with one GET when the event names it (``controller``: our event source's
 extension, or a Resource-mode payload's ownerReference), else a GET of the vcjob to read its controller; only a
 vcjob that is gone, or whose hint is wrong, costs a LIST of the namespace's JobFlows. Which JobFlows a JobTemplate
@@ -29,24 +33,26 @@ from __future__ import annotations
 import logging
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from kubernetes.client.rest import ApiException
 from pydantic import ValidationError
 
 from handlers.kube import Conflict, Gone, Rejected, Unavailable
 from handlers.reconciler import Outcome, Reconciler
-from handlers.runs import Runs, RunsOutcome
 from handlers.writes import Writes
 from jobflow_core import UpdateTemplate
 from jobflow_core.api import RECORD_FINALIZER, RUN_OF
 from jobflow_core.events import Event, EventType, Reason
-from jobflow_core.models import JobFlowPhase, JobFlowTemplate
-from jobflow_core.triggers import Incoming, matches
-from jobflow_core.models import VcJob
+from jobflow_core.models import JobFlowPhase, VcJob
 from jobflow_core.naming import FLOW_JOBS_SELECTOR, jobs_of_template_selector
 from jobflow_core.routing import (can_change, controller_name, flows_of_job, jobflows_of_job, orphan_to_release,
                                   waits_for_template)
 from jobflow_core.templates import template_status
+
+if TYPE_CHECKING:
+    from handlers.runs import Runs, RunsOutcome
+    from jobflow_core.triggers import Incoming
 
 log = logging.getLogger("handlers.dispatch")
 
@@ -85,6 +91,8 @@ class Dispatcher:
 
     @property
     def runs(self) -> Runs:
+        from handlers.runs import Runs
+
         return Runs(self.kube, clock=self.reconciler.clock)
 
     def jobflow(self, namespace: str, name: str, *, snapshot: dict | None = None) -> Result:
@@ -106,6 +114,10 @@ class Dispatcher:
     def cloudevent(self, event: Incoming) -> Result:
         """Any other CloudEvent (``POST /trigger``): each JobFlowTemplate of the served namespaces whose triggers
         match it starts a run (:mod:`jobflow_core.triggers`); the run's name makes a repeated event start one."""
+        from handlers.runs import RunsOutcome
+        from jobflow_core.models import JobFlowTemplate
+        from jobflow_core.triggers import matches
+
         result, runs = Result(), self.runs
         for scope in self.reconciler.namespaces or (None,):
             for raw in self.kube.list_jobflowtemplates(scope):

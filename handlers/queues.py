@@ -2,16 +2,24 @@
 
 Only a plan that would create vcjobs asks (:func:`queues_needed`). For each queue it joins:
 
-* **capacity**: the Queue's ``spec.capability``; without one, every ready, schedulable node's allocatable added
-  up; without either (no such Queue, or the engine may not read Queues or Nodes, as the namespaced install may not),
-  unknown, and then nothing is held back (:mod:`jobflow_core.queueing`);
-* **the line**: the JobFlows the engine serves (every namespace, or those it is limited to), listed, for a JobFlow
-  that has not started yet (only it can be held back);
+* **capacity**: the Queue's ``spec.capability`` (then the nodes are not read); without one, every ready,
+  schedulable node's allocatable added up; without either (no such Queue, or the engine may not read Queues or
+  Nodes, as the namespaced install may not), unknown, and then nothing is held back (:mod:`jobflow_core.queueing`);
+* **the line**: the other JobFlows, for a JobFlow that has not started yet and would start now (only it can be held
+  back), and only when a queue it joins has a known capacity (otherwise nothing is held back: the line could change
+  no answer). Taken from the event's snapshot when it carries one (our event source keeps every JobFlow's place in
+  line from its watch, :mod:`eventsource.cache`); else listed: the JobFlows the engine serves (every namespace, or
+  those it is limited to);
 * **the PriorityClass** ``volcano-jobflow-started``: whether it is installed (a vcjob naming a PriorityClass that
   does not exist would get no pods at all: Kubernetes refuses them).
 
 What changes slowly (the Queue, the nodes, the PriorityClass) is kept :data:`CACHE_SECONDS` per process (per API
-client: the routes make a reader per request); the line is listed afresh every time, as it decides.
+client: the routes make a reader per request); the line is never kept: it decides, so it is the event's (as new as
+the event source's watch) or listed afresh.
+
+So a JobFlow's first reconcile from a snapshot costs no request for the line, and, within :data:`CACHE_SECONDS` of
+another reconcile in the same process, none for the queue either (``tests/unit/test_queue_reads.py`` pins the
+count); without a snapshot (Knative's ApiServerSource) it costs one LIST of JobFlows when a capacity is known.
 """
 
 from __future__ import annotations
@@ -28,7 +36,7 @@ from handlers.kube import KubeApi
 from jobflow_core import resources
 from jobflow_core.models import JobTemplate, VcJobPhase
 from jobflow_core.observation import Observation
-from jobflow_core.queueing import DEFAULT_QUEUE, PRIORITY_CLASS, QueueView, in_line, queue_of
+from jobflow_core.queueing import DEFAULT_QUEUE, PRIORITY_CLASS, InLine, QueueView, in_line, queue_of
 
 log = logging.getLogger("handlers.queues")
 
@@ -54,18 +62,23 @@ class QueueReader:
         self.kube, self.namespaces, self.clock = kube, namespaces, clock
         self._client = getattr(kube, "api", kube)
 
-    def views(self, observation: Observation, templates: Mapping[str, JobTemplate]) -> dict[str, QueueView]:
+    def views(self, observation: Observation, templates: Mapping[str, JobTemplate], *,
+              line: tuple[InLine, ...] | None = None) -> dict[str, QueueView]:
+        """The queues the plan's vcjobs join; ``line``: the JobFlows in line as the event carried them (None: list
+        them if the line can matter)."""
         names = queues_needed(observation, templates)
         if not names:
             return {}
-        line = () if observation.started else tuple(in_line(raw) for raw in self._jobflows())
+        capacities = {name: self._cached(f"queue/{name}", lambda: self._capacity(name)) for name in names}
+        if observation.started or observation.starts_nothing or \
+                all(capacity is None for capacity, _ in capacities.values()):
+            line = ()  # none of these JobFlows can be held back
+        elif line is None:
+            line = tuple(in_line(raw) for raw in self._jobflows())
         priority = PRIORITY_CLASS if self._cached("priorityclass", self._priority_class_installed) else None
-        views = {}
-        for name in names:
-            capacity, source = self._cached(f"queue/{name}", lambda: self._capacity(name))
-            views[name] = QueueView(name=name, capacity=capacity, capacity_source=source, jobflows=line,
-                                    priority_class=priority)
-        return views
+        return {name: QueueView(name=name, capacity=capacity, capacity_source=source, jobflows=line,
+                                priority_class=priority)
+                for name, (capacity, source) in capacities.items()}
 
     def _jobflows(self) -> list[dict]:
         if not self.namespaces:

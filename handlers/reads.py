@@ -2,7 +2,8 @@
 
 Three sources, in the order they are preferred:
 
-* **the event's snapshot** (:mod:`jobflow_core.snapshots`), when the event source signed it: no request at all;
+* **the event's snapshot** (:mod:`jobflow_core.snapshots`), when the event source signed it: no request at all
+  (for a JobFlow that has not started, it also carries the line of the Volcano queues, :attr:`Read.line`);
 * **a JobFlow just read by a LIST** (a resync's, a JobTemplate event's), handed in as ``known``; its vcjobs are
   listed after it;
 * **the API server**: the vcjobs are listed *before* the JobFlow is read, so that a vcjob missing from the list was
@@ -31,6 +32,7 @@ from jobflow_core import Observation, observe, templates_needed
 from jobflow_core.conditions import result_of_pods
 from jobflow_core.models import JobFlow, JobTemplate, VcJob
 from jobflow_core.naming import jobs_of_jobflow_selector, pods_of_job_selector
+from jobflow_core.queueing import InLine, line_of_wire
 from jobflow_core.api import MEMO_CACHE
 from jobflow_core.memo import Entry, entries_of
 
@@ -51,6 +53,9 @@ class Read:
     jobs: dict[str, VcJob]
     """Its vcjobs, by name."""
     source: Source
+    line: tuple[InLine, ...] | None = None
+    """The JobFlows the queue's admission counts, as the snapshot carried them; None: not carried (the queue reader
+    lists the JobFlows when it needs them, :mod:`handlers.queues`)."""
 
     @property
     def fresh(self) -> bool:
@@ -68,7 +73,9 @@ class Reader:
         """The JobFlow and its vcjobs from the best source given; None when the JobFlow does not exist."""
         if snapshot is not None:
             jobs = [VcJob.model_validate(job) for job in snapshot.get("vcjobs") or ()]
-            return Read(snapshot["jobflow"], {job.name: job for job in jobs}, Source.SNAPSHOT)
+            line = snapshot.get("line")
+            return Read(snapshot["jobflow"], {job.name: job for job in jobs}, Source.SNAPSHOT,
+                        line=None if line is None else tuple(map(line_of_wire, line)))
         selector = jobs_of_jobflow_selector(namespace=namespace, jobflow=name)
         listed = {job.name: job for job in map(VcJob.model_validate, self.kube.list_vcjobs(namespace, selector))}
         raw = known if known is not None else self.kube.get_jobflow(namespace, name)

@@ -115,7 +115,8 @@ class Reconciler:
         models = self.reader.models(templates)
         plan = plan_observation(observation, templates=models, recheck_seconds=self.recheck_seconds,
                                 rejections=learned.rejections, notify=self.notifier is not None,
-                                memo=self.reader.memo(observation), queues=self.queues.views(observation, models))
+                                memo=self.reader.memo(observation),
+                                queues=self.queues.views(observation, models, line=read.line))
         held = {n.id for n in notifications.pending(observation.jobflow.status)} if self.notifier else set()
         self._act(read, plan, outcome, learned, now=now, templates=templates, held=held)
 

@@ -18,7 +18,6 @@ from handlers.dispatch import Dispatcher, PartlyFailed, Result
 from handlers.reconciler import Reconciler
 from handlers.writes import Replan
 from jobflow_core.snapshots import trim_jobflow
-from jobflow_core.triggers import incoming
 
 log = logging.getLogger("handlers")
 bp = Blueprint("handlers", __name__)
@@ -132,7 +131,10 @@ def receive_event():
 @bp.post("/trigger")
 def receive_trigger_event():
     """Any CloudEvent that may start runs of JobFlowTemplates (their ``spec.triggers``); 202 whether or not one
-    matched (an event nobody listens to is not an error), 400 for a request that is not a CloudEvent."""
+    matched (an event nobody listens to is not an error), 400 for a request that is not a CloudEvent. Triggers are
+    imported on the first such event (a handler woken for a JobFlow's event does not need them)."""
+    from jobflow_core.triggers import incoming
+
     try:
         event = parse_cloudevent(dict(request.headers), request.get_data())
     except BadEvent as error:

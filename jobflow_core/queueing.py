@@ -114,6 +114,33 @@ def in_line(raw: Mapping[str, Any]) -> InLine:
     )
 
 
+def counts_for(entry: InLine, *, asking: InLine) -> bool:
+    """Whether :func:`admit` can count ``entry`` when ``asking`` (not started) asks: a started JobFlow that reserves
+    room, or one created before ``asking`` that has not started, neither ended nor out of line. The others change
+    no answer, so the line an event carries (:func:`line_to_wire`) leaves them out."""
+    if entry.ended or entry.queue == "" or (entry.namespace, entry.name) == (asking.namespace, asking.name):
+        return False
+    return bool(entry.reserved) and entry.queue is not None if entry.started else entry.key < asking.key
+
+
+def line_to_wire(entry: InLine) -> dict[str, Any]:
+    """One JobFlow of the line as an event carries it (:mod:`jobflow_core.snapshots`); :func:`line_of_wire` reads
+    it back."""
+    return {"namespace": entry.namespace, "name": entry.name,
+            "created": entry.created.isoformat() if entry.created else None, "queue": entry.queue,
+            "started": entry.started, "ended": entry.ended, "reserved": resources.to_wire(entry.reserved),
+            "requests": resources.to_wire(entry.requests) if entry.requests is not None else None}
+
+
+def line_of_wire(wire: Mapping[str, Any]) -> InLine:
+    created, requests = wire.get("created"), wire.get("requests")
+    return InLine(namespace=wire["namespace"], name=wire["name"],
+                  created=datetime.fromisoformat(created) if created else None, queue=wire.get("queue"),
+                  started=bool(wire.get("started")), ended=bool(wire.get("ended")),
+                  reserved=resources.of_wire(wire.get("reserved")),
+                  requests=resources.of_wire(requests) if requests is not None else None)
+
+
 @dataclass(frozen=True)
 class Admission:
     """The answer for a JobFlow that has not started: start now, or wait, with its place in line."""

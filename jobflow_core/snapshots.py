@@ -7,8 +7,11 @@ big it may be, and how it is signed and checked.
 
 **What it holds.** ``{"jobflow": <the JobFlow>, "vcjobs": [<each vcjob it controls>]}``, trimmed to what the
 planner reads (:func:`trim`): no ``managedFields``, no ``kubectl.kubernetes.io/last-applied-configuration``, and
-vcjobs without their pod templates. A snapshot larger than :data:`MAX_BYTES` encoded is not sent: the event then
-only names the JobFlow, and the handler reads it as before.
+vcjobs without their pod templates. A JobFlow that has not started also gets ``"line"``: the other JobFlows its
+queue's admission can count, each as :func:`jobflow_core.queueing.line_to_wire` writes it (started ones that
+reserve room, older ones still waiting), so that the handler need not list every JobFlow to decide whether it
+starts; they are as new as the watch, as the rest of the snapshot. A snapshot larger than :data:`MAX_BYTES` encoded
+is not sent: the event then only names the JobFlow, and the handler reads it (and lists the line) as before.
 
 **Who may be believed.** A snapshot counts only when the event carries the signature of its exact body
 (:func:`sign`, an HMAC-SHA256 with a key from a Secret the event source and the handler both mount); an unsigned or

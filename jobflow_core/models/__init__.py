@@ -2,7 +2,13 @@
 
 They mirror the CRDs field for field (``alias`` = JSON name); :mod:`jobflow_core.models.base` explains how
 they parse, dump and round-trip.
+
+The JobFlowTemplate's models are built on first use (``from jobflow_core.models import JobFlowTemplate`` works as
+for the others, :func:`__getattr__`): building them takes some milliseconds that a handler woken from zero for a
+JobFlow's event would pay for nothing (``tests/unit/test_cold_start_imports.py``).
 """
+
+from typing import Any
 
 from jobflow_core.models.base import (
     DEFAULT_NAMESPACE,
@@ -52,16 +58,6 @@ from jobflow_core.models.jobflow import (
     TaskStatus,
     TcpSocket,
     WaitingFlow,
-)
-from jobflow_core.models.jobflowtemplate import (
-    ConcurrencyPolicy,
-    JobFlowTemplate,
-    JobFlowTemplateSpec,
-    JobFlowTemplateStatus,
-    LastRun,
-    RunMeta,
-    RunTemplate,
-    Trigger,
 )
 from jobflow_core.models.jobtemplate import JobTemplate, JobTemplateStatus, LastFailure, RecentRun
 from jobflow_core.models.vcjob import (
@@ -152,3 +148,15 @@ __all__ = [
     "WireModel",
     "format_time",
 ]
+
+_OF_JOBFLOWTEMPLATE = ("ConcurrencyPolicy", "JobFlowTemplate", "JobFlowTemplateSpec", "JobFlowTemplateStatus", "LastRun",
+                       "RunMeta", "RunTemplate", "Trigger")
+
+
+def __getattr__(name: str) -> Any:
+    """The JobFlowTemplate's models, imported the first time one is asked for."""
+    if name in _OF_JOBFLOWTEMPLATE:
+        from jobflow_core.models import jobflowtemplate
+
+        return getattr(jobflowtemplate, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

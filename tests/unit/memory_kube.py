@@ -227,13 +227,17 @@ class MemoryKube:
         self.remove(VCJOB, namespace, name)
 
     def get_queue(self, name: str) -> dict | None:
+        self.requests += 1
         return self.queues.get(name)
 
     def list_nodes(self) -> list[dict]:
+        self.requests += 1
         return list(self.nodes)
 
     def get_priority_class(self, name: str) -> dict | None:
+        self.requests += 1
         return self.priority_classes.get(name)
+
     def get_configmap(self, namespace: str, name: str) -> dict | None:
         self.requests += 1
         found = self.objects.get(("ConfigMap", namespace, name))

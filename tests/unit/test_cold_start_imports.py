@@ -2,8 +2,9 @@
 
 Scaled to zero, the handler pays its imports on every wake, before the first event is answered. What only some
 requests need is imported when one first needs it: the admission webhooks' core, the event source's package (for
-``K_CE_OVERRIDES``, only with a ``K_SINK``), CEL (only for a ``when`` condition) and the thread pool of HTTP/TCP
-probes. Each check runs in a fresh interpreter, as gunicorn's worker starts.
+``K_CE_OVERRIDES``, only with a ``K_SINK``), CEL (only for a ``when`` condition), the thread pool of HTTP/TCP
+probes, and what only JobFlowTemplates need (their runs, schedules, cron expressions, triggers and models). Each check
+runs in a fresh interpreter, as gunicorn's worker starts.
 """
 
 import json
@@ -15,7 +16,8 @@ import pytest
 
 REPO = Path(__file__).parents[2]
 LAZY = ("jobflow_core.admission", "jobflow_core.update_warnings", "eventsource", "eventsource.runner", "celpy",
-        "concurrent.futures")
+        "concurrent.futures", "handlers.runs", "jobflow_core.runs", "jobflow_core.schedules", "jobflow_core.cron",
+        "jobflow_core.triggers", "jobflow_core.models.jobflowtemplate")
 
 
 def loaded_after(code: str, env: dict[str, str] | None = None) -> set[str]:
@@ -27,7 +29,7 @@ def loaded_after(code: str, env: dict[str, str] | None = None) -> set[str]:
 
 def test_creating_the_app_imports_the_planner_but_nothing_only_some_requests_need():
     loaded = loaded_after("from handlers import create_app; create_app()")
-    assert {"jobflow_core.planner", "handlers.reconciler", "prometheus_client"} <= loaded
+    assert {"jobflow_core.planner", "handlers.reconciler", "handlers.queues", "prometheus_client"} <= loaded
     assert loaded.isdisjoint(LAZY), sorted(loaded & set(LAZY))
 
 
@@ -37,6 +39,11 @@ def test_creating_the_app_imports_the_planner_but_nothing_only_some_requests_nee
      "'kind': 'AdmissionReview', 'request': {'uid': '1', 'operation': 'CREATE', 'object': {}}})",
      "jobflow_core.admission"),
     ("from handlers import create_app; create_app()", "eventsource"),
+    ("from handlers import create_app\n"
+     "create_app().test_client().post('/trigger', data=b'{}', headers={'ce-specversion': '1.0', 'ce-id': '1', "
+     "'ce-source': 'test', 'ce-type': 'build.finished', 'content-type': 'application/json'})",
+     "jobflow_core.triggers"),
+    ("from jobflow_core.models import JobFlowTemplate", "jobflow_core.models.jobflowtemplate"),
 ])
 def test_what_a_request_or_a_setting_needs_is_imported_when_it_first_does(code, needed):
     sink = {"K_SINK": "http://127.0.0.1:1/", "K_CE_OVERRIDES": '{"extensions": {"team": "a"}}'}

@@ -6,12 +6,13 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given, settings, strategies as st
 
 from jobflow_core import plan
 from jobflow_core.api import GANG_REQUESTS
 from jobflow_core.models import VcJobPhase
-from jobflow_core.queueing import PRIORITY_CLASS, InLine, QueueView, admit, in_line, line_key, never_fits
+from jobflow_core.queueing import (PRIORITY_CLASS, InLine, QueueView, admit, counts_for, in_line, line_key,
+                                   line_of_wire, line_to_wire, never_fits)
 from jobflow_core.resources import QuantityError, describe, gang_requests, quantity, to_wire
 from scenario import T0, jobflow, template, vcjob
 
@@ -156,6 +157,32 @@ def test_what_admission_lets_start_together_fits_and_no_younger_jobflow_goes_bef
     reserved = sum(j.reserved.get("cpu", 0) for j in jobflows if j.started)
     assert reserved + sum(own[j.name].get("cpu", 0) for j in starts) <= cpu * 1000 or not starts
     assert starts == line[:len(starts)]
+
+
+ENTRIES = st.builds(
+    InLine, namespace=st.sampled_from(["default", "other"]), name=st.sampled_from(["f1", "f2", "f10", "test"]),
+    created=st.sampled_from([None, T0, T0 + timedelta(seconds=1)]),
+    queue=st.sampled_from([None, "", "gpu", "gpu", "cpu"]), started=st.booleans(),
+    ended=st.sampled_from([False, False, False, True]), reserved=st.sampled_from([{}, {"cpu": 8000}, {"cpu": 1500}]),
+    requests=st.sampled_from([None, {}, {"cpu": 8000, "memory": 2**30}]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(ENTRIES, max_size=8), st.sampled_from([None, {"cpu": 16000}, {"cpu": 24000}]),
+       st.sampled_from([T0, T0 + timedelta(seconds=1)]))
+def test_the_line_an_event_carries_gives_every_answer_the_whole_line_gives(line, capacity, created):
+    """The event source sends only the entries :func:`counts_for` keeps, as wire JSON: the admission (start or
+    not, place, message) is the one made from every JobFlow."""
+    asking = InLine(namespace="default", name="test", created=created, queue=None, started=False, ended=False)
+    carried = tuple(line_of_wire(line_to_wire(entry)) for entry in line if counts_for(entry, asking=asking))
+    whole, kept = (QueueView(name="gpu", capacity=capacity, jobflows=tuple(jobflows)) for jobflows in (line, carried))
+    assert admit(kept, namespace="default", name="test", created=created, needs={"cpu": 8000}) == \
+        admit(whole, namespace="default", name="test", created=created, needs={"cpu": 8000})
+
+
+@given(ENTRIES)
+def test_a_jobflow_in_line_reads_back_as_it_was_sent(entry):
+    assert line_of_wire(line_to_wire(entry)) == entry
 
 
 # --- what the planner makes of it -------------------------------------------------------------------------------
