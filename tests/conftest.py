@@ -5,6 +5,10 @@ one a previous run kept), and stops it at the end if it started it (set JOBFLOW_
 run). It is never the cluster of ``make cluster`` and ``make demo``: the demo's handler and event source keep running
 after the demo and would reconcile the tests' JobFlows too. ``namespace`` gives a test its own namespace and deletes
 it afterwards. Unit tests request neither, so they never start a cluster.
+
+Hypothesis runs without its per-example deadline: a property test asserts what the code does, not how fast one
+example runs on a shared 2-core machine, where the default 200 ms deadline can fail a correct example. Speed is
+measured by ``benchmarks/``.
 """
 
 from __future__ import annotations
@@ -13,9 +17,13 @@ import os
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import settings
 
 from devcluster import cluster as devcluster
 from devcluster.testing import LocalCluster
+
+settings.register_profile("no-deadline", deadline=None)
+settings.load_profile("no-deadline")
 
 
 @pytest.fixture(scope="session")
