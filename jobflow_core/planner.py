@@ -323,12 +323,14 @@ def _blockers(observation: Observation, decisions: Sequence[FlowDecision], *,
     failure = why_failed(observation)
     blockers = [Blocker(failure.reason, failure.message)] if failure else []
     stuck = never_scheduled(observation, queues)
+    by_reason: dict[Reason, list[str]] = {}
     for rule in START_RULES:
-        messages = [decision.message for decision in decisions if decision.rule is rule]
-        if rule.reason is Reason.UNSCHEDULABLE:
-            messages = [*stuck, *messages]
-        if rule.verdict is Verdict.BLOCKED and rule.reason is not None and messages:
-            blockers.append(Blocker(rule.reason, "; ".join(messages)))
+        if rule.verdict is Verdict.BLOCKED and rule.reason is not None:
+            messages = by_reason.setdefault(rule.reason, [*stuck] if rule.reason is Reason.UNSCHEDULABLE else [])
+            messages.extend(d.message for d in decisions if d.rule is rule)
+    # A JobFlow-wide message (a whole-flow stage that never fits) is the same for each of its flows: said once.
+    blockers += [Blocker(reason, "; ".join(dict.fromkeys(messages))) for reason, messages in by_reason.items()
+                 if messages]
     return blockers
 
 
