@@ -456,3 +456,27 @@ def test_the_line_always_progresses_what_can_never_fit_never_blocks_what_can(dra
             assert status.state.reason == "Unschedulable" and status.queue is None and name not in started
         elif name not in started:
             assert status.state.reason == "WaitingForQueue" and started, "it waits only behind a started JobFlow"
+
+
+def test_a_webhook_that_cannot_read_warns_of_nothing_and_logs_why_once(caplog):
+    from kubernetes.client.rest import ApiException
+
+    from handlers import create_app
+    from memory_kube import MemoryKube
+
+    class Forbidden(MemoryKube):
+        def list_jobtemplates(self, namespace: str) -> list[dict]:
+            raise ApiException(status=403, reason="Forbidden")
+
+    client = create_app({"KUBE": Forbidden(), "TESTING": True}).test_client()
+    review = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
+        "uid": "u1", "kind": {"group": "flow.volcano.sh", "version": "v1alpha1", "kind": "JobFlow"},
+        "operation": "CREATE", "namespace": "default", "object": chain().to_wire()}}
+    with caplog.at_level("INFO", logger="handlers.admission"):
+        answers = [client.post("/validate/jobflows", json=review).json["response"] for _ in range(2)]
+    assert [(a["allowed"], a.get("warnings")) for a in answers] == [(True, None)] * 2
+    logged = [(r.levelname, r.getMessage()) for r in caplog.records if r.name == "handlers.admission"]
+    assert [level for level, _ in logged] == ["WARNING", "INFO"]
+    assert logged[0][1].startswith("the webhook cannot read the JobTemplates, queues or nodes (403 Forbidden), so "
+                                   "it warns of no JobFlow that can never be scheduled: give its ServiceAccount a "
+                                   "token and ClusterRole jobflow-admission")
