@@ -48,7 +48,7 @@ from jobflow_core.events import Event, EventType, Reason, job_created, phase_cha
 from jobflow_core.failures import why_failed
 from jobflow_core import notifications
 from jobflow_core.jobs import abort_command
-from jobflow_core.queue_status import never_scheduled, queue_status
+from jobflow_core.queue_status import never_scheduled, queue_events, queue_status
 from jobflow_core.queueing import QueueView
 from jobflow_core.memo import Entry, cached_record, newly_memoized
 from jobflow_core.models import (
@@ -288,10 +288,10 @@ def plan_observation(
     creates = tuple(Create(decision.view.name, decision.manifest, job_created(decision.view.next_job_name),
                            _ready_since(observation, decision.view.flow))
                     for decision in starting if decision.manifest is not None)
-    write = (WriteStatus(status, _cached + tuple(_events(
-        observation.jobflow, phase=phase, state=state, skipped=skipped, rerun=observation.rerun,
-        blocker=blockers[0] if blockers else None)),
-        rerun_accepted=observation.rerun_accepted),) if changed else ()
+    events = (*_cached, *_events(observation.jobflow, phase=phase, state=state, skipped=skipped,
+                                 rerun=observation.rerun, blocker=blockers[0] if blockers else None),
+              *queue_events(previous.queue if previous else None, status.queue))
+    write = (WriteStatus(status, events, rerun_accepted=observation.rerun_accepted),) if changed else ()
     return Plan(
         actions=(
             *(UpdateTemplate(template, runs=tuple(runs)) for template, runs in sorted(newly_ended(observation).items())),

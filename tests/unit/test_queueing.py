@@ -199,6 +199,18 @@ def test_without_the_priority_class_the_status_says_what_to_install():
     assert "kubectl apply -f manifests/priorityclasses.yaml" in result.status.queue.message
 
 
+def test_without_the_priority_class_a_warning_event_says_so_once():
+    flow = chain(status={"jobStatusList": [{"name": "test-a", "state": "Completed"}]})
+    result = plan(flow, templates=stage_templates(), jobs=[], now=T0, queues=queue(priority=None))
+    [warning] = [e for e in result.events if e.type == "Warning"]
+    assert warning.reason == "PriorityClassMissing" and warning.message == result.status.queue.message
+    again = plan(flow.model_copy(update={"status": result.status}), templates=stage_templates(), jobs=[], now=T0,
+                 queues=queue(priority=None))
+    assert not [e for e in again.events if e.reason == "PriorityClassMissing"]
+    installed = plan(flow, templates=stage_templates(), jobs=[], now=T0, queues=queue())
+    assert not [e for e in installed.events if e.reason == "PriorityClassMissing"]
+
+
 def test_a_template_s_own_priority_class_is_kept():
     spec = STAGE + "priorityClassName: urgent\n"
     flow = chain(status={"jobStatusList": [{"name": "test-a", "state": "Completed"}]})
