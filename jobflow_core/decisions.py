@@ -33,7 +33,7 @@ a Completed run of its memoize key is recent enough                     cached  
 the API server refused its vcjob (e.g. Volcano's webhook)               blocked  JobRejected
 its gang asks more than its Volcano queue can ever hold                 blocked  Unschedulable
 its JobFlow has not started, wants whole-flow admission, and a stage    blocked  Unschedulable
-of it asks more than its queue can ever hold (it takes no place in line)
+of it asks more than its queue can ever hold (then not in line)
 its JobFlow has not started, and its queue has no room for it yet       wait
 (:mod:`jobflow_core.queueing`: started JobFlows and older ones first)
 otherwise                                                               start
