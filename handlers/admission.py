@@ -7,11 +7,14 @@ AdmissionReview, is answered 400 with a JSON error saying why (the API server th
 ``failurePolicy``); nothing a client sends makes these routes answer 500.
 
 The API server only calls webhooks over HTTPS: serve the app with TLS (gunicorn ``--certfile``/``--keyfile``,
-as ``manifests/webhook/`` does). The decision needs no API access at all. A JobFlow that is allowed also gets a
+as ``manifests/webhook/`` does). The decision needs no API access. A JobFlow that is allowed also gets a
 warning for each flow whose vcjob could never be scheduled on its Volcano queue (its gang asks more than the queue's
-capability, or all nodes' allocatable): for that the route reads the namespace's JobTemplates and the queues
-(:mod:`handlers.queues`), and when it cannot, it warns of nothing. A warning, not a refusal: upstream accepts such a
-JobFlow, the queue or the nodes may grow, and the engine blocks the flow at run time anyway (``Unschedulable``).
+capability, or all nodes' allocatable; with ``wholeFlowAdmission``, a stage of several gangs it can never hold at
+once): for that the route reads the namespace's JobTemplates, the queues and the nodes (:mod:`handlers.queues`, as
+the read-only ClusterRole ``jobflow-admission`` allows), and when it cannot, it warns of nothing and logs why, at
+WARNING the first time (an install without that role would otherwise never warn, and never say so). A warning, not
+a refusal: upstream accepts such a JobFlow, the queue or the nodes may grow, and the engine blocks the flow at run
+time anyway (``Unschedulable``).
 """
 
 from __future__ import annotations
@@ -80,5 +83,20 @@ def _capacity_warnings(body: dict) -> list[str]:
         queues = sorted({queue_of(t.spec.to_wire()) for t in templates.values()})
         return unschedulable(jobflow, templates=templates, queues=QueueReader(kube).capacities(queues))
     except Exception as error:  # noqa: BLE001 - a warning we cannot work out is no reason to fail a review
-        log.info("no capacity warnings for this JobFlow: %s", error)
+        _cannot_warn(error)
         return []
+
+
+def _cannot_warn(error: Exception) -> None:
+    """Say why no capacity warning could be worked out: at WARNING once per app, then at INFO (every review of a
+    webhook without the rights would say it again)."""
+    from kubernetes.client.rest import ApiException
+
+    why = f"{error.status} {error.reason}" if isinstance(error, ApiException) else f"{type(error).__name__}: {error}"
+    if current_app.extensions.setdefault("jobflow-admission-cannot-read", []):
+        log.info("no capacity warnings for this JobFlow: %s", why)
+        return
+    current_app.extensions["jobflow-admission-cannot-read"].append(why)
+    log.warning("the webhook cannot read the JobTemplates, queues or nodes (%s), so it warns of no JobFlow that can "
+                "never be scheduled: give its ServiceAccount a token and ClusterRole jobflow-admission "
+                "(manifests/webhook/base/admission.yaml, docs/rbac.md); said once, then at INFO", why)

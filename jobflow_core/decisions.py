@@ -32,6 +32,8 @@ its ``memoize.key`` cannot be evaluated (:mod:`jobflow_core.memo`)      blocked 
 a Completed run of its memoize key is recent enough                     cached   Cached
 the API server refused its vcjob (e.g. Volcano's webhook)               blocked  JobRejected
 its gang asks more than its Volcano queue can ever hold                 blocked  Unschedulable
+its JobFlow has not started, wants whole-flow admission, and a stage    blocked  Unschedulable
+of it asks more than its queue can ever hold (then not in line)
 its JobFlow has not started, and its queue has no room for it yet       wait
 (:mod:`jobflow_core.queueing`: started JobFlows and older ones first)
 otherwise                                                               start
@@ -366,6 +368,11 @@ def _never_fits(facts: FlowFacts) -> str | None:
         if why else None
 
 
+def _stage_never_fits(facts: FlowFacts) -> str | None:
+    admission = facts.admission
+    return admission.message if admission is not None and admission.unschedulable else None
+
+
 def _no_room(facts: FlowFacts) -> str | None:
     admission = facts.admission
     return admission.message if admission is not None and not admission.start else None
@@ -408,6 +415,8 @@ TEMPLATE_RULES: Final = (
 QUEUE_RULES: Final = (
     StartRule("its gang asks more than its queue can ever hold", Verdict.BLOCKED, Reason.UNSCHEDULABLE,
               _never_fits),
+    StartRule("its JobFlow wants whole-flow admission, and a stage of it asks more than its queue can ever hold",
+              Verdict.BLOCKED, Reason.UNSCHEDULABLE, _stage_never_fits),
     NO_ROOM := StartRule("its JobFlow has not started, and its queue has no room for it yet", Verdict.WAIT, None,
                          _no_room, lambda facts: RECHECK_SECONDS),
 )

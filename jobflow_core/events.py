@@ -63,6 +63,9 @@ class Reason(StrEnum):
     UNSCHEDULABLE = "Unschedulable"
     """A flow's vcjob could never be scheduled: its gang asks more than its Volcano queue can ever hold, or Volcano
     says so of a vcjob that waits (:mod:`jobflow_core.queueing`)."""
+    PRIORITY_CLASS_MISSING = "PriorityClassMissing"
+    """PriorityClass ``volcano-jobflow-started`` is not installed (or cannot be read): a started JobFlow's next vcjobs
+    get no priority over newer JobFlows' first stages (:mod:`jobflow_core.queue_status`)."""
     RUN_STARTED = "RunStarted"
     """A JobFlowTemplate started a run (:mod:`jobflow_core.schedules`): which, and for which time or event."""
     MISS_SCHEDULE = "MissSchedule"

@@ -48,7 +48,7 @@ from jobflow_core.events import Event, EventType, Reason, job_created, phase_cha
 from jobflow_core.failures import why_failed
 from jobflow_core import notifications
 from jobflow_core.jobs import abort_command
-from jobflow_core.queue_status import never_scheduled, queue_status
+from jobflow_core.queue_status import never_scheduled, queue_events, queue_status
 from jobflow_core.queueing import QueueView
 from jobflow_core.memo import Entry, cached_record, newly_memoized
 from jobflow_core.models import (
@@ -288,10 +288,10 @@ def plan_observation(
     creates = tuple(Create(decision.view.name, decision.manifest, job_created(decision.view.next_job_name),
                            _ready_since(observation, decision.view.flow))
                     for decision in starting if decision.manifest is not None)
-    write = (WriteStatus(status, _cached + tuple(_events(
-        observation.jobflow, phase=phase, state=state, skipped=skipped, rerun=observation.rerun,
-        blocker=blockers[0] if blockers else None)),
-        rerun_accepted=observation.rerun_accepted),) if changed else ()
+    events = (*_cached, *_events(observation.jobflow, phase=phase, state=state, skipped=skipped,
+                                 rerun=observation.rerun, blocker=blockers[0] if blockers else None),
+              *queue_events(previous.queue if previous else None, status.queue))
+    write = (WriteStatus(status, events, rerun_accepted=observation.rerun_accepted),) if changed else ()
     return Plan(
         actions=(
             *(UpdateTemplate(template, runs=tuple(runs)) for template, runs in sorted(newly_ended(observation).items())),
@@ -323,12 +323,14 @@ def _blockers(observation: Observation, decisions: Sequence[FlowDecision], *,
     failure = why_failed(observation)
     blockers = [Blocker(failure.reason, failure.message)] if failure else []
     stuck = never_scheduled(observation, queues)
+    by_reason: dict[Reason, list[str]] = {}
     for rule in START_RULES:
-        messages = [decision.message for decision in decisions if decision.rule is rule]
-        if rule.reason is Reason.UNSCHEDULABLE:
-            messages = [*stuck, *messages]
-        if rule.verdict is Verdict.BLOCKED and rule.reason is not None and messages:
-            blockers.append(Blocker(rule.reason, "; ".join(messages)))
+        if rule.verdict is Verdict.BLOCKED and rule.reason is not None:
+            messages = by_reason.setdefault(rule.reason, [*stuck] if rule.reason is Reason.UNSCHEDULABLE else [])
+            messages.extend(d.message for d in decisions if d.rule is rule)
+    # A JobFlow-wide message (a whole-flow stage that never fits) is the same for each of its flows: said once.
+    blockers += [Blocker(reason, "; ".join(dict.fromkeys(messages))) for reason, messages in by_reason.items()
+                 if messages]
     return blockers
 
 

@@ -8,20 +8,30 @@
 * **none**: a JobFlow that has not started and is not waiting for room (blocked for another reason) holds no place
   in line; one whose vcjobs request nothing (and whose queue has nothing to say) has no ``status.queue`` at all.
 
+While PriorityClass ``volcano-jobflow-started`` is missing, a started JobFlow says so in ``status.queue.message``
+and, once, in a Warning event (:func:`queue_events`).
+
 A vcjob still Pending whose gang its queue can no longer ever hold (the capability was lowered since it was created)
 is reported with the flows blocked as ``Unschedulable`` (:func:`never_scheduled`).
 """
 
 from collections.abc import Mapping, Sequence
+from typing import Final
 
 from jobflow_core import resources
 from jobflow_core.decisions import NO_ROOM, FlowDecision, Verdict
+from jobflow_core.events import Event, EventType, Reason
 from jobflow_core.jobs import gang_of
 from jobflow_core.models import JobFlowPhase, QueueStatus, VcJobPhase
 from jobflow_core.observation import Observation
 from jobflow_core.phase import is_final
 from jobflow_core.queueing import (ADMITTED, DEFAULT_QUEUE, PRIORITY_CLASS, WAITING, QueueView, never_fits, queue_of,
                                    reserved_of)
+
+NO_PRIORITY_CLASS: Final = (
+    f"PriorityClass {PRIORITY_CLASS} is not installed (or cannot be read): this JobFlow's next vcjobs get no priority "
+    "over the first stages of newer JobFlows; kubectl apply -f manifests/priorityclasses.yaml")
+"""``status.queue.message`` of a started JobFlow while the PriorityClass is missing (and its Warning event's)."""
 
 
 def queue_status(observation: Observation, decisions: Sequence[FlowDecision], *,
@@ -54,9 +64,7 @@ def queue_status(observation: Observation, decisions: Sequence[FlowDecision], *,
     if view is None:
         message = previous.message if previous and previous.name == name else None
     else:
-        message = None if view.priority_class else (
-            f"PriorityClass {PRIORITY_CLASS} is not installed (or cannot be read): this JobFlow's next vcjobs get "
-            "no priority over the first stages of newer JobFlows; kubectl apply -f manifests/priorityclasses.yaml")
+        message = None if view.priority_class else NO_PRIORITY_CLASS
     if not (reserved or widest or message):
         return None  # nothing to say (vcjobs that request nothing, as upstream's examples): no field, as before
     return QueueStatus(name=name, state=ADMITTED, requests=widest or None, reserved=resources.to_wire(reserved) or None,
@@ -77,3 +85,11 @@ def never_scheduled(observation: Observation, queues: Mapping[str, QueueView]) -
                             f'{observation.jobflow.name}" stays Pending: {why.replace("; nothing was created", "")} '
                             f"(delete it, or fix the queue, and the flow goes on)")
     return messages
+
+
+def queue_events(previous: QueueStatus | None, queue: QueueStatus | None) -> list[Event]:
+    """A Warning when the PriorityClass went missing for this JobFlow (not on every plan that still finds it
+    missing): the status alone is read by few, an event shows in ``kubectl describe`` and the cluster's event feed."""
+    if queue is None or queue.message != NO_PRIORITY_CLASS or (previous and previous.message == NO_PRIORITY_CLASS):
+        return []
+    return [Event(EventType.WARNING, Reason.PRIORITY_CLASS_MISSING, NO_PRIORITY_CLASS)]

@@ -11,7 +11,9 @@ dependent exists. The engine has the one lever left, *when it creates a JobFlow'
   the stages it creates, so between two stages the reservation never drops to nothing.
 * **New JobFlows start in the order they were created, when there is room.** A JobFlow that has not started yet
   starts its first stages only if the queue's capacity holds what the started JobFlows reserve, plus what every
-  JobFlow ahead of it in line needs to start, plus its own first stages (:func:`admit`). The line is ordered by
+  JobFlow ahead of it in line needs to start, plus its own first stages (:func:`admit`), each counted at most as
+  the whole queue (first stages whose gangs each fit but not all together start on an otherwise empty queue, and
+  Volcano runs them as room frees: they never wait for more than the queue can ever hold). The line is ordered by
   creation time, then by name with numbers compared as numbers (``flow-2`` before ``flow-10``: creation times have
   one-second resolution), then namespace. A JobFlow ahead of it that has not recorded its needs yet (not reconciled
   yet) is counted as needing as much as this one. Head of line: a wide JobFlow first in line is never overtaken by
@@ -21,7 +23,9 @@ dependent exists. The engine has the one lever left, *when it creates a JobFlow'
   queue by priority, then creation time. First stages keep the template's priority.
 * **What can never run is not started.** A vcjob whose gang asks more than the queue's capacity (its
   ``capability``, or every node's allocatable together) waits forever in Volcano; the flow is blocked instead,
-  with the numbers (``Unschedulable``).
+  with the numbers (``Unschedulable``). So is a JobFlow with ``wholeFlowAdmission`` one of whose stages (the flows
+  of one DAG level on one queue, :func:`stages`) the queue can never hold at once: waiting for that room, it would
+  stand first in line for ever, and every JobFlow behind it with it. Blocked, it takes no place in line.
 
 Without a known capacity (a queue without ``capability`` whose nodes the engine may not read) nothing is held
 back: the priority still orders started JobFlows first. The view is built by the shell from a LIST of JobFlows,
@@ -152,6 +156,9 @@ class Admission:
     queue: str = DEFAULT_QUEUE
     needs: Resources = field(default_factory=dict)
     """What its first stages need."""
+    unschedulable: bool = False
+    """The queue can never hold what it needs at once (a stage of a ``wholeFlowAdmission`` JobFlow): it is blocked,
+    with ``message`` saying why, and takes no place in line."""
 
 
 def admit(view: QueueView, *, namespace: str, name: str, created: datetime | None,
@@ -165,8 +172,11 @@ def admit(view: QueueView, *, namespace: str, name: str, created: datetime | Non
               and j.queue in (view.name, None)]
     reserved = resources.add(*(j.reserved for j in others if j.started and j.queue == view.name))
     ahead = sorted((j for j in others if not j.started and j.key < me), key=lambda j: j.key)
-    wanted = resources.add(*(j.requests if j.requests is not None else needs for j in ahead))
-    total = resources.add(reserved, wanted, needs)
+    # Each counted at most as the whole queue: first stages that can never all run at once (each gang fits, the
+    # start table checked that) start when the queue is otherwise empty, instead of waiting for ever at the head.
+    wanted = resources.add(*(resources.at_most(j.requests if j.requests is not None else needs, view.capacity)
+                             for j in ahead))
+    total = resources.add(reserved, wanted, resources.at_most(needs, view.capacity))
     if not resources.exceeding(total, view.capacity):
         return Admission(True, 0, "starts now", view.name, needs)
     position = len(ahead) + 1
@@ -178,24 +188,68 @@ def admit(view: QueueView, *, namespace: str, name: str, created: datetime | Non
         f"{resources.describe(view.capacity)} ({view.capacity_source})"), view.name, needs)
 
 
-def never_fits(view: QueueView | None, *, request: Resources) -> str | None:
-    """Why a gang asking ``request`` can never be scheduled on the queue, or None."""
+GANG_FIX: Final = "lower minAvailable or the requests"
+
+
+def never_fits(view: QueueView | None, *, request: Resources, what: str = "its gang",
+               fix: str = GANG_FIX) -> str | None:
+    """Why ``what`` (a gang, or a stage of gangs), asking ``request`` at once, can never be scheduled on the queue,
+    or None. ``fix``: what the user may change besides the queue."""
     if view is None or view.capacity is None:
         return None
     over = resources.exceeding(request, view.capacity)
     if not over:
         return None
-    return (f"its gang needs {resources.describe(request)} at once, more {' and '.join(over)} than Volcano queue "
+    return (f"{what} needs {resources.describe(request)} at once, more {' and '.join(over)} than Volcano queue "
             f'"{view.name}" can ever hold ({resources.describe(view.capacity)}, its {view.capacity_source}): '
-            "lower minAvailable or the requests, or raise the queue's capability; nothing was created")
+            f"{fix}, or raise the queue's capability; nothing was created")
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One level of a JobFlow's DAG on one Volcano queue: the flows of the level whose vcjobs join it, and what
+    their gangs need together (the room ``wholeFlowAdmission`` waits for and keeps)."""
+
+    queue: str
+    flows: tuple[str, ...]
+    needs: Resources
+
+    def never_fits(self, view: QueueView | None) -> str | None:
+        """Why the queue can never hold this stage at once, or None."""
+        names = ", ".join(f'"{name}"' for name in self.flows)
+        return never_fits(view, request=self.needs,
+                          what=f"its stage of flows {names} (wholeFlowAdmission starts it only with room for them "
+                               "all)",
+                          fix=f"remove wholeFlowAdmission (its stages then run as the queue has room), {GANG_FIX}")
+
+
+def stages(jobflow: JobFlow, templates: Mapping[str, JobTemplate]) -> list[Stage]:
+    """The levels of ``jobflow``'s DAG, each split by the queue its vcjobs join, in level order. Flows whose
+    JobTemplate is missing, or makes no vcjob, count for nothing (the start table blocks them when their turn
+    comes)."""
+    graph = flow_graph(jobflow)
+    members: dict[tuple[int, str], dict[str, Resources]] = {}
+    for flow in jobflow.spec.flows or ():
+        template = templates.get(template_name(flow))
+        if template is None:
+            continue
+        try:
+            spec = build_job(jobflow, flow=flow.name, template=template)["spec"]
+            gang = resources.gang_requests(spec)
+        except (ValueError, TypeError, KeyError):
+            continue
+        members.setdefault((graph.levels.get(flow.name, 0), queue_of(spec)), {}).setdefault(flow.name, gang)
+    return [Stage(queue=queue, flows=tuple(gangs), needs=resources.add(*gangs.values()))
+            for (_, queue), gangs in sorted(members.items())]
 
 
 def unschedulable(jobflow: JobFlow, *, templates: Mapping[str, JobTemplate],
                   queues: Mapping[str, QueueView]) -> list[str]:
     """For the admission webhook: each flow of ``jobflow`` whose vcjob (its JobTemplate with the flow's patch) could
-    never be scheduled on its queue, with the numbers. Flows whose template is missing or invalid are left to the
-    start table (they are blocked for that)."""
-    messages = []
+    never be scheduled on its queue, and, with ``wholeFlowAdmission``, each stage of several flows that could never
+    be held at once, with the numbers. Flows whose template is missing or invalid are left to the start table (they
+    are blocked for that)."""
+    messages, alone = [], set()
     for flow in jobflow.spec.flows or ():
         template = templates.get(template_name(flow))
         if template is None:
@@ -206,24 +260,14 @@ def unschedulable(jobflow: JobFlow, *, templates: Mapping[str, JobTemplate],
         except (ValueError, TypeError, KeyError):
             continue
         if why:
+            alone.add(flow.name)
             messages.append(f'JobFlow "{jobflow.namespace}/{jobflow.name}", flow "{flow.name}" (JobTemplate '
                             f'"{template_name(flow)}"): {why}')
+    for stage in stages(jobflow, templates) if jobflow.spec.whole_flow_admission else ():
+        why = stage.never_fits(queues.get(stage.queue)) if alone.isdisjoint(stage.flows) else None
+        if why:
+            messages.append(f'JobFlow "{jobflow.namespace}/{jobflow.name}": {why}')
     return messages
-
-
-def widest_stage(observation: "Observation", templates: Mapping[str, JobTemplate]) -> Resources:
-    """For ``wholeFlowAdmission``: what the widest level of the DAG needs at once (the gangs of its flows added up;
-    the largest per resource over the levels). Flows whose JobTemplate is missing count for nothing (they are
-    blocked when their turn comes)."""
-    levels: dict[int, list[Resources]] = {}
-    graph = flow_graph(observation.jobflow)
-    for node in observation.nodes:
-        template = templates.get(template_name(node.flow))
-        if template is None:
-            continue
-        spec = build_job(observation.jobflow, flow=node.name, template=template)["spec"]
-        levels.setdefault(graph.levels.get(node.name, 0), []).append(resources.gang_requests(spec))
-    return resources.most(*(resources.add(*gangs) for gangs in levels.values()))
 
 
 def first_stages_admission(observation: "Observation", starting: list[dict[str, Any]], *,
@@ -231,16 +275,23 @@ def first_stages_admission(observation: "Observation", starting: list[dict[str, 
                            templates: Mapping[str, JobTemplate] | None = None) -> Admission | None:
     """For a JobFlow that has not started and would create the vcjobs ``starting`` now: whether each queue they
     join has room for them (the first queue that has not, when one has not); None when the question does not
-    arise."""
-    if observation.started or not queues:
+    arise. With ``wholeFlowAdmission`` they need room for the widest stage on their queue too, and a stage the
+    queue can never hold blocks the JobFlow (``unschedulable``) rather than keeping it first in line for ever."""
+    if observation.started or not queues or not starting:
         return None
+    jobflow = observation.jobflow
+    levels = stages(jobflow, templates or {}) if jobflow.spec.whole_flow_admission else []
+    for stage in levels:
+        why = stage.never_fits(queues.get(stage.queue))
+        if why:
+            return Admission(False, 0, f'JobFlow "{jobflow.namespace}/{jobflow.name}": {why}', stage.queue,
+                             stage.needs, unschedulable=True)
     needs: dict[str, list[Resources]] = {}
     for manifest in starting:
         needs.setdefault(queue_of(manifest["spec"]), []).append(resources.gang_requests(manifest["spec"]))
-    jobflow = observation.jobflow
-    widest = widest_stage(observation, templates or {}) if jobflow.spec.whole_flow_admission else {}
     answers = [admit(queues[name], namespace=jobflow.namespace, name=jobflow.name,
-                     created=jobflow.metadata.creation_timestamp, needs=resources.most(resources.add(*gangs), widest))
+                     created=jobflow.metadata.creation_timestamp,
+                     needs=resources.most(resources.add(*gangs), *(s.needs for s in levels if s.queue == name)))
                for name, gangs in needs.items() if name in queues]
     return next((answer for answer in answers if not answer.start), answers[0] if answers else None)
 

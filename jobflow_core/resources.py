@@ -71,6 +71,11 @@ def most(*amounts: Mapping[str, int]) -> Resources:
     return {name: value for name, value in largest.items() if value}
 
 
+def at_most(amount: Mapping[str, int], limit: Mapping[str, int]) -> Resources:
+    """``amount`` with each resource that ``limit`` names cut down to it (what of ``amount`` can ever be held)."""
+    return {name: min(value, limit.get(name, value)) for name, value in amount.items() if value}
+
+
 def scale(amount: Mapping[str, int], factor: int) -> Resources:
     return {name: value * factor for name, value in amount.items() if value * factor}
 

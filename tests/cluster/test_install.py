@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -25,8 +26,9 @@ from devcluster import image
 from devcluster.podman import podman
 from devcluster.pod_node import VOLCANO_CONTROLLERS
 from devcluster.testing import LocalCluster
-from installation import (CYCLE, DEPLOYMENTS, NAMESPACE, REPO, describe_pods, exec_in, install, pods,
-                          uninstall, wait_gone, wait_rolled_out)
+from installation import (CYCLE, DEPLOYMENTS, KUBECTL, NAMESPACE, REPO, describe_pods, exec_in, install,
+                          pods, uninstall, wait_gone, wait_rolled_out)
+from jobflow_core.api import QUEUE
 from objects import DIAMOND, VcjobUids, apply, diamond_templates, jobflow, vcjobs, wait_for_phase
 
 pytestmark = pytest.mark.cluster
@@ -98,6 +100,42 @@ def test_the_webhook_pod_refuses_a_cyclic_jobflow_through_the_api_server(install
     assert 'admission webhook "jobflows.admission.jobflow.volcano.sh" denied the request' in message
     assert "jobflow Flow is not DAG: a -> c -> b -> a" in message
     assert jobflow(installed, user_namespace, "cycle") is None
+
+
+def test_kubectl_apply_of_a_jobflow_that_can_never_be_scheduled_prints_the_webhooks_warning(
+        installed: LocalCluster, user_namespace: str) -> None:
+    """The webhook pod reads the JobTemplate and the queue as its ServiceAccount (token and ClusterRole of
+    manifests/webhook/): kubectl prints its warning, and the JobFlow is stored."""
+    queue = f"q-{user_namespace}"
+    installed.custom.create_cluster_custom_object(QUEUE.group, QUEUE.version, QUEUE.plural, {
+        "apiVersion": QUEUE.api_version, "kind": QUEUE.kind, "metadata": {"name": queue},
+        "spec": {"weight": 1, "reclaimable": False, "capability": {"cpu": "1"}}})
+    try:
+        apply(installed, user_namespace, f"""
+apiVersion: flow.volcano.sh/v1alpha1
+kind: JobTemplate
+metadata: {{name: big}}
+spec:
+  minAvailable: 2
+  queue: {queue}
+  tasks:
+  - {{name: t, replicas: 2, template: {{spec: {{containers: [{{name: c, image: busybox,
+     resources: {{requests: {{cpu: "1"}}}}}}]}}}}}}
+""")
+        applied = subprocess.run([KUBECTL, f"--kubeconfig={installed.state.kubeconfig}", "-n", user_namespace,
+                                  "apply", "-f", "-"], capture_output=True, text=True, timeout=60, input="""
+apiVersion: flow.volcano.sh/v1alpha1
+kind: JobFlow
+metadata: {name: never}
+spec: {flows: [{name: a, jobTemplate: big}]}
+""")
+        assert applied.returncode == 0, applied.stderr
+        assert (f'Warning: JobFlow "{user_namespace}/never", flow "a" (JobTemplate "big"): its gang needs 2 CPU at '
+                f'once, more cpu than Volcano queue "{queue}" can ever hold (1 CPU, its capability)') in applied.stderr
+        assert jobflow(installed, user_namespace, "never") is not None
+    finally:
+        installed.delete_namespace(user_namespace)
+        installed.custom.delete_cluster_custom_object(QUEUE.group, QUEUE.version, QUEUE.plural, queue)
 
 
 def test_deleting_the_handler_pods_mid_run_loses_nothing(installed: LocalCluster, user_namespace: str) -> None:

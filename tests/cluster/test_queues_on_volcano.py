@@ -170,3 +170,31 @@ spec:
     started = vcjobs(cluster, namespace)["whole-a"]["metadata"]["creationTimestamp"]
     assert started >= old["status"]["jobStatusList"][-1]["endTimestamp"]
     assert whole["status"]["queue"]["state"] == "Admitted"
+
+
+def test_a_whole_flow_jobflow_whose_widest_stage_can_never_fit_is_unschedulable_and_the_next_one_starts(
+        cluster: LocalCluster, namespace: str, queue: str, engine) -> None:
+    apply(cluster, namespace, "---".join(stage(name, queue=queue, run_for="1s") for name in ("s1", "s2", "a", "b",
+                                                                                             "c")))
+    apply(cluster, namespace, """
+apiVersion: flow.volcano.sh/v1alpha1
+kind: JobFlow
+metadata: {name: impossible}
+spec:
+  wholeFlowAdmission: true
+  flows: [{name: a}, {name: b, dependsOn: {targets: [a]}}, {name: c, dependsOn: {targets: [a]}}]
+""")
+
+    def blocked() -> dict | None:
+        status = (jobflow(cluster, namespace, "impossible") or {}).get("status") or {}
+        return status if (status.get("state") or {}).get("reason") == "Unschedulable" else None
+
+    status = cluster.wait_until("the JobFlow blocked as Unschedulable", blocked, timeout=60)
+    assert status["state"]["message"].startswith(
+        f'JobFlow "{namespace}/impossible": its stage of flows "b", "c" (wholeFlowAdmission starts it only with '
+        f'room for them all) needs 8 CPU at once, more cpu than Volcano queue "{queue}" can ever hold (4 CPU, its '
+        "capability)")
+    assert "queue" not in status  # it holds no place in line
+    apply(cluster, namespace, chain("later"))  # created after it: behind it in line, were it in line
+    wait_for_phase(cluster, namespace, "later", "Succeed", timeout=90)
+    assert sorted(vcjobs(cluster, namespace)) == ["later-s1", "later-s2"]

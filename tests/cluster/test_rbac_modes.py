@@ -2,7 +2,7 @@
 asked of the real API server as the engine's accounts, cluster-wide and namespaced.
 
 Each mode's RBAC is rendered with kustomize as a user would get it (``manifests/`` alone, and ``manifests/`` with the
-component ``manifests/namespaced/``), then installed under names of this test: the ServiceAccounts in a fresh
+component ``manifests/namespaced/``; in both, the webhook's ``manifests/webhook/``, the same in both), then installed under names of this test: the ServiceAccounts in a fresh
 namespace standing for ``volcano-jobflow``, cluster-scoped names suffixed, and the example's served namespaces
 ``team-a`` and ``team-b`` mapped to fresh namespaces (a third one is "other").
 """
@@ -28,7 +28,7 @@ REPO = Path(__file__).resolve().parents[2]
 DOC = REPO / "docs" / "rbac.md"
 MODES = ("cluster-wide", "namespaced")
 RBAC_KINDS = ("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "RoleBinding")
-ACCOUNTS = {"handler": "jobflow-handler", "eventsource": "jobflow-eventsource"}
+ACCOUNTS = {"handler": "jobflow-handler", "eventsource": "jobflow-eventsource", "admission": "jobflow-admission"}
 
 
 def can_i_table() -> list[dict[str, str]]:
@@ -50,7 +50,8 @@ def rendered(mode: str, tmp_path: Path) -> list[dict]:
             "apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
             "resources": [os.path.relpath(REPO / "manifests", target)],
             "components": [os.path.relpath(REPO / "manifests" / "namespaced", target)]}))
-    out = subprocess.run([KUBECTL, "kustomize", str(target)], capture_output=True, text=True, check=True).stdout
+    out = "\n---\n".join(subprocess.run([KUBECTL, "kustomize", str(directory)], capture_output=True, text=True,
+                                        check=True).stdout for directory in (target, REPO / "manifests" / "webhook"))
     return [doc for doc in yaml.safe_load_all(out) if doc and doc["kind"] in RBAC_KINDS]
 
 
@@ -80,8 +81,10 @@ def installed(request, cluster: LocalCluster, tmp_path_factory) -> Iterator[tupl
     docs = renamed(rendered(mode, tmp_path_factory.mktemp(mode)), install=install,
                    served={"team-a": served, "team-b": spare}, suffix=suffix)
     assert {doc["kind"] for doc in docs} == ({"ServiceAccount", "ClusterRole", "ClusterRoleBinding"}
-                                            if mode == "cluster-wide" else {"ServiceAccount", "ClusterRole",
-                                                                            "RoleBinding"})
+                                            | ({"RoleBinding"} if mode == "namespaced" else set()))
+    if mode == "namespaced":  # the webhook reviews every namespace's JobFlows: its reads stay cluster-wide
+        assert [doc["metadata"]["name"] for doc in docs if doc["kind"] == "ClusterRoleBinding"] == [
+            f"jobflow-admission{suffix}"]
     try:
         for doc in docs:
             utils.create_from_dict(cluster.api, doc)

@@ -99,12 +99,57 @@ def test_the_service_reaches_the_tls_port_with_the_certificate_of_the_secret_mak
     assert script_default("WEBHOOK_CONFIGURATION") == "jobflow-admission"
 
 
-def test_the_webhook_server_needs_no_api_access():
+CALLS = {"list_jobtemplates": ("flow.volcano.sh", "jobtemplates", "list"),
+         "get_queue": ("scheduling.volcano.sh", "queues", "get"), "list_nodes": ("", "nodes", "list")}
+"""What each KubeApi call the webhook makes asks of RBAC."""
+
+
+class Recording:
+    """A MemoryKube that notes which of its calls were made."""
+
+    def __init__(self, kube) -> None:
+        self.kube, self.called = kube, []
+
+    def __getattr__(self, name: str):
+        self.called.append(name)
+        return getattr(self.kube, name)
+
+
+def test_the_webhook_account_has_a_token_and_may_only_read_what_its_capacity_warnings_read():
+    """The warnings of a JobFlow that can never be scheduled read the JobTemplates, the queue and (a queue without
+    capability) the nodes: the account's ClusterRole grants exactly those reads, and the pod gets the token."""
+    from memory_kube import MemoryKube
+    from scenario import template
+
+    kube = MemoryKube()
+    kube.queues["gpu"] = {"metadata": {"name": "gpu"}, "spec": {}}
+    kube.nodes.append({"metadata": {"name": "n"}, "status": {"allocatable": {"cpu": "6"},
+                                                             "conditions": [{"type": "Ready", "status": "True"}]}})
+    kube.put(template("a", spec="{minAvailable: 1, queue: gpu, tasks: [{name: t, replicas: 1, template: {spec: "
+                                "{containers: [{name: c, image: busybox, resources: {requests: {cpu: 8}}}]}}}]}"
+                      ).to_wire())
+    recording = Recording(kube)
+    review = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
+        "uid": "u1", "kind": {"group": "flow.volcano.sh", "version": "v1alpha1", "kind": "JobFlow"},
+        "operation": "CREATE", "namespace": "default", "object": {
+            "apiVersion": "flow.volcano.sh/v1alpha1", "kind": "JobFlow", "metadata": {"name": "x"},
+            "spec": {"flows": [{"name": "a"}]}}}}
+    answer = create_app({"KUBE": recording, "TESTING": True}).test_client().post("/validate/jobflows", json=review)
+    assert "nodes' allocatable" in answer.json["response"]["warnings"][0]
+    used = {CALLS[name] for name in recording.called if name in CALLS}
+    assert set(recording.called) <= set(CALLS) | {"api"}  # no other call
     objects = base()
     pod = objects[("Deployment", "jobflow-admission")]["spec"]["template"]["spec"]
     account = objects[("ServiceAccount", pod["serviceAccountName"])]
-    assert pod["automountServiceAccountToken"] is False and account["automountServiceAccountToken"] is False
-    assert not [kind for kind, _ in objects if "Role" in kind]
+    assert pod.get("automountServiceAccountToken", True) and account.get("automountServiceAccountToken", True)
+    binding = objects[("ClusterRoleBinding", "jobflow-admission")]
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": account["metadata"]["name"],
+                                    "namespace": account["metadata"]["namespace"]}]
+    role = objects[("ClusterRole", binding["roleRef"]["name"])]
+    granted = {(group, resource, verb) for rule in role["rules"] for group in rule["apiGroups"]
+               for resource in rule["resources"] for verb in rule["verbs"]}
+    assert granted == used
+    assert not [kind for kind, _ in objects if kind in ("Role", "RoleBinding")]
 
 
 def test_the_cert_manager_variant_makes_that_secret_for_the_service_and_injects_its_ca():

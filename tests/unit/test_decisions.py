@@ -59,6 +59,9 @@ QUEUE_OF_4_CPU = {"default": QueueView(name="default", capacity={"cpu": 4000})}
 QUEUE_FULL = {"default": QueueView(name="default", capacity={"cpu": 8000}, jobflows=(
     InLine(namespace="default", name="older", created=None, queue="default", started=True, ended=False,
            reserved={"cpu": 8000}),))}
+WIDE_MIDDLE = jobflow("spec: {wholeFlowAdmission: true, flows: [{name: a}, {name: b, dependsOn: {targets: [a]}}, "
+                      "{name: c, dependsOn: {targets: [a]}}]}")
+QUEUE_OF_12_CPU = {"default": QueueView(name="default", capacity={"cpu": 12000})}
 READS_RESULT = ("spec: {flows: [{name: a}, {name: b, dependsOn: {targets: [a]}, patch: {jobSpec: {tasks: [{name: nginx, "
                 "template: {spec: {containers: [{name: nginx, args: ['{{targets.a.result.path}}']}]}}}]}}}]}")
 MEMOIZED = jobflow("spec: {parameters: [{name: day, value: '1'}], flows: [{name: a, memoize: {key: 'params.day'}}, "
@@ -129,6 +132,8 @@ ROWS = {
         lambda: decision_of(A_THEN_B, "a", rejections={"a": "queue x is not found"}),
     "its gang asks more than its queue can ever hold":
         lambda: decision_of(A_THEN_B, "a", templates={"a": GANG_OF_8_CPU}, queues=QUEUE_OF_4_CPU),
+    "its JobFlow wants whole-flow admission, and a stage of it asks more than its queue can ever hold":
+        lambda: decision_of(WIDE_MIDDLE, "a", templates=dict.fromkeys("abc", GANG_OF_8_CPU), queues=QUEUE_OF_12_CPU),
     "its JobFlow has not started, and its queue has no room for it yet":
         lambda: decision_of(A_THEN_B, "a", templates={"a": GANG_OF_8_CPU}, queues=QUEUE_FULL),
     "otherwise":

@@ -3,6 +3,7 @@ gang a vcjob needs, the line, the room, and the status and manifests the planner
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timedelta
 
 import pytest
@@ -141,9 +142,10 @@ LINES = st.lists(st.tuples(st.integers(0, 5), st.sampled_from([2, 8, 16]), st.bo
 @given(LINES, st.integers(8, 48))
 def test_what_admission_lets_start_together_fits_and_no_younger_jobflow_goes_before_an_older_one(drawn, cpu):
     """All JobFlows in line ask at once, on the same view: those told to start fit the queue together with what
-    the started ones reserve, and each one told to start has every older waiting one started too. (Each has
-    recorded what it needs: one not reconciled yet counts as needing as much as the one asking, which is right
-    only for JobFlows of one shape, for the moment until its first reconcile.)"""
+    the started ones reserve, each counted at most as the whole queue (one needing more starts only on a queue
+    nothing else holds), and each one told to start has every older waiting one started too. (Each has recorded
+    what it needs: one not reconciled yet counts as needing as much as the one asking, which is right only for
+    JobFlows of one shape, for the moment until its first reconcile.)"""
     jobflows = []
     for index, (second, needs, is_started, reserved) in enumerate(drawn):
         created = T0 + timedelta(seconds=second)
@@ -155,7 +157,7 @@ def test_what_admission_lets_start_together_fits_and_no_younger_jobflow_goes_bef
     starts = [j for j in line if admit(view, namespace="default", name=j.name, created=j.created,
                                        needs=own[j.name]).start]
     reserved = sum(j.reserved.get("cpu", 0) for j in jobflows if j.started)
-    assert reserved + sum(own[j.name].get("cpu", 0) for j in starts) <= cpu * 1000 or not starts
+    assert reserved + sum(min(own[j.name]["cpu"], cpu * 1000) for j in starts) <= cpu * 1000 or not starts
     assert starts == line[:len(starts)]
 
 
@@ -222,6 +224,18 @@ def test_without_the_priority_class_the_status_says_what_to_install():
     result = plan(flow, templates=stage_templates(), jobs=[], now=T0, queues=queue(priority=None))
     assert "priorityClassName" not in result.creates[0].manifest["spec"]
     assert "kubectl apply -f manifests/priorityclasses.yaml" in result.status.queue.message
+
+
+def test_without_the_priority_class_a_warning_event_says_so_once():
+    flow = chain(status={"jobStatusList": [{"name": "test-a", "state": "Completed"}]})
+    result = plan(flow, templates=stage_templates(), jobs=[], now=T0, queues=queue(priority=None))
+    [warning] = [e for e in result.events if e.type == "Warning"]
+    assert warning.reason == "PriorityClassMissing" and warning.message == result.status.queue.message
+    again = plan(flow.model_copy(update={"status": result.status}), templates=stage_templates(), jobs=[], now=T0,
+                 queues=queue(priority=None))
+    assert not [e for e in again.events if e.reason == "PriorityClassMissing"]
+    installed = plan(flow, templates=stage_templates(), jobs=[], now=T0, queues=queue())
+    assert not [e for e in installed.events if e.reason == "PriorityClassMissing"]
 
 
 def test_a_template_s_own_priority_class_is_kept():
@@ -351,3 +365,157 @@ def test_a_jobflow_blocked_for_another_reason_holds_no_place_in_line():
     assert admit(view["gpu"], namespace="default", name="y", created=T0, needs={"cpu": 8000}).start
     was_waiting = chain(status={"queue": {"name": "gpu", "state": "Waiting", "position": 1}})
     assert plan(was_waiting, templates={}, jobs=[], now=T0, queues=queue()).status.queue is None
+
+
+# --- what can never fit takes no place in line --------------------------------------------------------------------
+
+def wide_middle(name: str = "test", *, created: datetime = T0, whole: bool = True, status: dict | None = None):
+    return jobflow(f"metadata: {{name: {name}, creationTimestamp: '{created.isoformat()}'}}\n"
+                   + WIDE_MIDDLE.replace("wholeFlowAdmission: true", f"wholeFlowAdmission: {str(whole).lower()}"),
+                   status=status)
+
+
+def test_whole_flow_admission_whose_widest_stage_can_never_fit_is_blocked_with_the_numbers_not_waiting():
+    templates = {name: template(name, spec=STAGE) for name in ("a", "b", "c")}  # b and c together: 16 CPU
+    result = plan(wide_middle(), templates=templates, jobs=[], now=T0, queues=queue({"cpu": 12000}))
+    assert result.creates == []
+    assert (result.status.state.phase, result.status.state.reason) == ("Pending", "Unschedulable")
+    assert result.status.state.message == (
+        'JobFlow "default/test": its stage of flows "b", "c" (wholeFlowAdmission starts it only with room for them '
+        'all) needs 16 CPU, 8Gi memory at once, more cpu than Volcano queue "gpu" can ever hold (12 CPU, its '
+        "capability): remove wholeFlowAdmission (its stages then run as the queue has room), lower minAvailable or "
+        "the requests, or raise the queue's capability; nothing was created")
+    assert [e.reason for e in result.events if e.type == "Warning"] == ["Unschedulable"]
+    assert result.status.queue is None  # no place in line
+    assert in_line(wide_middle().model_copy(update={"status": result.status}).to_wire()).queue == ""
+
+
+def test_a_jobflow_behind_one_whose_widest_stage_can_never_fit_starts():
+    templates = {name: template(name, spec=STAGE) for name in ("a", "b", "c")}
+    never = wide_middle("never", created=T0 - timedelta(seconds=1))
+    blocked = plan(never, templates=templates, jobs=[], now=T0, queues=queue({"cpu": 12000})).status
+    line = in_line(never.model_copy(update={"status": blocked}).to_wire())
+    behind = plan(chain(), templates=stage_templates(), jobs=[], now=T0, queues=queue({"cpu": 12000}, line))
+    assert [c.flow for c in behind.creates] == ["a"]
+
+
+def test_a_jobflow_waiting_before_its_widest_stage_was_found_never_to_fit_leaves_the_line():
+    """A status written while it waited (by an engine that kept it first in line) is replaced at its next look."""
+    templates = {name: template(name, spec=STAGE) for name in ("a", "b", "c")}
+    was = wide_middle(status={"queue": {"name": "gpu", "state": "Waiting", "position": 1, "requests": {"cpu": "16"}}})
+    assert plan(was, templates=templates, jobs=[], now=T0, queues=queue({"cpu": 12000})).status.queue is None
+
+
+def test_whole_flow_admission_adds_up_a_stage_per_queue():
+    """b on queue gpu and c on queue cpu: each queue holds 8 of the stage's 16 CPU, and each has 12."""
+    templates = {"a": template("a", spec=STAGE), "b": template("b", spec=STAGE),
+                 "c": template("c", spec=STAGE.replace("queue: gpu", "queue: cpu"))}
+    queues = {**queue({"cpu": 12000}), "cpu": QueueView(name="cpu", capacity={"cpu": 12000})}
+    result = plan(wide_middle(), templates=templates, jobs=[], now=T0, queues=queues)
+    assert [c.flow for c in result.creates] == ["a"]
+    assert result.status.queue.reserved == {"cpu": "8", "memory": "4Gi"}
+
+
+def test_first_stages_that_never_fit_all_at_once_start_on_an_otherwise_empty_queue():
+    """Written for upstream: two roots of 8 CPU each on a 12-CPU queue. Each gang fits, both together never do:
+    the JobFlow starts them when nothing else holds the queue (Volcano runs one, then the other), rather than
+    waiting for 16 CPU for ever, first in line."""
+    roots = jobflow(f"metadata: {{creationTimestamp: '{T0.isoformat()}'}}\nspec: {{flows: [{{name: a}}, {{name: b}}]}}")
+    result = plan(roots, templates=stage_templates(), jobs=[], now=T0, queues=queue({"cpu": 12000}))
+    assert [c.flow for c in result.creates] == ["a", "b"]
+    busy = plan(roots, templates=stage_templates(), jobs=[], now=T0, queues=queue({"cpu": 12000}, started("s", 2)))
+    assert busy.creates == [] and busy.status.queue.state == "Waiting"
+    view = queue({"cpu": 12000}, waiting("older", cpu=16, created=T0 - timedelta(seconds=1)))["gpu"]
+    assert not admit(view, namespace="default", name="test", created=T0, needs={"cpu": 2000}).start
+
+
+def test_admission_warns_of_a_whole_flow_stage_its_queue_can_never_hold_once():
+    from jobflow_core.queueing import unschedulable
+
+    templates = {name: template(name, spec=STAGE) for name in ("a", "b", "c")}
+    [warning] = unschedulable(wide_middle(), templates=templates, queues=queue({"cpu": 12000}))
+    assert warning.startswith('JobFlow "default/test": its stage of flows "b", "c" (wholeFlowAdmission')
+    assert unschedulable(wide_middle(whole=False), templates=templates, queues=queue({"cpu": 12000})) == []
+    gangs = unschedulable(wide_middle(), templates=templates, queues=queue({"cpu": 6000}))
+    assert [w.split(":")[0] for w in gangs] == [f'JobFlow "default/test", flow "{n}" (JobTemplate "{n}")'
+                                                for n in "abc"]  # each gang said once, not its stage again
+
+
+LINE_SHAPES = st.lists(st.tuples(st.integers(1, 3), st.integers(1, 3), st.sampled_from([1, 2, 3]),
+                                 st.sampled_from([1, 2, 3]), st.booleans(), st.integers(0, 2)),
+                       min_size=1, max_size=6)
+
+
+def shaped(index: int, roots: int, middle: int, root_cpu: int, middle_cpu: int, whole: bool, second: int):
+    """A JobFlow of ``roots`` roots, then ``middle`` flows depending on all of them; each a gang of 4 pods."""
+    names = [f"r{i}" for i in range(roots)]
+    flows = [{"name": n, "jobTemplate": f"cpu{root_cpu}"} for n in names] + [
+        {"name": f"m{i}", "jobTemplate": f"cpu{middle_cpu}", "dependsOn": {"targets": names}} for i in range(middle)]
+    created = (T0 + timedelta(seconds=second)).isoformat()
+    return jobflow(f"metadata: {{name: f{index}, creationTimestamp: '{created}'}}\n"
+                   f"spec: {json.dumps({'wholeFlowAdmission': whole, 'flows': flows})}")
+
+
+@settings(deadline=None, max_examples=60)
+@given(LINE_SHAPES, st.integers(4, 40), st.randoms(use_true_random=False))
+def test_the_line_always_progresses_what_can_never_fit_never_blocks_what_can(drawn, cpu, rng):
+    """JobFlows of every shape share a queue, none started; each is reconciled, in any order, until nothing
+    changes (no vcjob ends meanwhile). One that can never start (a first stage's gang, or with wholeFlowAdmission
+    any stage, beyond the queue) is Unschedulable and in no line, and one that can waits only behind a started
+    JobFlow, whose vcjobs end and free the room: never for one that can never run, nor for nothing."""
+    templates = {f"cpu{n}": template(f"cpu{n}", spec=STAGE.replace("cpu: 2", f"cpu: {n}")) for n in (1, 2, 3)}
+    flows = {f"f{i}": shaped(i, *shape) for i, shape in enumerate(drawn)}
+    capacity = cpu * 1000
+
+    def can_start(index: int) -> bool:
+        roots, middle, root_cpu, middle_cpu, whole, _ = drawn[index]
+        if not whole:
+            return 4000 * root_cpu <= capacity  # a later gang that never fits blocks the flow when its turn comes
+        return 4000 * max(root_cpu, middle_cpu, roots * root_cpu, middle * middle_cpu) <= capacity
+
+    started: set[str] = set()
+    for _ in range(3 * len(flows) + 2):
+        changed = False
+        for name in rng.sample(sorted(flows), len(flows)):
+            if name in started:
+                continue  # its vcjobs run on; its status keeps what it reserves
+            view = QueueView(name="gpu", capacity={"cpu": capacity},
+                             jobflows=tuple(in_line(f.to_wire()) for f in flows.values()))
+            result = plan(flows[name], templates=templates, jobs=[], now=T0, queues={"gpu": view})
+            if result.creates:
+                started.add(name)
+            changed |= result.status != flows[name].status
+            flows[name] = flows[name].model_copy(update={"status": result.status})
+        if not changed:
+            break
+    assert not changed, "the decisions settle"
+    for index, name in enumerate(flows):
+        status = flows[name].status
+        if not can_start(index):
+            assert status.state.reason == "Unschedulable" and status.queue is None and name not in started
+        elif name not in started:
+            assert status.state.reason == "WaitingForQueue" and started, "it waits only behind a started JobFlow"
+
+
+def test_a_webhook_that_cannot_read_warns_of_nothing_and_logs_why_once(caplog):
+    from kubernetes.client.rest import ApiException
+
+    from handlers import create_app
+    from memory_kube import MemoryKube
+
+    class Forbidden(MemoryKube):
+        def list_jobtemplates(self, namespace: str) -> list[dict]:
+            raise ApiException(status=403, reason="Forbidden")
+
+    client = create_app({"KUBE": Forbidden(), "TESTING": True}).test_client()
+    review = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
+        "uid": "u1", "kind": {"group": "flow.volcano.sh", "version": "v1alpha1", "kind": "JobFlow"},
+        "operation": "CREATE", "namespace": "default", "object": chain().to_wire()}}
+    with caplog.at_level("INFO", logger="handlers.admission"):
+        answers = [client.post("/validate/jobflows", json=review).json["response"] for _ in range(2)]
+    assert [(a["allowed"], a.get("warnings")) for a in answers] == [(True, None)] * 2
+    logged = [(r.levelname, r.getMessage()) for r in caplog.records if r.name == "handlers.admission"]
+    assert [level for level, _ in logged] == ["WARNING", "INFO"]
+    assert logged[0][1].startswith("the webhook cannot read the JobTemplates, queues or nodes (403 Forbidden), so "
+                                   "it warns of no JobFlow that can never be scheduled: give its ServiceAccount a "
+                                   "token and ClusterRole jobflow-admission")

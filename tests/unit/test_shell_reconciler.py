@@ -16,6 +16,7 @@ from handlers.kube import Conflict
 from handlers.dispatch import Dispatcher
 from handlers.reconciler import MAX_ATTEMPTS, Reconciler
 from jobflow_core.api import COMMAND, JOBFLOW, JOBTEMPLATE, RECORD_FINALIZER, VCJOB
+from jobflow_core.queueing import PRIORITY_CLASS
 from memory_kube import MemoryKube
 from scenario import TEMPLATE_SPEC
 
@@ -139,6 +140,7 @@ def test_a_foreign_vcjob_holding_the_name_is_read_and_reported_as_a_name_conflic
 def test_a_vcjob_the_webhook_refuses_is_planned_again_and_shown_in_status_and_an_event(kube):
     """Cluster tier: test_reconciler.py, test_a_vcjob_refused_by_volcanos_webhook_is_shown_in_status_and_an_event."""
     kube.put(yaml.safe_load(A_THEN_B))
+    kube.priority_classes[PRIORITY_CLASS] = {"metadata": {"name": PRIORITY_CLASS}}  # installed: no warning of its own
     kube.refuse = lambda manifest: "queue no-such-queue is not found"
     outcome = reconciler(kube).jobflow(NS, "f")
     assert (outcome.created, outcome.attempts) == ([], 2)
