@@ -105,7 +105,7 @@ def create_app(store: Store, pages: Pages, settings: Settings) -> Flask:
 
     def template_shell(kind: str, namespace: str, name: str):
         api_type, view = TEMPLATE_PAGES[kind]
-        if view(pages, namespace, name) is None:
+        if view(pages, namespace, name) is None and api_type in store.synced:  # not listed yet: the stream waits
             return page("missing.html", kind=api_type.kind, namespace=namespace, name=name), 404
         return page(f"{kind}.html", namespace=namespace, name=name)
 

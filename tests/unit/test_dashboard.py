@@ -362,6 +362,7 @@ def test_before_the_first_list_a_page_waits_instead_of_saying_the_jobflow_does_n
     store = Store()
     web = create_app(store, Pages(store, None, clock=lambda: NOW), Settings()).test_client()
     assert web.get("/api/jobflows/ns/test").status_code == 503
+    assert web.get("/jobtemplates/ns/c").status_code == 200  # its page, whose stream waits for the list too
     response, message = streamed(web, "/stream?namespace=ns&name=test")
     threading.Timer(0.2, lambda: store.fill(JOBFLOW, [jobflow()])).start()
     assert message()["name"] == "test"  # the view, not a "missing" one sent before the list arrived
