@@ -1,9 +1,10 @@
-"""The dashboard's web app: three pages, their JSON, one live stream per open page, and three actions.
+"""The dashboard's web app: four pages, their JSON, one live stream per open page, and three actions.
 
-Pages are small HTML shells; ``static/dashboard.js`` draws them from the JSON of :mod:`dashboard.pages` and keeps
-them live from ``/stream`` (server-sent events): the stream waits on the store (:meth:`dashboard.store.Store.wait`)
-and sends the page's view whenever it changed, or a comment every :data:`KEEPALIVE` seconds so proxies keep the
-connection. No asset comes from anywhere but this app.
+Pages are small HTML shells; ``static/dashboard.js`` (and ``static/templates.js`` on a JobTemplate or
+JobFlowTemplate page) draws them from the JSON of :mod:`dashboard.pages` and keeps them live from ``/stream``
+(server-sent events): the stream waits on the store (:meth:`dashboard.store.Store.wait`) and sends the page's view
+whenever it changed, or a comment every :data:`KEEPALIVE` seconds so proxies keep the connection. No asset comes
+from anywhere but this app.
 
 **Actions** (retry, suspend, resume: :mod:`kubectl_jobflow.control`, as the command line does them) exist only
 where a user identity exists: ``kubectl jobflow dashboard`` acts with the user's own kubeconfig; behind an
@@ -30,13 +31,17 @@ from flask import Flask, Response, abort, jsonify, render_template, request, str
 
 from dashboard.pages import Pages
 from dashboard.store import Store
-from jobflow_core.api import JOBFLOW
+from jobflow_core.api import JOBFLOW, JOBFLOWTEMPLATE, JOBTEMPLATE, ApiType
 
 KEEPALIVE = 15.0
 COALESCE = 0.15
 """After a change, a stream waits this long before sending, so a burst of changes costs one view."""
 TOKEN_HEADER = "X-JobFlow-Token"
 ACTIONS = ("retry", "suspend", "resume")
+
+TEMPLATE_PAGES: dict[str, tuple[ApiType, Callable[[Pages, str, str], tuple[dict, str] | None]]] = {
+    "jobtemplate": (JOBTEMPLATE, Pages.template), "jobflowtemplate": (JOBFLOWTEMPLATE, Pages.schedule)}
+"""The pages of one template (``/stream?kind=...``): the type they show, and their view."""
 
 Act = Callable[[str, str, str, list[str], str | None], str]
 """(action, namespace, name, flows, user to impersonate or None) -> what was done, in a sentence."""
@@ -92,17 +97,17 @@ def create_app(store: Store, pages: Pages, settings: Settings) -> Flask:
 
     @app.get("/jobtemplates/<namespace>/<name>")
     def template_page(namespace: str, name: str):
-        view = pages.template(namespace, name)
-        if view is None:
-            return page("missing.html", kind="JobTemplate", namespace=namespace, name=name), 404
-        return page("jobtemplate.html", view=view)
+        return template_shell("jobtemplate", namespace, name)
 
     @app.get("/jobflowtemplates/<namespace>/<name>")
     def schedule_page(namespace: str, name: str):
-        view = pages.schedule(namespace, name)
-        if view is None:
-            return page("missing.html", kind="JobFlowTemplate", namespace=namespace, name=name), 404
-        return page("jobflowtemplate.html", view=view)
+        return template_shell("jobflowtemplate", namespace, name)
+
+    def template_shell(kind: str, namespace: str, name: str):
+        api_type, view = TEMPLATE_PAGES[kind]
+        if view(pages, namespace, name) is None and api_type in store.synced:  # not listed yet: the stream waits
+            return page("missing.html", kind=api_type.kind, namespace=namespace, name=name), 404
+        return page(f"{kind}.html", namespace=namespace, name=name)
 
     @app.get("/api/jobflows")
     def jobflows_json():
@@ -128,7 +133,16 @@ def create_app(store: Store, pages: Pages, settings: Settings) -> Flask:
     @app.get("/stream")
     def stream():
         namespace, name = request.args.get("namespace"), request.args.get("name")
-        if name and namespace:
+        kind = request.args.get("kind", "jobflow")
+        if name and namespace and kind in TEMPLATE_PAGES:
+            api_type, view = TEMPLATE_PAGES[kind]
+
+            def body() -> str | None:
+                found = view(pages, namespace, name)
+                if found is None and api_type not in store.synced:
+                    return None
+                return found[1] if found else json.dumps({"missing": True, "namespace": namespace, "name": name})
+        elif name and namespace:
             def body() -> str | None:
                 found = pages.jobflow(namespace, name)
                 if found is None and JOBFLOW not in store.synced:

@@ -1,10 +1,10 @@
 """Each page's view, computed once per change and shared by every browser showing it.
 
-A page's view depends on a few objects (a JobFlow, its vcjobs, its Kubernetes events); :class:`Pages` keys each
-computed view by their resourceVersions, so 50 streams of the same JobFlow wake on a change, and the first to ask
-computes the view and its JSON while the other 49 reuse them. The events of a JobFlow are read from the API server
-(they are not watched: see :mod:`dashboard.store`) when the JobFlow changed, at most every
-:data:`EVENTS_SECONDS` otherwise, whoever asks.
+A page's view depends on a few objects (a JobFlow, its vcjobs, its Kubernetes events; a JobTemplate and the JobFlows
+using it; a JobFlowTemplate and its runs); :class:`Pages` keys each computed view by their versions, so 50 streams
+of the same JobFlow wake on a change, and the first to ask computes the view and its JSON while the other 49 reuse
+them. The events of a JobFlow are read from the API server (they are not watched: see :mod:`dashboard.store`) when
+the JobFlow changed, at most every :data:`EVENTS_SECONDS` otherwise, whoever asks.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ EVENTS_SECONDS = 5.0
 NO_EVENTS: list[dict[str, Any]] = []
 """The one empty list (a view's fingerprint includes its events list's identity)."""
 KEPT = 64
-"""Views kept (one per JobFlow page recently shown)."""
+"""Views kept (one per page recently shown: a JobFlow, a JobTemplate, a JobFlowTemplate)."""
 
 EventsReader = Callable[[str, str, str], list[dict[str, Any]]]
 """(namespace, name, uid) -> the Kubernetes events about that JobFlow."""
@@ -67,21 +67,32 @@ class Pages:
             return None
         return views.items_view(found["jobflow"], found["vcjobs"], flow, now=self.clock())
 
-    def template(self, namespace: str, name: str) -> dict[str, Any] | None:
+    def template(self, namespace: str, name: str) -> tuple[dict[str, Any], str] | None:
+        """The JobTemplate page's view and its JSON; None when the store does not know the JobTemplate.
+
+        Its statistics change with the JobTemplate (the engine keeps them in its status); the JobFlows that use it
+        change only with their specs, so a JobFlow's status moving on does not recompute the view."""
         template = self.store.get(JOBTEMPLATE, namespace, name)
         if template is None:
             return None
-        users = [flow for flow in self.store.jobflows() if flow["metadata"].get("namespace") == namespace
-                 and name in map(template_name, JobFlow.model_validate(flow).spec.flows or ())]
-        return views.template_view(template, users)
+        flows = [flow for flow in self.store.jobflows() if flow["metadata"].get("namespace") == namespace]
+        fingerprint = (template["metadata"].get("resourceVersion"),
+                       tuple((flow["metadata"].get("name"), _spec_version(flow)) for flow in flows))
+        return self._cached(("jt", namespace, name), fingerprint, lambda: views.template_view(template, [
+            flow for flow in flows if name in map(template_name, JobFlow.model_validate(flow).spec.flows or ())]))
 
-    def schedule(self, namespace: str, name: str) -> dict[str, Any] | None:
+    def schedule(self, namespace: str, name: str) -> tuple[dict[str, Any], str] | None:
+        """The JobFlowTemplate page's view and its JSON; None when the store does not know the JobFlowTemplate.
+        A new run (a JobFlow labelled as its run) or a run moving on changes it."""
         template = self.store.get(JOBFLOWTEMPLATE, namespace, name)
         if template is None:
             return None
         runs = [flow for flow in self.store.jobflows() if flow["metadata"].get("namespace") == namespace
                 and (flow["metadata"].get("labels") or {}).get(RUN_OF) == name]
-        return views.schedule_view(template, runs, now=self.clock())
+        fingerprint = (template["metadata"].get("resourceVersion"),
+                       tuple((run["metadata"].get("name"), run["metadata"].get("resourceVersion")) for run in runs))
+        return self._cached(("jft", namespace, name), fingerprint,
+                            lambda: views.schedule_view(template, runs, now=self.clock()))
 
     def _cached(self, key: tuple, fingerprint: Any, compute: Callable[[], dict[str, Any]]):
         with self._lock:
@@ -115,3 +126,10 @@ class Pages:
                 events = known[2]  # the same list object: the view's fingerprint does not change
             self._events[(namespace, name)] = (version, time.monotonic(), events)
             return events
+
+
+def _spec_version(obj: dict[str, Any]) -> Any:
+    """What changes when the object's spec does: its generation (the API server bumps it on spec changes only), or
+    its resourceVersion where there is no generation (objects made by hand in the tests)."""
+    meta = obj["metadata"]
+    return meta.get("generation") or meta.get("resourceVersion")

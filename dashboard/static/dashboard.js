@@ -323,4 +323,5 @@ function jobflowPage() {
 
 if (config.page === "list") listPage();
 if (config.page === "jobflow") jobflowPage();
-if (config.page !== "list" && config.page !== "jobflow") document.getElementById("live").textContent = "";
+if (config.page === "missing") document.getElementById("live").textContent = "";
+// The JobTemplate and JobFlowTemplate pages are drawn by templates.js, with live() above.

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -97,6 +98,32 @@ def test_the_seed_diamond_goes_from_waiting_to_running_to_completed_live_on_its_
     assert during["distinct"] > 50, "the running page's screenshot is (almost) blank"
     assert during["done"] > 2 * node_area and during["running"] > node_area and during["waiting"] > node_area, during
     assert after["done"] > 5 * node_area and after["running"] < node_area, after
+
+
+def test_a_jobtemplate_page_shows_the_jobflow_using_it_and_counts_its_run_live(
+        cluster: LocalCluster, namespace: str, engine, dashboard: Dashboard, driver) -> None:
+    apply(cluster, namespace, template("a"))
+    driver.get(f"{dashboard.url}jobtemplates/{namespace}/a")
+    wait_for(driver, "the page live, no run yet", lambda d: text_of(d, "live") == "live"
+             and text_of(d, "runs") in ("none yet", "0"))
+    driver.execute_script("window.__loaded = true")  # gone if the page reloads
+    apply(cluster, namespace, "apiVersion: flow.volcano.sh/v1alpha1\nkind: JobFlow\nmetadata: {name: once}\n"
+                              "spec:\n  flows:\n  - {name: a}\n")
+    link = "const a = document.querySelector('#used-by a'); return a && a.getAttribute('href')"
+    wait_for(driver, "the JobFlow using it", lambda d: d.execute_script(link) == f"/jobflows/{namespace}/once")
+
+    def runs() -> int | None:
+        found = cluster.custom.get_namespaced_custom_object("flow.volcano.sh", "v1alpha1", namespace,
+                                                            "jobtemplates", "a")
+        return (found.get("status") or {}).get("runs")
+
+    counted = cluster.wait_until("the engine counting the run", lambda: runs() == 1 and time.monotonic(),
+                                 timeout=90, interval=0.05)
+    wait_for(driver, "the run counted on the page", lambda d: text_of(d, "runs") == "1", timeout=10)
+    shown = time.monotonic() - counted
+    assert driver.execute_script("return window.__loaded === true"), "the page reloaded"
+    assert shown < 2, f"the page showed the run {shown:.2f} s after the engine counted it"
+    print(f"JobTemplate page: run shown {shown * 1000:.0f} ms after the engine counted it")
 
 
 def test_the_retry_button_reruns_the_failed_flow_and_keeps_what_completed(

@@ -30,7 +30,7 @@ DIAMOND = [{"name": "a"}, {"name": "b", "dependsOn": {"targets": ["a"]}}, {"name
 
 def jobflow(name: str = "test", flows: list | None = None, *, status: dict | None = None, rv: str = "1") -> dict:
     return {"apiVersion": "flow.volcano.sh/v1alpha1", "kind": "JobFlow",
-            "metadata": {"name": name, "namespace": "ns", "uid": f"uid-{name}", "resourceVersion": rv,
+            "metadata": {"name": name, "namespace": "ns", "uid": f"uid-{name}", "resourceVersion": rv, "generation": 1,
                          "creationTimestamp": "2026-11-25T08:59:00Z"},
             "spec": {"flows": flows if flows is not None else DIAMOND}, **({"status": status} if status else {})}
 
@@ -161,6 +161,24 @@ def served(act=None, **kwargs):
     return store, app.test_client()
 
 
+def streamed(web, url: str):
+    """The open stream, and a function answering its next message: a view (decoded) or ": keep-alive"."""
+    response = web.get(url, buffered=False)
+    chunks = iter(response.response)
+    assert next(chunks).startswith(b"retry:")
+
+    def message():
+        chunk = next(chunks).decode()
+        return json.loads(chunk.split("data: ", 1)[1]) if chunk.startswith("event: view") else chunk.strip()
+    return response, message
+
+
+def job_template(name: str, *, runs: int | None = None, rv: str = "1") -> dict:
+    return {"apiVersion": "flow.volcano.sh/v1alpha1", "kind": "JobTemplate",
+            "metadata": {"name": name, "namespace": "ns", "resourceVersion": rv},
+            **({"status": {"runs": runs, "succeeded": runs, "failed": 0}} if runs is not None else {})}
+
+
 def test_the_list_and_the_jobflow_pages_serve_their_views() -> None:
     _, web = served()
     listed = web.get("/api/jobflows").get_json()
@@ -282,15 +300,11 @@ def test_in_local_mode_only_the_loopback_host_is_answered() -> None:
 
 def test_the_stream_sends_the_view_then_each_change_of_it() -> None:
     store, web = served()
-    response = web.get("/stream?namespace=ns&name=test", buffered=False)
-    chunks = iter(response.response)
-    assert next(chunks).startswith(b"retry:")
-    first = next(chunks).decode()
-    assert first.startswith("event: view\n") and json.loads(first.split("data: ", 1)[1])["header"]["phase"] == ""
+    response, message = streamed(web, "/stream?namespace=ns&name=test")
+    assert message()["header"]["phase"] == ""
     threading.Timer(0.2, lambda: store.note(JOBFLOW, jobflow(status={"state": {"phase": "Running"}}, rv="2"),
                                             deleted=False)).start()
-    second = next(chunks).decode()
-    assert json.loads(second.split("data: ", 1)[1])["header"]["phase"] == "Running"
+    assert message()["header"]["phase"] == "Running"
     response.close()
 
 
@@ -317,35 +331,41 @@ def test_kubectl_jobflow_dashboard_runs_the_dashboard_with_the_users_connection(
                     "--namespace", "team"]]
 
 
-def test_a_jobflowtemplate_page_lists_its_runs_newest_first_and_links_them() -> None:
+def test_a_jobflowtemplate_page_lists_its_runs_newest_first_and_shows_a_new_run_and_nothing_else(monkeypatch) -> None:
+    monkeypatch.setattr("dashboard.app.KEEPALIVE", 0.2)
     store = Store()
     store.fill(JOBFLOWTEMPLATE, [{"apiVersion": "flow.volcano.sh/v1alpha1", "kind": "JobFlowTemplate",
-                                  "metadata": {"name": "nightly", "namespace": "ns"},
+                                  "metadata": {"name": "nightly", "namespace": "ns", "resourceVersion": "1"},
                                   "spec": {"schedule": "0 2 * * *", "timeZone": "Europe/Paris"}}])
-    runs = []
-    for i, created in enumerate(("2026-11-24T02:00:00Z", "2026-11-25T02:00:00Z")):
-        run = jobflow(f"nightly-s{i}", rv=str(i))
-        run["metadata"].update(creationTimestamp=created, labels={RUN_OF: "nightly"})
-        runs.append(run)
-    store.fill(JOBFLOW, [*runs, jobflow("other")])
+
+    def run(day: int) -> dict:
+        started = jobflow(f"nightly-s{day}", rv=str(day))
+        started["metadata"].update(creationTimestamp=f"2026-11-{day}T02:00:00Z", labels={RUN_OF: "nightly"})
+        return started
+
+    store.fill(JOBFLOW, [run(23), run(24), jobflow("other")])
     web = create_app(store, Pages(store, None, clock=lambda: NOW), Settings()).test_client()
-    page = web.get("/jobflowtemplates/ns/nightly").data.decode()
-    assert "0 2 * * * (Europe/Paris)" in page
-    assert page.index("nightly-s1") < page.index("nightly-s0") and "/jobflows/ns/other" not in page
-    assert '<a href="/jobflows/ns/nightly-s1">' in page
+    assert b'"page": "jobflowtemplate"' in web.get("/jobflowtemplates/ns/nightly").data
     assert web.get("/jobflowtemplates/ns/none").status_code == 404
+    stream, message = streamed(web, "/stream?kind=jobflowtemplate&namespace=ns&name=nightly")
+    first = message()
+    assert (first["schedule"], first["timeZone"]) == ("0 2 * * *", "Europe/Paris")
+    assert [(r["namespace"], r["name"]) for r in first["runs"]] == [("ns", "nightly-s24"), ("ns", "nightly-s23")]
+    store.note(JOBFLOW, run(25), deleted=False)  # the schedule started tonight's run
+    assert [r["name"] for r in message()["runs"]] == ["nightly-s25", "nightly-s24", "nightly-s23"]
+    store.note(JOBFLOW, jobflow("other", rv="9"), deleted=False)  # not a run of it
+    assert message() == ": keep-alive"
+    stream.close()
 
 
 def test_before_the_first_list_a_page_waits_instead_of_saying_the_jobflow_does_not_exist() -> None:
     store = Store()
     web = create_app(store, Pages(store, None, clock=lambda: NOW), Settings()).test_client()
     assert web.get("/api/jobflows/ns/test").status_code == 503
-    response = web.get("/stream?namespace=ns&name=test", buffered=False)
-    chunks = iter(response.response)
-    assert next(chunks).startswith(b"retry:")
+    assert web.get("/jobtemplates/ns/c").status_code == 200  # its page, whose stream waits for the list too
+    response, message = streamed(web, "/stream?namespace=ns&name=test")
     threading.Timer(0.2, lambda: store.fill(JOBFLOW, [jobflow()])).start()
-    first = next(chunks).decode()  # the view, not a "missing" one sent before the list arrived
-    assert json.loads(first.split("data: ", 1)[1])["name"] == "test"
+    assert message()["name"] == "test"  # the view, not a "missing" one sent before the list arrived
     response.close()
 
 
@@ -361,15 +381,31 @@ def test_an_ended_node_shows_its_result_and_a_running_one_its_forecast() -> None
     assert nodes["b"]["since"] == "2026-11-25T08:59:10Z" and nodes["b"]["estimateSeconds"] == 40
 
 
-def test_a_jobtemplate_page_names_the_jobflows_whose_flows_run_it() -> None:
+def test_a_jobtemplate_page_names_the_jobflows_whose_flows_run_it_and_shows_each_new_run(monkeypatch) -> None:
+    monkeypatch.setattr("dashboard.app.KEEPALIVE", 0.2)
     store = Store()
-    store.fill(JOBTEMPLATE, [{"apiVersion": "flow.volcano.sh/v1alpha1", "kind": "JobTemplate",
-                              "metadata": {"name": name, "namespace": "ns"}} for name in ("c", "shared")])
+    store.fill(JOBTEMPLATE, [job_template("c"), job_template("shared")])
     store.fill(JOBFLOW, [jobflow(), jobflow("other", [{"name": "x", "jobTemplate": "shared"}])])
-    web = create_app(store, Pages(store, None, clock=lambda: NOW), Settings()).test_client()
-    assert '<a href="/jobflows/ns/test">' in web.get("/jobtemplates/ns/c").data.decode()
-    shared = web.get("/jobtemplates/ns/shared").data.decode()
-    assert '<a href="/jobflows/ns/other">' in shared and "/jobflows/ns/test" not in shared
+    pages = Pages(store, None, clock=lambda: NOW)
+    web = create_app(store, pages, Settings()).test_client()
+    assert b'"page": "jobtemplate"' in web.get("/jobtemplates/ns/c").data
+    stream, message = streamed(web, "/stream?kind=jobtemplate&namespace=ns&name=shared")
+    first = message()
+    assert first["usedBy"] == [["ns", "other"]] and first["runs"] is None
+    store.note(JOBTEMPLATE, job_template("shared", runs=1, rv="2"), deleted=False)  # the engine counted a run
+    assert message()["runs"] == 1
+    computed = pages.template("ns", "shared")[1]
+    store.note(JOBFLOW, jobflow("other", [{"name": "x", "jobTemplate": "shared"}],
+                                status={"state": {"phase": "Running"}}, rv="3"), deleted=False)
+    store.note(JOBTEMPLATE, job_template("c", runs=4, rv="4"), deleted=False)
+    assert message() == ": keep-alive"  # neither its JobFlow's status nor another JobTemplate is on its page
+    assert pages.template("ns", "shared")[1] is computed  # nor were they a reason to compute it again
+    store.note(JOBFLOW, jobflow("third", [{"name": "y", "jobTemplate": "shared"}]), deleted=False)
+    assert message()["usedBy"] == [["ns", "other"], ["ns", "third"]]
+    store.note(JOBTEMPLATE, job_template("shared"), deleted=True)
+    assert message() == {"missing": True, "namespace": "ns", "name": "shared"}
+    stream.close()
+    assert Pages(store, None).template("ns", "c")[0]["usedBy"] == [("ns", "test")]
 
 
 def test_pages_of_one_jobflow_waking_together_read_its_events_once() -> None:
