@@ -89,7 +89,7 @@ def test_a_started_jobflow_runs_its_next_stage_before_the_first_stages_of_ten_ne
     apply(cluster, namespace, stage("s1", queue=queue, run_for="8s") + "---" + stage("s2", queue=queue,
                                                                                      run_for="1s"))
     apply(cluster, namespace, chain("old"))
-    cluster.wait_until("old-s1 Running", lambda: cluster.vcjob_phase(namespace, "old-s1") == "Running", timeout=60)
+    cluster.wait_until("old-s1 Running", lambda: cluster.vcjob_phase(namespace, "old-s1") == "Running", timeout=180)
     newer = [f"new-{i}" for i in range(10)]
     apply(cluster, namespace, "---".join(chain(name) for name in newer))
 
@@ -98,10 +98,10 @@ def test_a_started_jobflow_runs_its_next_stage_before_the_first_stages_of_ten_ne
         return [(q.get("state"), q.get("position")) for q in queues] == [("Waiting", i + 1) for i in range(10)]
 
     cluster.wait_until("the ten newer JobFlows waiting in line, in the order they were created", all_waiting,
-                       timeout=60)
+                       timeout=180)
     assert jobflow(cluster, namespace, "old")["status"]["queue"] == {"name": queue, "state": "Admitted",
                                                                      "reserved": {"cpu": "4"}}
-    old = wait_for_phase(cluster, namespace, "old", "Succeed", timeout=90)
+    old = wait_for_phase(cluster, namespace, "old", "Succeed", timeout=240)
     jobs = vcjobs(cluster, namespace)
     assert jobs["old-s2"]["spec"]["priorityClassName"] == "volcano-jobflow-started"
     # The cost: each vcjob's gang (4 CPU) x the seconds it ran, as its own conditions tell, added up.
@@ -117,7 +117,7 @@ def test_a_started_jobflow_runs_its_next_stage_before_the_first_stages_of_ten_ne
     assert all(jobs[f"{n}-s1"]["metadata"]["creationTimestamp"] >= old_end for n in newer if f"{n}-s1" in jobs)
     # Then the newer ones, in line: one at a time, the first three in the order they were created.
     for name in newer[:3]:
-        wait_for_phase(cluster, namespace, name, "Succeed", timeout=90)
+        wait_for_phase(cluster, namespace, name, "Succeed", timeout=240)
     ends = [jobflow(cluster, namespace, n)["status"]["jobStatusList"][-1]["endTimestamp"] for n in newer[:3]]
     starts = [created_at(cluster, namespace, f"{n}-s1") for n in newer[:3]]
     assert starts[1] >= ends[0] and starts[2] >= ends[1]
@@ -135,7 +135,7 @@ def test_a_gang_larger_than_its_queue_is_refused_at_run_time_with_the_numbers(
         state = ((jobflow(cluster, namespace, "wide") or {}).get("status") or {}).get("state") or {}
         return state if state.get("reason") == "Unschedulable" else None
 
-    state = cluster.wait_until("the JobFlow blocked as Unschedulable", blocked, timeout=60)
+    state = cluster.wait_until("the JobFlow blocked as Unschedulable", blocked, timeout=180)
     assert state["message"].startswith(
         f'flow "s1" of JobFlow "{namespace}/wide": its gang needs 8 CPU at once, more cpu than Volcano queue '
         f'"{queue}" can ever hold (4 CPU, its capability)')
@@ -148,7 +148,7 @@ def test_whole_flow_admission_waits_for_room_for_the_widest_stage_then_starts(
     apply(cluster, namespace, "---".join(stage(name, queue=queue, run_for="4s" if name == "s1" else "1s")
                                          for name in ("s1", "s2", "a", "b", "c")))
     apply(cluster, namespace, chain("old"))
-    cluster.wait_until("old-s1 Running", lambda: cluster.vcjob_phase(namespace, "old-s1") == "Running", timeout=60)
+    cluster.wait_until("old-s1 Running", lambda: cluster.vcjob_phase(namespace, "old-s1") == "Running", timeout=180)
     apply(cluster, namespace, """
 apiVersion: flow.volcano.sh/v1alpha1
 kind: JobFlow
@@ -162,11 +162,11 @@ spec:
         q = ((jobflow(cluster, namespace, "whole") or {}).get("status") or {}).get("queue") or {}
         return q if q.get("state") == "Waiting" else None
 
-    held = cluster.wait_until("the whole-flow JobFlow waiting for its widest stage", waiting, timeout=60)
+    held = cluster.wait_until("the whole-flow JobFlow waiting for its widest stage", waiting, timeout=180)
     assert held["requests"] == {"cpu": "8"}  # b and c together, though a alone (4 CPU) would fit now
     assert "whole-a" not in vcjobs(cluster, namespace)
-    old = wait_for_phase(cluster, namespace, "old", "Succeed", timeout=90)
-    whole = wait_for_phase(cluster, namespace, "whole", "Succeed", timeout=90)
+    old = wait_for_phase(cluster, namespace, "old", "Succeed", timeout=240)
+    whole = wait_for_phase(cluster, namespace, "whole", "Succeed", timeout=240)
     started = vcjobs(cluster, namespace)["whole-a"]["metadata"]["creationTimestamp"]
     assert started >= old["status"]["jobStatusList"][-1]["endTimestamp"]
     assert whole["status"]["queue"]["state"] == "Admitted"
@@ -189,12 +189,12 @@ spec:
         status = (jobflow(cluster, namespace, "impossible") or {}).get("status") or {}
         return status if (status.get("state") or {}).get("reason") == "Unschedulable" else None
 
-    status = cluster.wait_until("the JobFlow blocked as Unschedulable", blocked, timeout=60)
+    status = cluster.wait_until("the JobFlow blocked as Unschedulable", blocked, timeout=180)
     assert status["state"]["message"].startswith(
         f'JobFlow "{namespace}/impossible": its stage of flows "b", "c" (wholeFlowAdmission starts it only with '
         f'room for them all) needs 8 CPU at once, more cpu than Volcano queue "{queue}" can ever hold (4 CPU, its '
         "capability)")
     assert "queue" not in status  # it holds no place in line
     apply(cluster, namespace, chain("later"))  # created after it: behind it in line, were it in line
-    wait_for_phase(cluster, namespace, "later", "Succeed", timeout=90)
+    wait_for_phase(cluster, namespace, "later", "Succeed", timeout=240)
     assert sorted(vcjobs(cluster, namespace)) == ["later-s1", "later-s2"]
