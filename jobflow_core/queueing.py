@@ -33,7 +33,7 @@ the Queue and the nodes (:class:`QueueView`); everything here is pure.
 """
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final
@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, Final
 from jobflow_core import resources
 from jobflow_core.graph import flow_graph
 from jobflow_core.jobs import build_job
-from jobflow_core.models import JobFlow, JobTemplate
+from jobflow_core.models import Flow, JobFlow, JobTemplate
 from jobflow_core.naming import template_name
 from jobflow_core.resources import Resources
 
@@ -223,12 +223,10 @@ class Stage:
                           fix=f"remove wholeFlowAdmission (its stages then run as the queue has room), {GANG_FIX}")
 
 
-def stages(jobflow: JobFlow, templates: Mapping[str, JobTemplate]) -> list[Stage]:
-    """The levels of ``jobflow``'s DAG, each split by the queue its vcjobs join, in level order. Flows whose
-    JobTemplate is missing, or makes no vcjob, count for nothing (the start table blocks them when their turn
-    comes)."""
-    graph = flow_graph(jobflow)
-    members: dict[tuple[int, str], dict[str, Resources]] = {}
+def _gangs(jobflow: JobFlow,
+           templates: Mapping[str, JobTemplate]) -> Iterator[tuple[Flow, dict[str, Any], Resources]]:
+    """Each flow of ``jobflow`` with the spec of the vcjob it would make and that vcjob's gang requests. Flows whose
+    JobTemplate is missing or invalid are left out: the start table blocks them when their turn comes."""
     for flow in jobflow.spec.flows or ():
         template = templates.get(template_name(flow))
         if template is None:
@@ -238,6 +236,16 @@ def stages(jobflow: JobFlow, templates: Mapping[str, JobTemplate]) -> list[Stage
             gang = resources.gang_requests(spec)
         except (ValueError, TypeError, KeyError):
             continue
+        yield flow, spec, gang
+
+
+def stages(jobflow: JobFlow, templates: Mapping[str, JobTemplate]) -> list[Stage]:
+    """The levels of ``jobflow``'s DAG, each split by the queue its vcjobs join, in level order. Flows whose
+    JobTemplate is missing, or makes no vcjob, count for nothing (the start table blocks them when their turn
+    comes)."""
+    graph = flow_graph(jobflow)
+    members: dict[tuple[int, str], dict[str, Resources]] = {}
+    for flow, spec, gang in _gangs(jobflow, templates):
         members.setdefault((graph.levels.get(flow.name, 0), queue_of(spec)), {}).setdefault(flow.name, gang)
     return [Stage(queue=queue, flows=tuple(gangs), needs=resources.add(*gangs.values()))
             for (_, queue), gangs in sorted(members.items())]
@@ -250,15 +258,8 @@ def unschedulable(jobflow: JobFlow, *, templates: Mapping[str, JobTemplate],
     be held at once, with the numbers. Flows whose template is missing or invalid are left to the start table (they
     are blocked for that)."""
     messages, alone = [], set()
-    for flow in jobflow.spec.flows or ():
-        template = templates.get(template_name(flow))
-        if template is None:
-            continue
-        try:
-            spec = build_job(jobflow, flow=flow.name, template=template)["spec"]
-            why = never_fits(queues.get(spec.get("queue") or DEFAULT_QUEUE), request=resources.gang_requests(spec))
-        except (ValueError, TypeError, KeyError):
-            continue
+    for flow, spec, gang in _gangs(jobflow, templates):
+        why = never_fits(queues.get(spec.get("queue") or DEFAULT_QUEUE), request=gang)
         if why:
             alone.add(flow.name)
             messages.append(f'JobFlow "{jobflow.namespace}/{jobflow.name}", flow "{flow.name}" (JobTemplate '
