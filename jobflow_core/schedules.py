@@ -232,6 +232,28 @@ def plan_schedule(template: JobFlowTemplate, *, runs: Sequence[Run], now: dateti
                             events=tuple(events))
 
 
+def resume_outlook(template: JobFlowTemplate, *, now: datetime) -> str:
+    """What the schedule of ``template`` does next once it is resumed at ``now``, in a sentence (for ``kubectl
+    jobflow resume jft/NAME``). While suspended, ``status.nextScheduleTime`` is left out and the times that pass stay
+    unconsidered: resuming makes the most recent of them due, as for a CronJob, unless it is too late."""
+    f = facts(template.model_copy(update={"spec": template.spec.model_copy(update={"suspend": False})}),
+              runs=(), now=now)
+    deadline = template.spec.starting_deadline_seconds
+    if not template.spec.schedule:
+        return "it has no schedule: its runs start by event or by hand"
+    if f.error is not None or f.schedule is None:
+        return f"{f.error}; fix spec.schedule or spec.timeZone: no run is scheduled until then"
+    upcoming = f"the next scheduled time is {_text(f.schedule.next_after(now))}"
+    if f.due is None:
+        return upcoming
+    if f.too_late:
+        return (f"{f.passed} scheduled time(s) passed while it was suspended, the last at {_text(f.due)}, more than "
+                f"startingDeadlineSeconds={deadline} ago: no run starts for them (counted as missed); {upcoming}")
+    within = f", if that is within startingDeadlineSeconds={deadline} of it" if deadline is not None else ""
+    return (f"the run for {_text(f.due)}, the last scheduled time that passed while it was suspended, starts at the "
+            f"engine's next look{within}; then {upcoming}")
+
+
 def with_active(status: JobFlowTemplateStatus, names: Sequence[str]) -> JobFlowTemplateStatus:
     """``status`` with ``active`` naming ``names`` (sorted, left out when none) and ``activeRuns`` counting them: the
     one place both are written, so the printer column never disagrees with the list."""

@@ -13,7 +13,7 @@ from jobflow_core.cron import parse
 from jobflow_core.events import Reason
 from jobflow_core.models import JobFlowPhase, JobFlowTemplate
 from jobflow_core.runs import Run, scheduled_run_name
-from jobflow_core.schedules import SCHEDULE_RULES, Verdict, plan_schedule
+from jobflow_core.schedules import SCHEDULE_RULES, Verdict, plan_schedule, resume_outlook
 
 CREATED = datetime(2026, 11, 24, 9, 0, 30, tzinfo=UTC)
 
@@ -245,3 +245,38 @@ def test_with_a_steady_clock_each_tick_starts_the_latest_time_of_its_window_and_
     assert cluster.created == expected
     everything = schedule.count_between(after=CREATED, until=expected[-1], cap=10_000) if expected else 0
     assert (cluster.status or {}).get("missedRuns", 0) == everything - len(expected)
+
+
+def test_resuming_says_the_next_scheduled_time_when_nothing_passed_while_suspended():
+    suspended = template("  schedule: '*/5 * * * *'\n  suspend: true", {"lastScheduleTime": "2026-11-24T09:05:00Z"})
+    assert resume_outlook(suspended, now=at(7)) == "the next scheduled time is 2026-11-24T09:10:00Z"
+
+
+def test_resuming_starts_the_last_time_missed_while_suspended_with_no_deadline():
+    suspended = template("  schedule: '*/5 * * * *'\n  suspend: true", {"lastScheduleTime": "2026-11-24T09:05:00Z"})
+    assert resume_outlook(suspended, now=at(22)) == (
+        "the run for 2026-11-24T09:20:00Z, the last scheduled time that passed while it was suspended, starts at the "
+        "engine's next look; then the next scheduled time is 2026-11-24T09:25:00Z")
+    resumed = template("  schedule: '*/5 * * * *'", {"lastScheduleTime": "2026-11-24T09:05:00Z"})
+    assert plan_schedule(resumed, runs=[], now=at(22)).start.scheduled == at(20)
+
+
+def test_resuming_within_the_deadline_names_it_and_past_it_counts_the_times_as_missed():
+    spec = "  schedule: '*/5 * * * *'\n  suspend: true\n  startingDeadlineSeconds: 60"
+    suspended = template(spec, {"lastScheduleTime": "2026-11-24T09:05:00Z"})
+    assert resume_outlook(suspended, now=at(20, 30)).endswith(
+        "starts at the engine's next look, if that is within startingDeadlineSeconds=60 of it; then the next "
+        "scheduled time is 2026-11-24T09:25:00Z")
+    assert resume_outlook(suspended, now=at(22)) == (
+        "3 scheduled time(s) passed while it was suspended, the last at 2026-11-24T09:20:00Z, more than "
+        "startingDeadlineSeconds=60 ago: no run starts for them (counted as missed); the next scheduled time is "
+        "2026-11-24T09:25:00Z")
+    resumed = template(spec.replace("suspend: true", "suspend: false"), {"lastScheduleTime": "2026-11-24T09:05:00Z"})
+    assert plan_schedule(resumed, runs=[], now=at(22)).verdict is Verdict.MISSED
+
+
+def test_resuming_a_template_with_no_usable_schedule_says_why():
+    assert resume_outlook(template("  suspend: true"), now=at(5)) == (
+        "it has no schedule: its runs start by event or by hand")
+    assert resume_outlook(template("  schedule: '61 * * * *'\n  suspend: true"), now=at(5)).endswith(
+        "fix spec.schedule or spec.timeZone: no run is scheduled until then")
