@@ -35,7 +35,7 @@ from handlers.writes import rewrite
 from jobflow_core.events import Event, EventType, Reason
 from jobflow_core.models import JobFlowTemplate, JobFlowTemplateStatus, LastRun
 from jobflow_core.runs import Run, Start, run_from, run_manifest, run_of_template_selector
-from jobflow_core.schedules import ScheduleDecision, plan_schedule, with_active
+from jobflow_core.schedules import ScheduleDecision, plan_schedule, run_started, with_active
 
 log = logging.getLogger("handlers.runs")
 
@@ -155,8 +155,9 @@ class Runs:
         return None
 
     def _note_started(self, raw: Mapping, template: JobFlowTemplate, start: Start) -> None:
-        """``status.lastRun`` and ``active`` for a run started by hand or event (best effort: the next look at the
-        template writes the same from its runs)."""
+        """``status.lastRun`` and ``active`` for a run started by hand or event, and its ``RunStarted`` Event (best
+        effort: on a lost race the next look at the template writes the same from its runs, and tells the run, since
+        ``lastRun`` does not name it: :func:`jobflow_core.schedules.unseen`)."""
         last = LastRun(name=start.name, cause=start.cause.value, scheduled_time=start.scheduled, trigger=start.trigger,
                        event_id=start.event_id, event_source=start.event_source)
         base = template.status or JobFlowTemplateStatus()
@@ -165,10 +166,8 @@ class Runs:
             self.kube.replace_jobflowtemplate_status({**raw, "status": updated.to_wire()})
         except (Conflict, Gone) as error:
             log.info("status of %s not updated after starting %s: %s", template.name, start.name, error)
-        what = (f"started run {start.name} by hand" if start.event_id is None else
-                f"started run {start.name} for event {start.event_id} from {start.event_source} (trigger "
-                f"{start.trigger})")
-        self._record(raw, [Event(EventType.NORMAL, Reason.RUN_STARTED, what)])
+            return
+        self._record(raw, [run_started(last)])
 
     def tell(self, raw: Mapping, event: Event) -> None:
         """Record one Event on the template (a trigger that could not be evaluated over an event)."""

@@ -28,6 +28,10 @@ A replayed, duplicated or reordered tick is harmless: the due time's run has a n
 (:func:`jobflow_core.runs.scheduled_run_name`), so it is created once whatever the ticks do, and a tick older
 than the status finds nothing due. The history limits (``successfulJobsHistoryLimit``, default 3;
 ``failedJobsHistoryLimit``, default 1) delete the oldest finished runs of any cause beyond them.
+
+Every look also tells, by a ``RunStarted`` Event, the runs created since the one ``status.lastRun`` names
+(:func:`unseen`): runs by hand (``kubectl jobflow run`` records nothing itself), and runs whose own Event was lost
+with a lost status write. So the template's Events show each run's start once, whatever started it.
 """
 
 from collections.abc import Callable, Sequence
@@ -196,14 +200,14 @@ def plan_schedule(template: JobFlowTemplate, *, runs: Sequence[Run], now: dateti
             replace = tuple(run.name for run in f.active)
             events.append(Event(EventType.NORMAL, Reason.RUN_REPLACED,
                                 f"deleted active run(s) {', '.join(replace)} (concurrencyPolicy Replace)"))
-        events.append(Event(EventType.NORMAL, Reason.RUN_STARTED,
-                            f"started run {start.name} for the scheduled time {_text(f.due)}"))
+        events.append(run_started(last_run))
         if passed_over:
             events.append(Event(EventType.WARNING, Reason.MISS_SCHEDULE,
                                 f"{passed_over} earlier scheduled time(s) since {_text(max(_considered(template)))} "
                                 "passed without a run (only the most recent one starts, as for a CronJob)"))
     gone = set(replace)
     remaining = [run for run in runs if run.name not in gone]
+    events[:0] = [run_started(_last_run(run)) for run in unseen(runs, old.last_run, starting=start)]
     if start is None:
         last_run = _newest(remaining) or last_run
     active = sorted({run.name for run in remaining if not run.finished and not run.deleting}
@@ -261,15 +265,48 @@ def with_active(status: JobFlowTemplateStatus, names: Sequence[str]) -> JobFlowT
     return status.model_copy(update={"active": unique or None, "active_runs": len(unique)})
 
 
+def run_started(run: LastRun) -> Event:
+    """The ``RunStarted`` Event of one run: which, and for which scheduled time or event (or by hand)."""
+    if run.cause == Cause.SCHEDULE.value:
+        how = f"for the scheduled time {_text(run.scheduled_time)}"
+    elif run.cause == Cause.EVENT.value:
+        how = f"for event {run.event_id} from {run.event_source} (trigger {run.trigger})"
+    else:
+        how = "by hand"
+    return Event(EventType.NORMAL, Reason.RUN_STARTED, f"started run {run.name} {how}")
+
+
+def unseen(runs: Sequence[Run], last: LastRun | None, *, starting: Start | None) -> list[Run]:
+    """The runs started since the one ``status.lastRun`` names, oldest first, ``starting`` (this look's) aside: those
+    no ``RunStarted`` Event told yet. ``lastRun`` moves to the newest run at each status write, and the Events of a
+    look are recorded only after its write (runs by hand, by an event whose own note of it lost a race, or by a look
+    whose write was lost), so each run is told once. When the run ``lastRun`` names is gone (deleted, or pruned by a
+    history limit of 0), which runs came after it cannot be told: only the newest is, if it is another."""
+    dated = sorted((run for run in runs if run.created is not None and run.cause in _CAUSES
+                    and (starting is None or run.name != starting.name)), key=lambda r: (r.created, r.name))
+    if last is None:
+        return dated
+    names = [run.name for run in dated]
+    if last.name in names:
+        return dated[names.index(last.name) + 1:]
+    return [run for run in dated[-1:] if run.name != last.name]
+
+
 def _newest(runs: Sequence[Run]) -> LastRun | None:
     """``status.lastRun`` from the runs themselves: the one created last, whatever started it (a run by hand or by
     an event shows there at the template's next look)."""
-    dated = [run for run in runs if run.created is not None and run.cause in {c.value for c in Cause}]
+    dated = [run for run in runs if run.created is not None and run.cause in _CAUSES]
     if not dated:
         return None
-    run = max(dated, key=lambda r: (r.created, r.name))
+    return _last_run(max(dated, key=lambda r: (r.created, r.name)))
+
+
+def _last_run(run: Run) -> LastRun:
     return LastRun(name=run.name, cause=run.cause, scheduled_time=run.scheduled, trigger=run.trigger,
                    event_id=run.event_id, event_source=run.event_source)
+
+
+_CAUSES = frozenset(cause.value for cause in Cause)
 
 
 def _limit(value: int | None, default: int) -> int:

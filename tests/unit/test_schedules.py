@@ -280,3 +280,47 @@ def test_resuming_a_template_with_no_usable_schedule_says_why():
         "it has no schedule: its runs start by event or by hand")
     assert resume_outlook(template("  schedule: '61 * * * *'\n  suspend: true"), now=at(5)).endswith(
         "fix spec.schedule or spec.timeZone: no run is scheduled until then")
+
+
+def by_hand(second: int) -> Run:
+    return Run(name=f"nightly-m{int(at(3, second).timestamp())}", phase=JobFlowPhase.RUNNING,
+               created=at(3, second), ended=None, cause="manual", scheduled=None)
+
+
+def started(decision) -> list[str]:
+    return [event.message for event in decision.events if event.reason is Reason.RUN_STARTED]
+
+
+def test_a_run_by_hand_is_told_at_the_next_look_once():
+    runs = [run(1, JobFlowPhase.SUCCEED), by_hand(10)]
+    last = {"name": run(1).name, "cause": "schedule", "scheduledTime": "2026-11-24T09:01:00Z"}
+    first = plan_schedule(template("  schedule: '0 * * * *'", {"lastRun": last}), runs=runs, now=at(4))
+    assert started(first) == [f"started run {by_hand(10).name} by hand"]
+    assert first.status.last_run.name == by_hand(10).name
+    again = plan_schedule(template("  schedule: '0 * * * *'", first.status.to_wire()), runs=runs, now=at(5))
+    assert started(again) == []
+
+
+def test_every_run_since_last_run_is_told_oldest_first_with_the_due_run_told_once_after_them():
+    runs = [run(1, JobFlowPhase.SUCCEED), by_hand(30), by_hand(10),
+            replace(run(2), cause="event", scheduled=None, name="nightly-e1", trigger="ready", event_id="x",
+                    event_source="/s", created=at(3, 50))]
+    last = {"name": run(1).name, "cause": "schedule"}
+    decision = plan_schedule(template("  schedule: '*/5 * * * *'", {"lastRun": last}), runs=runs, now=at(5, 3))
+    assert started(decision) == [f"started run {by_hand(10).name} by hand", f"started run {by_hand(30).name} by hand",
+                                 "started run nightly-e1 for event x from /s (trigger ready)",
+                                 f"started run {decision.start.name} for the scheduled time 2026-11-24T09:05:00Z"]
+
+
+def test_a_run_made_by_a_look_whose_status_write_was_lost_is_told_by_the_next():
+    decision = plan_schedule(*EXAMPLES[Verdict.STARTED][:1], runs=[run(5)], now=at(5, 10))
+    assert started(decision) == [f"started run {run(5).name} for the scheduled time 2026-11-24T09:05:00Z"]
+
+
+def test_when_the_run_last_run_names_is_gone_only_the_newest_run_is_told():
+    last = {"name": "nightly-pruned", "cause": "manual"}
+    decision = plan_schedule(template("", {"lastRun": last}), runs=[run(1, JobFlowPhase.FAILED), by_hand(10)],
+                             now=at(4))
+    assert started(decision) == [f"started run {by_hand(10).name} by hand"]
+    told = {"name": by_hand(10).name, "cause": "manual"}
+    assert started(plan_schedule(template("", {"lastRun": told}), runs=[by_hand(10)], now=at(4))) == []
