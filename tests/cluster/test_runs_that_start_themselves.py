@@ -381,6 +381,9 @@ spec:
     started_by = sorted(" ".join(line.split()[1:-3]) for line in lines[1:])
     assert started_by == sorted(["manual", "event landing-7 (data-ready)", f"schedule {stamp(hour)}"])
     assert all(line.split()[-3] == "Succeed" for line in lines[1:])
+    told = [message for _, reason, message in events_of(cluster, namespace, "etl") if reason == "RunStarted"]
+    assert sorted(message.split()[2] for message in told) == sorted(runs(cluster, namespace, "etl"))  # each once
+    assert f"started run {manual} by hand" in told
 
 
 def test_our_event_source_wakes_the_template_at_its_next_time_with_no_tick(

@@ -161,3 +161,16 @@ def test_two_scheduled_runs_share_a_memoized_step_and_the_second_reuses_the_firs
     [record] = [r for r in kube.stored(JOBFLOW, "default", second)["status"]["jobStatusList"]
                 if r["name"] == f"{second}-a"]
     assert (record["reason"], record["cachedFrom"], record["result"]) == ("Cached", f"default/{first}-a", "path=/d/1")
+
+
+def test_an_event_run_after_a_run_by_hand_tells_both_at_once_in_the_order_they_started():
+    kube, _, app = setup()
+    template = JobFlowTemplate.model_validate(kube.stored(JOBFLOWTEMPLATE, "default", "etl"))
+    by_hand = Start(name=manual_run_name("etl", T0), cause=Cause.MANUAL)
+    kube.create_jobflow(run_manifest(template, by_hand))
+    event = {"ce-specversion": "1.0", "ce-id": "e1", "ce-type": "com.example.ready", "ce-source": "/s",
+             "content-type": "application/json"}
+    assert app.post("/trigger", headers=event, data=b'{"date": "2026-11-24"}').status_code == 202
+    [by_event] = [name for name in runs(kube) if name != by_hand.name]
+    assert [message for on, _, reason, message in kube.events if on == "etl"] == [
+        f"started run {by_hand.name} by hand", f"started run {by_event} for event e1 from /s (trigger ready)"]
