@@ -4,8 +4,9 @@ A template is looked at on every resync tick (the PingSource, our event source's
 on each change of the template itself (so ``status.nextScheduleTime`` follows a new schedule at once), and when one
 of its runs ends (so ``active``, ``lastSuccessfulTime``, the history limits and a run held by ``Forbid`` follow
 without waiting for the next tick), and right after an event started a run (so ``lastRun`` and its ``RunStarted``
-Event come at once; a run by hand, made by ``kubectl jobflow run`` itself, waits for the next look). Each look, per attempt of the handler's one write loop
-(:func:`handlers.writes.rewrite`, at most :data:`handlers.writes.MAX_ATTEMPTS`):
+Event come at once; a run by hand, made by ``kubectl jobflow run`` itself, waits for the next look). Each look,
+per attempt of the handler's one write loop (:func:`handlers.writes.rewrite`, at most
+:data:`handlers.writes.MAX_ATTEMPTS`):
 
 1. **read**: LIST the template's runs (label :data:`jobflow_core.api.RUN_OF`), *then* GET the template. In this
    order a run missing from the list was never created, or was deleted after a status write that recorded its

@@ -31,7 +31,8 @@ than the status finds nothing due. The history limits (``successfulJobsHistoryLi
 
 Every look also tells, by a ``RunStarted`` Event, the runs created since the one ``status.lastRun`` names
 (:func:`unseen`): runs by hand (``kubectl jobflow run`` records nothing itself), runs by an event (the handler
-looks at the template right after starting one), and runs whose Event was lost with a lost status write. So the template's Events show each run's start once, whatever started it.
+looks at the template right after starting one), and runs whose Event was lost with a lost status write. So the
+template's Events show each run's start once, whatever started it.
 """
 
 from collections.abc import Callable, Sequence
@@ -279,8 +280,9 @@ def run_started(run: LastRun) -> Event:
 def unseen(runs: Sequence[Run], last: LastRun | None, *, starting: Start | None) -> list[Run]:
     """The runs started since the one ``status.lastRun`` names, oldest first, ``starting`` (this look's) aside: those
     no ``RunStarted`` Event told yet. ``lastRun`` moves to the newest run at each status write, and the Events of a
-    look are recorded only after its write, so each run is told once. When the run ``lastRun`` names is gone (deleted, or pruned by a
-    history limit of 0), which runs came after it cannot be told: only the newest is, if it is another."""
+    look are recorded only after its write, so each run is told once. When the run ``lastRun`` names is gone
+    (deleted, or pruned by a history limit of 0), which runs came after it cannot be told: only the newest is, if it
+    is another."""
     dated = sorted((run for run in runs if run.created is not None and run.cause in _CAUSES
                     and (starting is None or run.name != starting.name)), key=lambda r: (r.created, r.name))
     if last is None:
