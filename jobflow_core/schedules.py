@@ -208,7 +208,7 @@ def plan_schedule(template: JobFlowTemplate, *, runs: Sequence[Run], now: dateti
                                 "passed without a run (only the most recent one starts, as for a CronJob)"))
     gone = set(replace)
     remaining = [run for run in runs if run.name not in gone]
-    events[:0] = [run_started(_last_run(run)) for run in unseen(runs, old.last_run, starting=start)]
+    events[:0] = [run_started(_last_run(run)) for run in unseen(runs, old, starting=start)]
     if start is None:
         last_run = _newest(remaining) or last_run
     active = sorted({run.name for run in remaining if not run.finished and not run.deleting}
@@ -277,20 +277,27 @@ def run_started(run: LastRun) -> Event:
     return Event(EventType.NORMAL, Reason.RUN_STARTED, f"started run {run.name} {how}")
 
 
-def unseen(runs: Sequence[Run], last: LastRun | None, *, starting: Start | None) -> list[Run]:
-    """The runs started since the one ``status.lastRun`` names, oldest first, ``starting`` (this look's) aside: those
-    no ``RunStarted`` Event told yet. ``lastRun`` moves to the newest run at each status write, and the Events of a
-    look are recorded only after its write, so each run is told once. When the run ``lastRun`` names is gone
-    (deleted, or pruned by a history limit of 0), which runs came after it cannot be told: only the newest is, if it
-    is another."""
+def unseen(runs: Sequence[Run], old: JobFlowTemplateStatus, *, starting: Start | None) -> list[Run]:
+    """The runs no ``RunStarted`` Event told yet, oldest first, ``starting`` (this look's, told by its own) aside.
+
+    The Events of a look are recorded only after its status write, which moves ``lastRun`` to the newest run it
+    listed (or to the run it started, created after that list) and ``active`` to those not ended. So a run created
+    after the one ``lastRun`` names is unseen. Creation times count whole seconds, so a run created in the same
+    second as that one is unseen only if ``active`` does not name it and it has not ended (runs created, seen and
+    ended in one second are not told twice; a run that starts and ends within the second of the last one between
+    two looks goes untold). When the run ``lastRun`` names is gone (deleted, or pruned by a history limit of 0),
+    which runs came after it cannot be told: only the newest is, if it is another."""
     dated = sorted((run for run in runs if run.created is not None and run.cause in _CAUSES
                     and (starting is None or run.name != starting.name)), key=lambda r: (r.created, r.name))
+    last = old.last_run
     if last is None:
         return dated
-    names = [run.name for run in dated]
-    if last.name in names:
-        return dated[names.index(last.name) + 1:]
-    return [run for run in dated[-1:] if run.name != last.name]
+    anchor = next((run for run in dated if run.name == last.name), None)
+    if anchor is None:
+        return [run for run in dated[-1:] if run.name != last.name]
+    seen = set(old.active or ()) | {anchor.name}
+    return [run for run in dated if run.created > anchor.created or (
+        run.created == anchor.created and run.name not in seen and not run.finished)]
 
 
 def _newest(runs: Sequence[Run]) -> LastRun | None:

@@ -324,3 +324,25 @@ def test_when_the_run_last_run_names_is_gone_only_the_newest_run_is_told():
     assert started(decision) == [f"started run {by_hand(10).name} by hand"]
     told = {"name": by_hand(10).name, "cause": "manual"}
     assert started(plan_schedule(template("", {"lastRun": told}), runs=[by_hand(10)], now=at(4))) == []
+
+
+def test_runs_created_in_the_same_second_are_each_told_once_whatever_their_names():
+    """The cluster's order: by hand, then by an event, then by the schedule, in one second of creation time (names
+    sort the other way: ``nightly-2...`` < ``nightly-e...`` < ``nightly-m...``)."""
+    def made(name: str, cause: str, **more) -> Run:
+        return Run(name=name, phase=JobFlowPhase.RUNNING, created=at(3, 1), ended=None, cause=cause, scheduled=None,
+                   **more)
+
+    manual, scheduled = made("nightly-m1", "manual"), made("nightly-29", "schedule")
+    event = made("nightly-e1", "event", trigger="ready", event_id="x", event_source="/s")
+    spec = "  schedule: '0 * * * *'"
+    first = plan_schedule(template(spec), runs=[manual], now=at(4))
+    assert started(first) == ["started run nightly-m1 by hand"]
+    then = plan_schedule(template(spec, first.status.to_wire()), runs=[event, manual], now=at(4))
+    assert started(then) == ["started run nightly-e1 for event x from /s (trigger ready)"]
+    after_start = {**then.status.to_wire(), "lastRun": {"name": "nightly-29", "cause": "schedule"},
+                   "active": ["nightly-29", "nightly-e1", "nightly-m1"]}
+    everyone = [scheduled, event, manual]
+    assert started(plan_schedule(template(spec, after_start), runs=everyone, now=at(4))) == []
+    ended = [replace(run, phase=JobFlowPhase.SUCCEED, ended=at(3, 30)) for run in everyone]
+    assert started(plan_schedule(template(spec, {**after_start, "active": None}), runs=ended, now=at(4))) == []
