@@ -3,8 +3,10 @@
 A template is looked at on every resync tick (the PingSource, our event source's resync: the engine's only clock),
 on each change of the template itself (so ``status.nextScheduleTime`` follows a new schedule at once), and when one
 of its runs ends (so ``active``, ``lastSuccessfulTime``, the history limits and a run held by ``Forbid`` follow
-without waiting for the next tick). Each look, per attempt of the handler's one write loop
-(:func:`handlers.writes.rewrite`, at most :data:`handlers.writes.MAX_ATTEMPTS`):
+without waiting for the next tick), and right after an event started a run (so ``lastRun`` and its ``RunStarted``
+Event come at once; a run by hand, made by ``kubectl jobflow run`` itself, waits for the next look). Each look,
+per attempt of the handler's one write loop (:func:`handlers.writes.rewrite`, at most
+:data:`handlers.writes.MAX_ATTEMPTS`):
 
 1. **read**: LIST the template's runs (label :data:`jobflow_core.api.RUN_OF`), *then* GET the template. In this
    order a run missing from the list was never created, or was deleted after a status write that recorded its
@@ -33,7 +35,7 @@ from pydantic import ValidationError
 from handlers.kube import Conflict, Exists, Gone, KubeApi, Rejected, Unavailable
 from handlers.writes import rewrite
 from jobflow_core.events import Event, EventType, Reason
-from jobflow_core.models import JobFlowTemplate, JobFlowTemplateStatus, LastRun
+from jobflow_core.models import JobFlowTemplate
 from jobflow_core.runs import Run, Start, run_from, run_manifest, run_of_template_selector
 from jobflow_core.schedules import ScheduleDecision, plan_schedule, with_active
 
@@ -130,7 +132,10 @@ class Runs:
     def start(self, namespace: str, name: str, start: Start) -> tuple[str, bool]:
         """Start one run by hand or by an event, whatever the schedule says (concurrencyPolicy and suspend are the
         schedule's, as for a CronJob's jobs made by ``kubectl create job --from``); the run's name is the
-        idempotency key. (its name, whether this call created it)."""
+        idempotency key. (its name, whether this call created it). A run created is followed by a look at the
+        template (:meth:`template`), which writes ``lastRun`` and ``active`` and tells every run not told yet by a
+        ``RunStarted`` Event (this one, and runs by hand before it: :func:`jobflow_core.schedules.unseen`); a look
+        that fails is left to the next one, which does the same."""
         raw = self.kube.get_jobflowtemplate(namespace, name)
         if raw is None:
             raise Gone(f"JobFlowTemplate {namespace}/{name} does not exist")
@@ -140,7 +145,11 @@ class Runs:
         if refused is not None:
             raise Rejected(refused)
         if outcome.created:
-            self._note_started(raw, template, start)
+            try:
+                self.template(namespace, name)
+            except (Conflict, Gone) as error:
+                log.info("JobFlowTemplate %s/%s not looked at after starting %s: %s", namespace, name, start.name,
+                         error)
         return start.name, bool(outcome.created)
 
     def _create(self, template: JobFlowTemplate, start: Start, outcome: RunsOutcome) -> str | None:
@@ -153,22 +162,6 @@ class Runs:
         except Rejected as error:
             return f"the API server refused run {start.name}: {error}; fix spec.jobFlow"
         return None
-
-    def _note_started(self, raw: Mapping, template: JobFlowTemplate, start: Start) -> None:
-        """``status.lastRun`` and ``active`` for a run started by hand or event (best effort: the next look at the
-        template writes the same from its runs)."""
-        last = LastRun(name=start.name, cause=start.cause.value, scheduled_time=start.scheduled, trigger=start.trigger,
-                       event_id=start.event_id, event_source=start.event_source)
-        base = template.status or JobFlowTemplateStatus()
-        updated = with_active(base, [*(base.active or ()), start.name]).model_copy(update={"last_run": last})
-        try:
-            self.kube.replace_jobflowtemplate_status({**raw, "status": updated.to_wire()})
-        except (Conflict, Gone) as error:
-            log.info("status of %s not updated after starting %s: %s", template.name, start.name, error)
-        what = (f"started run {start.name} by hand" if start.event_id is None else
-                f"started run {start.name} for event {start.event_id} from {start.event_source} (trigger "
-                f"{start.trigger})")
-        self._record(raw, [Event(EventType.NORMAL, Reason.RUN_STARTED, what)])
 
     def tell(self, raw: Mapping, event: Event) -> None:
         """Record one Event on the template (a trigger that could not be evaluated over an event)."""

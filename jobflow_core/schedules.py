@@ -28,6 +28,11 @@ A replayed, duplicated or reordered tick is harmless: the due time's run has a n
 (:func:`jobflow_core.runs.scheduled_run_name`), so it is created once whatever the ticks do, and a tick older
 than the status finds nothing due. The history limits (``successfulJobsHistoryLimit``, default 3;
 ``failedJobsHistoryLimit``, default 1) delete the oldest finished runs of any cause beyond them.
+
+Every look also tells, by a ``RunStarted`` Event, the runs created since the one ``status.lastRun`` names
+(:func:`unseen`): runs by hand (``kubectl jobflow run`` records nothing itself), runs by an event (the handler
+looks at the template right after starting one), and runs whose Event was lost with a lost status write. So the
+template's Events show each run's start once, whatever started it.
 """
 
 from collections.abc import Callable, Sequence
@@ -196,14 +201,14 @@ def plan_schedule(template: JobFlowTemplate, *, runs: Sequence[Run], now: dateti
             replace = tuple(run.name for run in f.active)
             events.append(Event(EventType.NORMAL, Reason.RUN_REPLACED,
                                 f"deleted active run(s) {', '.join(replace)} (concurrencyPolicy Replace)"))
-        events.append(Event(EventType.NORMAL, Reason.RUN_STARTED,
-                            f"started run {start.name} for the scheduled time {_text(f.due)}"))
+        events.append(run_started(last_run))
         if passed_over:
             events.append(Event(EventType.WARNING, Reason.MISS_SCHEDULE,
                                 f"{passed_over} earlier scheduled time(s) since {_text(max(_considered(template)))} "
                                 "passed without a run (only the most recent one starts, as for a CronJob)"))
     gone = set(replace)
     remaining = [run for run in runs if run.name not in gone]
+    events[:0] = [run_started(_last_run(run)) for run in unseen(runs, old, starting=start)]
     if start is None:
         last_run = _newest(remaining) or last_run
     active = sorted({run.name for run in remaining if not run.finished and not run.deleting}
@@ -232,6 +237,28 @@ def plan_schedule(template: JobFlowTemplate, *, runs: Sequence[Run], now: dateti
                             events=tuple(events))
 
 
+def resume_outlook(template: JobFlowTemplate, *, now: datetime) -> str:
+    """What the schedule of ``template`` does next once it is resumed at ``now``, in a sentence (for ``kubectl
+    jobflow resume jft/NAME``). While suspended, ``status.nextScheduleTime`` is left out and the times that pass stay
+    unconsidered: resuming makes the most recent of them due, as for a CronJob, unless it is too late."""
+    f = facts(template.model_copy(update={"spec": template.spec.model_copy(update={"suspend": False})}),
+              runs=(), now=now)
+    deadline = template.spec.starting_deadline_seconds
+    if not template.spec.schedule:
+        return "it has no schedule: its runs start by event or by hand"
+    if f.error is not None or f.schedule is None:
+        return f"{f.error}; fix spec.schedule or spec.timeZone: no run is scheduled until then"
+    upcoming = f"the next scheduled time is {_text(f.schedule.next_after(now))}"
+    if f.due is None:
+        return upcoming
+    if f.too_late:
+        return (f"{f.passed} scheduled time(s) passed while it was suspended, the last at {_text(f.due)}, more than "
+                f"startingDeadlineSeconds={deadline} ago: no run starts for them (counted as missed); {upcoming}")
+    within = f", if that is within startingDeadlineSeconds={deadline} of it" if deadline is not None else ""
+    return (f"the run for {_text(f.due)}, the last scheduled time that passed while it was suspended, starts at the "
+            f"engine's next look{within}; then {upcoming}")
+
+
 def with_active(status: JobFlowTemplateStatus, names: Sequence[str]) -> JobFlowTemplateStatus:
     """``status`` with ``active`` naming ``names`` (sorted, left out when none) and ``activeRuns`` counting them: the
     one place both are written, so the printer column never disagrees with the list."""
@@ -239,15 +266,55 @@ def with_active(status: JobFlowTemplateStatus, names: Sequence[str]) -> JobFlowT
     return status.model_copy(update={"active": unique or None, "active_runs": len(unique)})
 
 
+def run_started(run: LastRun) -> Event:
+    """The ``RunStarted`` Event of one run: which, and for which scheduled time or event (or by hand)."""
+    if run.cause == Cause.SCHEDULE.value:
+        how = f"for the scheduled time {_text(run.scheduled_time)}"
+    elif run.cause == Cause.EVENT.value:
+        how = f"for event {run.event_id} from {run.event_source} (trigger {run.trigger})"
+    else:
+        how = "by hand"
+    return Event(EventType.NORMAL, Reason.RUN_STARTED, f"started run {run.name} {how}")
+
+
+def unseen(runs: Sequence[Run], old: JobFlowTemplateStatus, *, starting: Start | None) -> list[Run]:
+    """The runs no ``RunStarted`` Event told yet, oldest first, ``starting`` (this look's, told by its own) aside.
+
+    The Events of a look are recorded only after its status write, which moves ``lastRun`` to the newest run it
+    listed (or to the run it started, created after that list) and ``active`` to those not ended. So a run created
+    after the one ``lastRun`` names is unseen. Creation times count whole seconds, so a run created in the same
+    second as that one is unseen only if ``active`` does not name it and it has not ended (runs created, seen and
+    ended in one second are not told twice; a run that starts and ends within the second of the last one between
+    two looks goes untold). When the run ``lastRun`` names is gone (deleted, or pruned by a history limit of 0),
+    which runs came after it cannot be told: only the newest is, if it is another."""
+    dated = sorted((run for run in runs if run.created is not None and run.cause in _CAUSES
+                    and (starting is None or run.name != starting.name)), key=lambda r: (r.created, r.name))
+    last = old.last_run
+    if last is None:
+        return dated
+    anchor = next((run for run in dated if run.name == last.name), None)
+    if anchor is None:
+        return [run for run in dated[-1:] if run.name != last.name]
+    seen = set(old.active or ()) | {anchor.name}
+    return [run for run in dated if run.created > anchor.created or (
+        run.created == anchor.created and run.name not in seen and not run.finished)]
+
+
 def _newest(runs: Sequence[Run]) -> LastRun | None:
     """``status.lastRun`` from the runs themselves: the one created last, whatever started it (a run by hand or by
     an event shows there at the template's next look)."""
-    dated = [run for run in runs if run.created is not None and run.cause in {c.value for c in Cause}]
+    dated = [run for run in runs if run.created is not None and run.cause in _CAUSES]
     if not dated:
         return None
-    run = max(dated, key=lambda r: (r.created, r.name))
+    return _last_run(max(dated, key=lambda r: (r.created, r.name)))
+
+
+def _last_run(run: Run) -> LastRun:
     return LastRun(name=run.name, cause=run.cause, scheduled_time=run.scheduled, trigger=run.trigger,
                    event_id=run.event_id, event_source=run.event_source)
+
+
+_CAUSES = frozenset(cause.value for cause in Cause)
 
 
 def _limit(value: int | None, default: int) -> int:

@@ -156,11 +156,13 @@ def build_parser() -> argparse.ArgumentParser:
     _output(sub)
 
     sub = command(commands, "suspend", control.suspend, "Failed to suspend",
-                  "start nothing new in a JobFlow (what runs keeps running) until it is resumed")
-    _names(sub)
+                  "start nothing new in a JobFlow (what runs keeps running) until it is resumed; jft/NAME: no "
+                  "scheduled run of a JobFlowTemplate")
+    _names(sub, what="the JobFlow's name, or jft/NAME for a JobFlowTemplate")
     sub = command(commands, "resume", control.resume, "Failed to resume",
-                  "let a suspended JobFlow go on where it stopped")
-    _names(sub)
+                  "let a suspended JobFlow go on where it stopped; jft/NAME: let a JobFlowTemplate's schedule start "
+                  "runs again")
+    _names(sub, what="the JobFlow's name, or jft/NAME for a JobFlowTemplate")
     sub = command(commands, "retry", control.retry, "Failed to retry",
                   "run a Failed JobFlow's failed flows, and what follows them, again; what completed stays")
     _names(sub)
@@ -254,9 +256,9 @@ def _usage(parser: argparse.ArgumentParser, ctx: Context) -> int:
     return 2
 
 
-def _names(sub: argparse.ArgumentParser) -> None:
-    sub.add_argument("name", nargs="?", help="the name")
-    sub.add_argument("-N", "--name", dest="name_flag", help="the name (vcctl's flag)")
+def _names(sub: argparse.ArgumentParser, *, what: str = "the name") -> None:
+    sub.add_argument("name", nargs="?", help=what)
+    sub.add_argument("-N", "--name", dest="name_flag", help=f"{what} (vcctl's flag)")
 
 
 def _file(sub: argparse.ArgumentParser, *, required: bool) -> None:

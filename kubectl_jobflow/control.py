@@ -5,6 +5,12 @@
 patches (``kubectl patch jf NAME --type=merge -p '{"spec":{"suspend":true}}'`` does the same) and idempotent:
 suspending a suspended JobFlow says so and changes nothing.
 
+``suspend jft/NAME`` and ``resume jft/NAME`` do the same to a JobFlowTemplate's ``spec.suspend`` (as ``argo cron
+suspend``/``resume`` do to a CronWorkflow), in kubectl's ``TYPE/NAME`` form with the kind's short name (``jf/NAME``
+names a JobFlow, as a bare NAME does): no scheduled run starts while it is suspended. On resume the command says
+what the schedule does next (:func:`jobflow_core.schedules.resume_outlook`): the time missed while suspended that
+starts at once, unless ``startingDeadlineSeconds`` says it is too late, and the next scheduled time.
+
 ``release [-A]`` takes the engine's finalizer (``flow.volcano.sh/keep-record``) off the vcjobs of a namespace (or
 of every namespace), as the engine would once it has recorded their end: the step before uninstalling the engine,
 so that deleting those vcjobs or their namespace never waits for an engine that is gone.
@@ -20,9 +26,12 @@ import secrets
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from jobflow_core.api import JOBFLOW, RECORD_FINALIZER, RERUN, RERUN_FLOWS, VCJOB
+from jobflow_core.api import JOBFLOW, JOBFLOWTEMPLATE, RECORD_FINALIZER, RERUN, RERUN_FLOWS, VCJOB, ApiType
+from jobflow_core.models import JobFlowTemplate
 from jobflow_core.naming import FLOW_JOBS_SELECTOR
+from jobflow_core.schedules import resume_outlook
 from kubectl_jobflow.errors import CommandError
+from kubectl_jobflow.output import utc_now
 
 if TYPE_CHECKING:
     from kubectl_jobflow.cli import Context
@@ -37,11 +46,35 @@ def resume(ctx: Context) -> int:
     return _set_suspend(ctx, False)
 
 
+SUSPENDABLE: dict[str, ApiType] = {
+    "jf": JOBFLOW, "jobflow": JOBFLOW, "jobflows": JOBFLOW,
+    "jft": JOBFLOWTEMPLATE, "jobflowtemplate": JOBFLOWTEMPLATE, "jobflowtemplates": JOBFLOWTEMPLATE,
+}
+"""The ``TYPE`` of ``TYPE/NAME`` for suspend and resume: kubectl's names of the two kinds that have ``spec.suspend``
+(the short names of the CRDs, the kind and the plural), case aside."""
+
+
+def suspendable(text: str, *, verb: str) -> tuple[ApiType, str]:
+    """The kind and name ``NAME``, ``jf/NAME`` or ``jft/NAME`` designate (a bare NAME is a JobFlow)."""
+    kind, slash, name = text.rpartition("/")
+    api_type = SUSPENDABLE.get(kind.lower()) if slash else JOBFLOW
+    if api_type is None or not name:
+        raise CommandError(f"{verb} acts on a JobFlow (NAME or jf/NAME) or a JobFlowTemplate (jft/NAME), not "
+                           f"{text!r}: e.g. kubectl jobflow {verb} jft/nightly")
+    return api_type, name
+
+
 def _set_suspend(ctx: Context, value: bool) -> int:
-    name = ctx.args.name or ctx.args.name_flag
-    if not name:
-        raise CommandError(f"name the JobFlow: kubectl jobflow {'suspend' if value else 'resume'} NAME")
-    ctx.say(set_suspend(ctx.cluster, ctx.namespace, name, value))
+    verb = "suspend" if value else "resume"
+    given = ctx.args.name or ctx.args.name_flag
+    if not given:
+        raise CommandError(f"name the JobFlow or the JobFlowTemplate: kubectl jobflow {verb} NAME, or "
+                           f"{verb} jft/NAME for a JobFlowTemplate")
+    api_type, name = suspendable(given, verb=verb)
+    if api_type is JOBFLOWTEMPLATE:
+        ctx.say(set_template_suspend(ctx.cluster, ctx.namespace, name, value, now=utc_now()))
+    else:
+        ctx.say(set_suspend(ctx.cluster, ctx.namespace, name, value))
     return 0
 
 
@@ -54,6 +87,23 @@ def set_suspend(cluster: Cluster, namespace: str, name: str, value: bool) -> str
         return f"JobFlow {namespace}/{name} is already {'suspended' if value else 'not suspended'}"
     cluster.merge_patch(JOBFLOW, namespace, name, {"spec": {"suspend": value}})
     return f"{'Suspended' if value else 'Resumed'} JobFlow: {namespace}/{name}"
+
+
+def set_template_suspend(cluster: Cluster, namespace: str, name: str, value: bool, *, now: datetime) -> str:
+    """Suspend (``value``) or resume a JobFlowTemplate's schedule; what was done (and, on resume, what the schedule
+    does next as of ``now``), in a sentence."""
+    current = cluster.find(JOBFLOWTEMPLATE, namespace, name)
+    if current is None:
+        raise CommandError(f'JobFlowTemplate "{namespace}/{name}" not found: check the name and the namespace (-n); '
+                           "kubectl get jft lists them")
+    if bool((current.get("spec") or {}).get("suspend")) == value:
+        return f"JobFlowTemplate {namespace}/{name} is already {'suspended' if value else 'not suspended'}"
+    updated = cluster.merge_patch(JOBFLOWTEMPLATE, namespace, name, {"spec": {"suspend": value}})
+    if value:
+        return (f"Suspended JobFlowTemplate: {namespace}/{name}: no scheduled run starts until it is resumed (its "
+                "active runs go on; runs by event or by hand still start)")
+    return f"Resumed JobFlowTemplate: {namespace}/{name}: " + resume_outlook(JobFlowTemplate.model_validate(updated),
+                                                                              now=now)
 
 
 def retry(ctx: Context) -> int:

@@ -260,6 +260,37 @@ def test_suspend_stops_scheduled_runs(cluster: LocalCluster, namespace: str, sch
     assert "nextScheduleTime" not in status and status["message"].startswith("suspended")
 
 
+def test_suspend_and_resume_jft_by_the_command_line_hold_the_schedule_then_start_the_time_it_missed(
+        cluster: LocalCluster, namespace: str, scheduled: Engine, clock: Clock,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("kubectl_jobflow.control.utc_now", clock)  # the command reads the engine's (moved) clock
+    apply(cluster, namespace, template("a"))
+    apply(cluster, namespace, jobflowtemplate("held", "  schedule: '* * * * *'"))
+    first = run_name("held", clock.to_next_minute())
+    tick(scheduled)
+    assert list(runs(cluster, namespace, "held")) == [first]
+
+    assert jobflow_cli(cluster, "suspend", "jft/held", "-n", namespace) == (0, (
+        f"Suspended JobFlowTemplate: {namespace}/held: no scheduled run starts until it is resumed (its active runs "
+        "go on; runs by event or by hand still start)\n"), "")
+    assert the_template(cluster, namespace, "held")["spec"]["suspend"] is True
+    missed_minute = clock.to_next_minute()
+    tick(scheduled)
+    assert list(runs(cluster, namespace, "held")) == [first]
+    assert the_template(cluster, namespace, "held")["status"]["message"].startswith("suspended")
+
+    assert jobflow_cli(cluster, "resume", "jft/held", "-n", namespace) == (0, (
+        f"Resumed JobFlowTemplate: {namespace}/held: the run for {stamp(missed_minute)}, the last scheduled time "
+        "that passed while it was suspended, starts at the engine's next look; then the next scheduled time is "
+        f"{stamp(missed_minute + timedelta(minutes=1))}\n"), "")
+    assert the_template(cluster, namespace, "held")["spec"]["suspend"] is False
+    tick(scheduled)
+    assert sorted(runs(cluster, namespace, "held")) == sorted([first, run_name("held", missed_minute)])
+    status = the_template(cluster, namespace, "held")["status"]
+    assert status["lastScheduleTime"] == stamp(missed_minute)
+    assert status["nextScheduleTime"] == stamp(missed_minute + timedelta(minutes=1))
+
+
 def send_event(engine: Engine, *, event_id: str, data: str) -> None:
     status, body = post(engine.handler.url + "trigger", data.encode(), {
         "ce-specversion": "1.0", "ce-id": event_id, "ce-type": "com.example.data.ready",
@@ -350,6 +381,9 @@ spec:
     started_by = sorted(" ".join(line.split()[1:-3]) for line in lines[1:])
     assert started_by == sorted(["manual", "event landing-7 (data-ready)", f"schedule {stamp(hour)}"])
     assert all(line.split()[-3] == "Succeed" for line in lines[1:])
+    told = [message for _, reason, message in events_of(cluster, namespace, "etl") if reason == "RunStarted"]
+    assert sorted(message.split()[2] for message in told) == sorted(runs(cluster, namespace, "etl"))  # each once
+    assert f"started run {manual} by hand" in told
 
 
 def test_our_event_source_wakes_the_template_at_its_next_time_with_no_tick(

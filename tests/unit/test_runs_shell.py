@@ -7,6 +7,8 @@ import yaml
 from handlers import create_app
 from handlers.reconciler import Reconciler
 from jobflow_core.api import JOBFLOW, JOBFLOWTEMPLATE, JOBTEMPLATE, MEMO_CACHE, VCJOB
+from jobflow_core.models import JobFlowTemplate
+from jobflow_core.runs import Cause, Start, manual_run_name, run_manifest
 from memory_kube import T0, MemoryKube
 from scenario import TEMPLATE_SPEC
 
@@ -74,6 +76,9 @@ def test_post_trigger_starts_one_run_per_event_id_and_answers_202_to_an_event_no
     assert (status["active"], status["activeRuns"], status["lastRun"]["name"]) == ([name], 1, name)
     assert app.post("/trigger", headers={**event, "ce-type": "other"}, data=b"{}").status_code == 202
     assert runs(kube) == [name]
+    app.post("/", headers=PING)  # the next look finds the run told already
+    assert [(reason, message) for on, _, reason, message in kube.events if on == "etl"] == [
+        ("RunStarted", f"started run {name} for event e1 from /s (trigger ready)")]
 
 
 def test_post_trigger_refuses_what_is_not_a_cloudevent_with_400():
@@ -110,6 +115,20 @@ def test_a_tick_whose_status_write_loses_a_race_reads_again_and_finds_the_run_it
     status = kube.stored(JOBFLOWTEMPLATE, "default", "etl")["status"]
     assert status["active"] == [run] and status["lastRun"]["name"] == run
     assert next(races, None) is None  # the race was lost once
+    assert [reason for on, _, reason, _ in kube.events if on == "etl"] == ["RunStarted"]  # by the attempt that wrote
+
+
+def test_a_run_by_hand_is_told_on_the_template_at_its_next_look_once():
+    """``kubectl jobflow run`` creates the JobFlow itself and records nothing: the template's next look tells it."""
+    kube, clock, app = setup()
+    template = JobFlowTemplate.model_validate(kube.stored(JOBFLOWTEMPLATE, "default", "etl"))
+    start = Start(name=manual_run_name("etl", T0), cause=Cause.MANUAL)
+    kube.create_jobflow(run_manifest(template, start))
+    for _ in range(2):
+        assert app.post("/", headers=PING).status_code == 202
+    assert [(kind, reason, message) for on, kind, reason, message in kube.events if on == "etl"] == [
+        ("Normal", "RunStarted", f"started run {start.name} by hand")]
+    assert kube.stored(JOBFLOWTEMPLATE, "default", "etl")["status"]["lastRun"]["name"] == start.name
 
 
 def test_two_scheduled_runs_share_a_memoized_step_and_the_second_reuses_the_first():
@@ -142,3 +161,16 @@ def test_two_scheduled_runs_share_a_memoized_step_and_the_second_reuses_the_firs
     [record] = [r for r in kube.stored(JOBFLOW, "default", second)["status"]["jobStatusList"]
                 if r["name"] == f"{second}-a"]
     assert (record["reason"], record["cachedFrom"], record["result"]) == ("Cached", f"default/{first}-a", "path=/d/1")
+
+
+def test_an_event_run_after_a_run_by_hand_tells_both_at_once_in_the_order_they_started():
+    kube, _, app = setup()
+    template = JobFlowTemplate.model_validate(kube.stored(JOBFLOWTEMPLATE, "default", "etl"))
+    by_hand = Start(name=manual_run_name("etl", T0), cause=Cause.MANUAL)
+    kube.create_jobflow(run_manifest(template, by_hand))
+    event = {"ce-specversion": "1.0", "ce-id": "e1", "ce-type": "com.example.ready", "ce-source": "/s",
+             "content-type": "application/json"}
+    assert app.post("/trigger", headers=event, data=b'{"date": "2026-11-24"}').status_code == 202
+    [by_event] = [name for name in runs(kube) if name != by_hand.name]
+    assert [message for on, _, reason, message in kube.events if on == "etl"] == [
+        f"started run {by_hand.name} by hand", f"started run {by_event} for event e1 from /s (trigger ready)"]

@@ -13,7 +13,7 @@ from jobflow_core.cron import parse
 from jobflow_core.events import Reason
 from jobflow_core.models import JobFlowPhase, JobFlowTemplate
 from jobflow_core.runs import Run, scheduled_run_name
-from jobflow_core.schedules import SCHEDULE_RULES, Verdict, plan_schedule
+from jobflow_core.schedules import SCHEDULE_RULES, Verdict, plan_schedule, resume_outlook
 
 CREATED = datetime(2026, 11, 24, 9, 0, 30, tzinfo=UTC)
 
@@ -245,3 +245,104 @@ def test_with_a_steady_clock_each_tick_starts_the_latest_time_of_its_window_and_
     assert cluster.created == expected
     everything = schedule.count_between(after=CREATED, until=expected[-1], cap=10_000) if expected else 0
     assert (cluster.status or {}).get("missedRuns", 0) == everything - len(expected)
+
+
+def test_resuming_says_the_next_scheduled_time_when_nothing_passed_while_suspended():
+    suspended = template("  schedule: '*/5 * * * *'\n  suspend: true", {"lastScheduleTime": "2026-11-24T09:05:00Z"})
+    assert resume_outlook(suspended, now=at(7)) == "the next scheduled time is 2026-11-24T09:10:00Z"
+
+
+def test_resuming_starts_the_last_time_missed_while_suspended_with_no_deadline():
+    suspended = template("  schedule: '*/5 * * * *'\n  suspend: true", {"lastScheduleTime": "2026-11-24T09:05:00Z"})
+    assert resume_outlook(suspended, now=at(22)) == (
+        "the run for 2026-11-24T09:20:00Z, the last scheduled time that passed while it was suspended, starts at the "
+        "engine's next look; then the next scheduled time is 2026-11-24T09:25:00Z")
+    resumed = template("  schedule: '*/5 * * * *'", {"lastScheduleTime": "2026-11-24T09:05:00Z"})
+    assert plan_schedule(resumed, runs=[], now=at(22)).start.scheduled == at(20)
+
+
+def test_resuming_within_the_deadline_names_it_and_past_it_counts_the_times_as_missed():
+    spec = "  schedule: '*/5 * * * *'\n  suspend: true\n  startingDeadlineSeconds: 60"
+    suspended = template(spec, {"lastScheduleTime": "2026-11-24T09:05:00Z"})
+    assert resume_outlook(suspended, now=at(20, 30)).endswith(
+        "starts at the engine's next look, if that is within startingDeadlineSeconds=60 of it; then the next "
+        "scheduled time is 2026-11-24T09:25:00Z")
+    assert resume_outlook(suspended, now=at(22)) == (
+        "3 scheduled time(s) passed while it was suspended, the last at 2026-11-24T09:20:00Z, more than "
+        "startingDeadlineSeconds=60 ago: no run starts for them (counted as missed); the next scheduled time is "
+        "2026-11-24T09:25:00Z")
+    resumed = template(spec.replace("suspend: true", "suspend: false"), {"lastScheduleTime": "2026-11-24T09:05:00Z"})
+    assert plan_schedule(resumed, runs=[], now=at(22)).verdict is Verdict.MISSED
+
+
+def test_resuming_a_template_with_no_usable_schedule_says_why():
+    assert resume_outlook(template("  suspend: true"), now=at(5)) == (
+        "it has no schedule: its runs start by event or by hand")
+    assert resume_outlook(template("  schedule: '61 * * * *'\n  suspend: true"), now=at(5)).endswith(
+        "fix spec.schedule or spec.timeZone: no run is scheduled until then")
+
+
+def by_hand(second: int) -> Run:
+    return Run(name=f"nightly-m{int(at(3, second).timestamp())}", phase=JobFlowPhase.RUNNING,
+               created=at(3, second), ended=None, cause="manual", scheduled=None)
+
+
+def started(decision) -> list[str]:
+    return [event.message for event in decision.events if event.reason is Reason.RUN_STARTED]
+
+
+def test_a_run_by_hand_is_told_at_the_next_look_once():
+    runs = [run(1, JobFlowPhase.SUCCEED), by_hand(10)]
+    last = {"name": run(1).name, "cause": "schedule", "scheduledTime": "2026-11-24T09:01:00Z"}
+    first = plan_schedule(template("  schedule: '0 * * * *'", {"lastRun": last}), runs=runs, now=at(4))
+    assert started(first) == [f"started run {by_hand(10).name} by hand"]
+    assert first.status.last_run.name == by_hand(10).name
+    again = plan_schedule(template("  schedule: '0 * * * *'", first.status.to_wire()), runs=runs, now=at(5))
+    assert started(again) == []
+
+
+def test_every_run_since_last_run_is_told_oldest_first_with_the_due_run_told_once_after_them():
+    runs = [run(1, JobFlowPhase.SUCCEED), by_hand(30), by_hand(10),
+            replace(run(2), cause="event", scheduled=None, name="nightly-e1", trigger="ready", event_id="x",
+                    event_source="/s", created=at(3, 50))]
+    last = {"name": run(1).name, "cause": "schedule"}
+    decision = plan_schedule(template("  schedule: '*/5 * * * *'", {"lastRun": last}), runs=runs, now=at(5, 3))
+    assert started(decision) == [f"started run {by_hand(10).name} by hand", f"started run {by_hand(30).name} by hand",
+                                 "started run nightly-e1 for event x from /s (trigger ready)",
+                                 f"started run {decision.start.name} for the scheduled time 2026-11-24T09:05:00Z"]
+
+
+def test_a_run_made_by_a_look_whose_status_write_was_lost_is_told_by_the_next():
+    decision = plan_schedule(*EXAMPLES[Verdict.STARTED][:1], runs=[run(5)], now=at(5, 10))
+    assert started(decision) == [f"started run {run(5).name} for the scheduled time 2026-11-24T09:05:00Z"]
+
+
+def test_when_the_run_last_run_names_is_gone_only_the_newest_run_is_told():
+    last = {"name": "nightly-pruned", "cause": "manual"}
+    decision = plan_schedule(template("", {"lastRun": last}), runs=[run(1, JobFlowPhase.FAILED), by_hand(10)],
+                             now=at(4))
+    assert started(decision) == [f"started run {by_hand(10).name} by hand"]
+    told = {"name": by_hand(10).name, "cause": "manual"}
+    assert started(plan_schedule(template("", {"lastRun": told}), runs=[by_hand(10)], now=at(4))) == []
+
+
+def test_runs_created_in_the_same_second_are_each_told_once_whatever_their_names():
+    """The cluster's order: by hand, then by an event, then by the schedule, in one second of creation time (names
+    sort the other way: ``nightly-2...`` < ``nightly-e...`` < ``nightly-m...``)."""
+    def made(name: str, cause: str, **more) -> Run:
+        return Run(name=name, phase=JobFlowPhase.RUNNING, created=at(3, 1), ended=None, cause=cause, scheduled=None,
+                   **more)
+
+    manual, scheduled = made("nightly-m1", "manual"), made("nightly-29", "schedule")
+    event = made("nightly-e1", "event", trigger="ready", event_id="x", event_source="/s")
+    spec = "  schedule: '0 * * * *'"
+    first = plan_schedule(template(spec), runs=[manual], now=at(4))
+    assert started(first) == ["started run nightly-m1 by hand"]
+    then = plan_schedule(template(spec, first.status.to_wire()), runs=[event, manual], now=at(4))
+    assert started(then) == ["started run nightly-e1 for event x from /s (trigger ready)"]
+    after_start = {**then.status.to_wire(), "lastRun": {"name": "nightly-29", "cause": "schedule"},
+                   "active": ["nightly-29", "nightly-e1", "nightly-m1"]}
+    everyone = [scheduled, event, manual]
+    assert started(plan_schedule(template(spec, after_start), runs=everyone, now=at(4))) == []
+    ended = [replace(run, phase=JobFlowPhase.SUCCEED, ended=at(3, 30)) for run in everyone]
+    assert started(plan_schedule(template(spec, {**after_start, "active": None}), runs=ended, now=at(4))) == []
