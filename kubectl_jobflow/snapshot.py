@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from jobflow_core import Observation, observe
+from jobflow_core.cost import total
 from jobflow_core.graph import flow_graph
 from jobflow_core.models import (
     Cost,
@@ -74,6 +75,9 @@ class FlowRow:
     """How many vcjobs the flow has had (more than one with ``retry`` or after a rerun); items count once each."""
     result: str | None = None
     """The current vcjob's result (its pods' termination message), when the engine recorded one."""
+    cost: Cost | None = None
+    """What the row's vcjob cost once it ended (``jobStatusList[].cost``); for a ``forEach`` or ``repeat`` flow,
+    its items' (iterations') vcjobs added up. None while nothing is charged."""
 
 
 @dataclass(frozen=True)
@@ -89,9 +93,9 @@ class Snapshot:
     expected_completion: datetime | None = None
     critical_path: list[str] = field(default_factory=list)
     queue: QueueStatus | None = None
+    """``status.queue``: the Volcano queue, Waiting (and where in line) or Admitted (and what it reserves)."""
     cost: Cost | None = None
     """``status.cost``: requests x seconds run of the ended vcjobs."""
-    """``status.queue``: the Volcano queue, Waiting (and where in line) or Admitted (and what it reserves)."""
 
     @property
     def ended(self) -> bool:
@@ -124,7 +128,8 @@ def take(jobflow: dict[str, Any], jobs: Iterable[dict[str, Any]], *, now: dateti
         common = {"name": name, "level": graph.levels[name], "after": graph.targets(name), "job": vcjob,
                   "attempts": view.current.number - (current is not None and current.job is None
                                                      and current.record is None),
-                  "result": records[vcjob].result if vcjob in records else None}
+                  "result": records[vcjob].result if vcjob in records else None,
+                  "cost": records[vcjob].cost if vcjob in records else None}
         if view.retrying:
             row = FlowRow(**common, live=False, created=None, restarts=None,
                           **_not_started(name, waiting=waiting, skipped=skipped, observation=observation))
@@ -182,6 +187,7 @@ def _fan_out_row(node: FlowNode, *, level: int, after: list[str], records: dict[
               "each": [(unit.item.index if unit.item else 0, unit.next_job_name, phase)
                        for unit, phase in zip(units, shown, strict=True)],
               "live": any(unit.job is not None for unit in units), "created": min(created, default=None),
+              "cost": total(records[unit.next_job_name].cost for unit in units if unit.next_job_name in records),
               "restarts": sum((unit.job.status.retry_count or 0) for unit in units
                               if unit.job is not None and unit.job.status) if created else None}
     if node.phase is None:

@@ -20,7 +20,8 @@ expected to end and its critical path, when earlier runs of its JobTemplates tel
 line under the header gives the JobFlow's ``state.reason`` and ``message`` when there
 is one, and another its Volcano queue (``status.queue``): Waiting with its place in line and what its first stages
 need, or Admitted with what its unfinished vcjobs reserve; another the cost of its ended vcjobs (``status.cost``:
-requests x seconds run); a vcjob that no longer exists (``jobRetainPolicy: delete``) is marked ``(deleted)``.
+requests x seconds run), and then a ``COST`` column gives each flow's (``jobStatusList[].cost``, a ``forEach`` or
+``repeat`` flow's items added up; ``-`` while nothing is charged); a vcjob that no longer exists (``jobRetainPolicy: delete``) is marked ``(deleted)``.
 
 ``--watch`` reads the JobFlow and its vcjobs every ``--interval`` seconds until it is Succeed (exit 0) or Failed
 (exit 1). On a terminal the view is redrawn in place; otherwise a new view is printed only when something other
@@ -64,7 +65,14 @@ def render(snap: Snapshot, *, now: datetime, items: bool = False) -> str:
                 f"{' -> '.join(snap.critical_path)} (from earlier runs of its JobTemplates)\n"
     if not snap.rows:
         return head + "(no flows)\n"
-    view = head + columns(HEADERS, [_cells(row, now=now) for row in snap.rows])
+    cells = [_cells(row, now=now) for row in snap.rows]
+    if any(row.cost is not None for row in snap.rows):
+        # Only then: a JobFlow with nothing charged (or an engine that charges nothing) keeps its table.
+        view = head + columns((*HEADERS[:-1], "COST", HEADERS[-1]),
+                              [[*line[:-1], cost_text(row.cost) if row.cost else "-", line[-1]]
+                               for row, line in zip(snap.rows, cells, strict=True)])
+    else:
+        view = head + columns(HEADERS, cells)
     for row in snap.rows if items else ():
         if row.each:
             title = "ITERATION" if row.iterations else "ITEM"
@@ -137,7 +145,8 @@ def as_data(snap: Snapshot, *, now: datetime) -> dict[str, Any]:
              "restarts": row.restarts, "tasks": row.tasks, "replicas": row.replicas,
              "waitingFor": row.waiting_for, "message": row.message, "runningDuration": row.ran,
              "expectedStart": when(row.expected_start),
-             **({"items": row.items} if row.items else {})}
+             **({"items": row.items} if row.items else {}),
+             **({"cost": row.cost.to_wire()} if row.cost else {})}
             for row in snap.rows
         ],
     }

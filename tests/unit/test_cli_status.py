@@ -132,6 +132,49 @@ def test_the_cost_of_the_ended_vcjobs_is_a_line_of_its_own():
     assert as_data(take(flow, [], now=NOW), now=NOW)["cost"]["cpuSeconds"] == 240.0
 
 
+def test_each_flow_shows_what_its_ended_vcjob_cost_in_a_column_of_its_own():
+    flow = yaml.safe_load(JOBFLOW)
+    flow["status"]["jobStatusList"][0]["cost"] = {"cpuSeconds": 360.0, "memoryGiBSeconds": 90.0, "gpuSeconds": 0.0}
+    flow["status"]["cost"] = {"cpuSeconds": 360.0, "memoryGiBSeconds": 90.0, "gpuSeconds": 0.0}
+    lines = render(take(flow, [yaml.safe_load(LIVE_B)]), now=NOW).splitlines()
+    assert lines[2:5] == [
+        "FLOW         AFTER   JOB                PHASE       AGE     RESTARTS   "
+        "COST                              DETAIL",
+        "a                    test-a (deleted)   Completed   5m59s   0          360 CPU core-s, 90 memory GiB-s   "
+        "ran 1m30s",
+        "└─ b         a       test-b             Running     4m      1          -                                 "
+        "ps: 1/1 Running; worker: 1/4 Pending, 2/4 Running, 1/4 Succeeded",
+    ]
+
+
+def test_the_data_view_gives_a_flows_cost_only_once_it_is_known():
+    flow = yaml.safe_load(JOBFLOW)
+    flow["status"]["jobStatusList"][0]["cost"] = {"cpuSeconds": 360.0, "memoryGiBSeconds": 90.0, "gpuSeconds": 2.5}
+    a, b = as_data(take(flow, [yaml.safe_load(LIVE_B)]), now=NOW)["flows"][:2]
+    assert a["cost"] == {"cpuSeconds": 360.0, "memoryGiBSeconds": 90.0, "gpuSeconds": 2.5}
+    assert "cost" not in b
+
+
+def test_a_for_each_flows_cost_adds_up_its_items_vcjobs():
+    flow = yaml.safe_load(f"""
+metadata: {{name: test, namespace: default, uid: {UID}, creationTimestamp: "2026-01-02T03:04:00Z"}}
+spec: {{flows: [{{name: q, forEach: {{items: [1, 2, 3]}}}}]}}
+status:
+  state: {{phase: Running}}
+  jobStatusList:
+  - {{name: test-q-0, state: Completed, cost: {{cpuSeconds: 10.5, gpuSeconds: 1.0}}}}
+  - {{name: test-q-1, state: Completed, cost: {{cpuSeconds: 20.0, gpuSeconds: 2.0}}}}
+""")
+    [row] = take(flow, [], now=NOW).rows
+    assert (row.cost.cpu_seconds, row.cost.gpu_seconds) == (30.5, 3.0)
+    assert "30.5 CPU core-s, 3 GPU-s" in render(take(flow, [], now=NOW), now=NOW).splitlines()[-1]
+
+
+def test_without_any_cost_the_table_has_no_cost_column():
+    view = render(take(yaml.safe_load(JOBFLOW), [yaml.safe_load(LIVE_B)]), now=NOW)
+    assert "COST" not in view and "Cost" not in view
+
+
 def test_a_memoized_flow_that_reused_a_run_is_shown_as_cached_by_status_and_timeline():
     from kubectl_jobflow.timeline import build
 
