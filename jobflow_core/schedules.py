@@ -240,23 +240,37 @@ def plan_schedule(template: JobFlowTemplate, *, runs: Sequence[Run], now: dateti
 def resume_outlook(template: JobFlowTemplate, *, now: datetime) -> str:
     """What the schedule of ``template`` does next once it is resumed at ``now``, in a sentence (for ``kubectl
     jobflow resume jft/NAME``). While suspended, ``status.nextScheduleTime`` is left out and the times that pass stay
-    unconsidered: resuming makes the most recent of them due, as for a CronJob, unless it is too late."""
-    f = facts(template.model_copy(update={"spec": template.spec.model_copy(update={"suspend": False})}),
-              runs=(), now=now)
+    unconsidered: resuming makes the most recent of them due, as for a CronJob, unless it is too late. The runs
+    ``status.active`` names stand for the active runs, and the verdict is :data:`SCHEDULE_RULES`' own, so what this
+    says a ``Forbid`` or ``Replace`` does is what :func:`plan_schedule` will do at the engine's next look."""
+    resumed = template.model_copy(update={"spec": template.spec.model_copy(update={"suspend": False})})
+    active = [Run(name=name, phase=None, created=None, ended=None, cause=None, scheduled=None)
+              for name in (template.status.active if template.status else None) or ()]
+    f = facts(resumed, runs=active, now=now)
+    verdict = decide(f)
     deadline = template.spec.starting_deadline_seconds
-    if not template.spec.schedule:
+    if verdict is Verdict.UNSCHEDULED:
         return "it has no schedule: its runs start by event or by hand"
-    if f.error is not None or f.schedule is None:
+    if verdict is Verdict.INVALID or f.schedule is None:
         return f"{f.error}; fix spec.schedule or spec.timeZone: no run is scheduled until then"
     upcoming = f"the next scheduled time is {_text(f.schedule.next_after(now))}"
-    if f.due is None:
+    if verdict is Verdict.IDLE:
         return upcoming
-    if f.too_late:
+    if verdict is Verdict.MISSED:
         return (f"{f.passed} scheduled time(s) passed while it was suspended, the last at {_text(f.due)}, more than "
                 f"startingDeadlineSeconds={deadline} ago: no run starts for them (counted as missed); {upcoming}")
+    due = f"the run for {_text(f.due)}, the last scheduled time that passed while it was suspended,"
+    if verdict is Verdict.STARTED:
+        return f"{due} exists already ({f.due_name}); then {upcoming}"
     within = f", if that is within startingDeadlineSeconds={deadline} of it" if deadline is not None else ""
-    return (f"the run for {_text(f.due)}, the last scheduled time that passed while it was suspended, starts at the "
-            f"engine's next look{within}; then {upcoming}")
+    holders = ", ".join(run.name for run in f.active)
+    if verdict is Verdict.FORBIDDEN:
+        return (f"{due} waits: {holders} is still active (concurrencyPolicy Forbid); it starts when that ends"
+                f"{within}; then {upcoming}")
+    if verdict is Verdict.REPLACE:
+        return (f"{due} starts at the engine's next look{within}, which first deletes the active run(s) {holders} "
+                f"(concurrencyPolicy Replace); then {upcoming}")
+    return f"{due} starts at the engine's next look{within}; then {upcoming}"
 
 
 def with_active(status: JobFlowTemplateStatus, names: Sequence[str]) -> JobFlowTemplateStatus:

@@ -9,7 +9,8 @@ suspending a suspended JobFlow says so and changes nothing.
 suspend``/``resume`` do to a CronWorkflow), in kubectl's ``TYPE/NAME`` form with the kind's short name (``jf/NAME``
 names a JobFlow, as a bare NAME does): no scheduled run starts while it is suspended. On resume the command says
 what the schedule does next (:func:`jobflow_core.schedules.resume_outlook`): the time missed while suspended that
-starts at once, unless ``startingDeadlineSeconds`` says it is too late, and the next scheduled time.
+starts at once, unless ``startingDeadlineSeconds`` says it is too late or ``concurrencyPolicy`` holds it for (or
+replaces) the active runs, and the next scheduled time.
 
 ``release [-A]`` takes the engine's finalizer (``flow.volcano.sh/keep-record``) off the vcjobs of a namespace (or
 of every namespace), as the engine would once it has recorded their end: the step before uninstalling the engine,

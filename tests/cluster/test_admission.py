@@ -229,6 +229,29 @@ def test_a_bad_jobflow_is_refused_with_its_message_and_not_stored(cluster: Local
                                                                        name))[0] == 404
 
 
+def annotated(name: str, key: str) -> str:
+    """A JobFlow whose flow ``b`` puts its target ``a``'s result into the pod annotation ``key``."""
+    return jobflow(name, "[{name: a}, {name: b, dependsOn: {targets: [a]}, patch: {jobSpec: {tasks: [{name: t, "
+                         f"template: {{metadata: {{annotations: {{'{key}': '{{{{targets.a.result}}}}'}}}}}}}}]}}}}}}]")
+
+
+def test_a_result_may_go_into_an_ordinary_pod_annotation_but_not_one_under_a_reserved_domain(
+        cluster: LocalCluster, webhook: Webhook):
+    reserved = "container.apparmor.security.beta.kubernetes.io/main"
+    status, message = refusal(lambda: create(cluster, webhook.namespace, annotated("apparmor", reserved)))
+    assert status == 422 and message.startswith(DENIED_BY.format("jobflows") + ": ")
+    assert (f'flow "b": {{{{targets.a.result}}}} stands in patch.jobSpec.tasks[0].template.metadata.annotations.'
+            f"{reserved}, where a result may not go") in message
+    assert ("a pod annotation (not one under kubernetes.io, k8s.io, volcano.sh or istio.io): pass it there and let "
+            "the container use it") in message
+    assert refusal(lambda: cluster.custom.get_namespaced_custom_object(*FLOW, webhook.namespace, "jobflows",
+                                                                       "apparmor"))[0] == 404
+
+    stored = create(cluster, webhook.namespace, annotated("ordinary", "example.com/input"))
+    task = stored["spec"]["flows"][1]["patch"]["jobSpec"]["tasks"][0]
+    assert task["template"]["metadata"]["annotations"] == {"example.com/input": "{{targets.a.result}}"}
+
+
 def test_the_seed_example_is_admitted(cluster: LocalCluster, webhook: Webhook):
     for path in ("examples/diamond/jobtemplates.yaml", "examples/diamond/jobflow.yaml"):
         result = kubectl(cluster, "apply", "--namespace", webhook.namespace, "-f", str(REPO / path))

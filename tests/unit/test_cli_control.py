@@ -77,6 +77,17 @@ def test_resume_jft_after_missed_times_says_the_last_one_starts_at_the_next_look
         "2026-11-24T09:25:00Z\n")
 
 
+def test_resume_jft_under_forbid_says_the_missed_run_waits_for_the_active_run(monkeypatch):
+    stored = Stored((JOBFLOWTEMPLATE, nightly(suspend=True, concurrencyPolicy="Forbid")))
+    stored.objects[("JobFlowTemplate", "nightly")]["status"]["active"] = ["nightly-m1764000000"]
+    monkeypatch.setattr("kubectl_jobflow.control.utc_now", lambda: datetime(2026, 11, 24, 9, 22, tzinfo=UTC))
+    code, out, _ = jobflow(monkeypatch, stored, "resume", "jft/nightly")
+    assert code == 0 and out == (
+        "Resumed JobFlowTemplate: ns/nightly: the run for 2026-11-24T09:20:00Z, the last scheduled time that passed "
+        "while it was suspended, waits: nightly-m1764000000 is still active (concurrencyPolicy Forbid); it starts "
+        "when that ends; then the next scheduled time is 2026-11-24T09:25:00Z\n")
+
+
 def test_a_bare_name_and_jf_slash_name_still_suspend_the_jobflow(monkeypatch):
     for given in ("nightly", "jf/nightly", "JobFlow/nightly"):
         stored = Stored((JOBFLOW, held()), (JOBFLOWTEMPLATE, nightly()))

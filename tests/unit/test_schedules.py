@@ -275,6 +275,46 @@ def test_resuming_within_the_deadline_names_it_and_past_it_counts_the_times_as_m
     assert plan_schedule(resumed, runs=[], now=at(22)).verdict is Verdict.MISSED
 
 
+def suspended_with_active(policy: str, *active: str) -> JobFlowTemplate:
+    return template(f"  schedule: '*/5 * * * *'\n  suspend: true\n  concurrencyPolicy: {policy}",
+                    {"lastScheduleTime": "2026-11-24T09:05:00Z", "active": list(active)})
+
+
+def test_resuming_under_forbid_says_the_missed_run_waits_for_the_active_runs_naming_them():
+    outlook = resume_outlook(suspended_with_active("Forbid", run(5).name, "nightly-m1"), now=at(22))
+    assert outlook == (
+        "the run for 2026-11-24T09:20:00Z, the last scheduled time that passed while it was suspended, waits: "
+        f"{run(5).name}, nightly-m1 is still active (concurrencyPolicy Forbid); it starts when that ends; then the "
+        "next scheduled time is 2026-11-24T09:25:00Z")
+    resumed = template("  schedule: '*/5 * * * *'\n  concurrencyPolicy: Forbid",
+                       {"lastScheduleTime": "2026-11-24T09:05:00Z"})
+    assert plan_schedule(resumed, runs=[run(5)], now=at(22)).verdict is Verdict.FORBIDDEN
+
+
+def test_resuming_under_replace_says_the_active_runs_are_deleted_and_the_missed_run_starts():
+    outlook = resume_outlook(suspended_with_active("Replace", run(5).name), now=at(22))
+    assert outlook == (
+        "the run for 2026-11-24T09:20:00Z, the last scheduled time that passed while it was suspended, starts at the "
+        f"engine's next look, which first deletes the active run(s) {run(5).name} (concurrencyPolicy Replace); then "
+        "the next scheduled time is 2026-11-24T09:25:00Z")
+    resumed = template("  schedule: '*/5 * * * *'\n  concurrencyPolicy: Replace",
+                       {"lastScheduleTime": "2026-11-24T09:05:00Z"})
+    assert plan_schedule(resumed, runs=[run(5)], now=at(22)).replace == (run(5).name,)
+
+
+@pytest.mark.parametrize("policy", ["Allow", "Forbid", "Replace"])
+def test_resuming_with_no_active_run_starts_the_missed_run_whatever_the_policy(policy):
+    assert resume_outlook(suspended_with_active(policy), now=at(22)) == (
+        "the run for 2026-11-24T09:20:00Z, the last scheduled time that passed while it was suspended, starts at the "
+        "engine's next look; then the next scheduled time is 2026-11-24T09:25:00Z")
+
+
+def test_resuming_when_the_missed_times_run_is_active_already_says_it_exists():
+    assert resume_outlook(suspended_with_active("Forbid", run(20).name), now=at(22)) == (
+        "the run for 2026-11-24T09:20:00Z, the last scheduled time that passed while it was suspended, exists already "
+        f"({run(20).name}); then the next scheduled time is 2026-11-24T09:25:00Z")
+
+
 def test_resuming_a_template_with_no_usable_schedule_says_why():
     assert resume_outlook(template("  suspend: true"), now=at(5)) == (
         "it has no schedule: its runs start by event or by hand")
