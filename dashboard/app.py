@@ -104,10 +104,11 @@ def create_app(store: Store, pages: Pages, settings: Settings) -> Flask:
         return template_shell("jobflowtemplate", namespace, name)
 
     def template_shell(kind: str, namespace: str, name: str):
+        """The live page even when the template is not there (404 then): one created a moment ago may not have
+        reached this server's watch yet, and the stream draws it as soon as it does."""
         api_type, view = TEMPLATE_PAGES[kind]
-        if view(pages, namespace, name) is None and api_type in store.synced:  # not listed yet: the stream waits
-            return page("missing.html", kind=api_type.kind, namespace=namespace, name=name), 404
-        return page(f"{kind}.html", namespace=namespace, name=name)
+        missing = view(pages, namespace, name) is None and api_type in store.synced
+        return page(f"{kind}.html", namespace=namespace, name=name), 404 if missing else 200
 
     @app.get("/api/jobflows")
     def jobflows_json():

@@ -323,5 +323,4 @@ function jobflowPage() {
 
 if (config.page === "list") listPage();
 if (config.page === "jobflow") jobflowPage();
-if (config.page === "missing") document.getElementById("live").textContent = "";
 // The JobTemplate and JobFlowTemplate pages are drawn by templates.js, with live() above.

@@ -17,7 +17,7 @@ function facts(rows) {
 
 function gone(view, kind) {
   if (!view.missing) return false;
-  facts([["Gone", [`no ${kind} ${esc(view.namespace)}/${esc(view.name)} now (deleted?): it shows here again if it comes back`]]]);
+  facts([["Not there", [`no ${kind} ${esc(view.namespace)}/${esc(view.name)} now (not created yet, or deleted): it shows here as soon as it exists`]]]);
   return true;
 }
 

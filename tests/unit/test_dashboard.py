@@ -404,7 +404,12 @@ def test_a_jobtemplate_page_names_the_jobflows_whose_flows_run_it_and_shows_each
     assert message()["usedBy"] == [["ns", "other"], ["ns", "third"]]
     store.note(JOBTEMPLATE, job_template("shared"), deleted=True)
     assert message() == {"missing": True, "namespace": "ns", "name": "shared"}
+    store.note(JOBTEMPLATE, job_template("shared", rv="5"), deleted=False)  # created again: drawn again
+    assert message()["usedBy"] == [["ns", "other"], ["ns", "third"]]
     stream.close()
+    # One created a moment ago may not have reached the server's watch: 404, but the live page, not a dead end.
+    late = web.get("/jobtemplates/ns/later")
+    assert late.status_code == 404 and b'"page": "jobtemplate"' in late.data
     assert Pages(store, None).template("ns", "c")[0]["usedBy"] == [("ns", "test")]
 
 
