@@ -53,6 +53,27 @@ spec: {{flows: [{{name: s1}}, {{name: s2, dependsOn: {{targets: [s1]}}}}]}}
 """
 
 
+def whole_flow(name: str) -> str:
+    """A JobFlow with ``wholeFlowAdmission`` whose widest stage is b and c together."""
+    return f"""
+apiVersion: flow.volcano.sh/v1alpha1
+kind: JobFlow
+metadata: {{name: {name}}}
+spec:
+  wholeFlowAdmission: true
+  flows: [{{name: a}}, {{name: b, dependsOn: {{targets: [a]}}}}, {{name: c, dependsOn: {{targets: [a]}}}}]
+"""
+
+
+def unschedulable(cluster: LocalCluster, namespace: str, name: str) -> dict:
+    """JobFlow ``name``'s status once the engine blocked it as Unschedulable."""
+    def blocked() -> dict | None:
+        status = (jobflow(cluster, namespace, name) or {}).get("status") or {}
+        return status if (status.get("state") or {}).get("reason") == "Unschedulable" else None
+
+    return cluster.wait_until(f"JobFlow {name} blocked as Unschedulable", blocked, timeout=180)
+
+
 def seconds(stamp: str) -> float:
     return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
 
@@ -131,11 +152,7 @@ def test_a_gang_larger_than_its_queue_is_refused_at_run_time_with_the_numbers(
                                                                                             run_for="1s"))
     apply(cluster, namespace, chain("wide"))
 
-    def blocked() -> dict | None:
-        state = ((jobflow(cluster, namespace, "wide") or {}).get("status") or {}).get("state") or {}
-        return state if state.get("reason") == "Unschedulable" else None
-
-    state = cluster.wait_until("the JobFlow blocked as Unschedulable", blocked, timeout=180)
+    state = unschedulable(cluster, namespace, "wide")["state"]
     assert state["message"].startswith(
         f'flow "s1" of JobFlow "{namespace}/wide": its gang needs 8 CPU at once, more cpu than Volcano queue '
         f'"{queue}" can ever hold (4 CPU, its capability)')
@@ -149,14 +166,7 @@ def test_whole_flow_admission_waits_for_room_for_the_widest_stage_then_starts(
                                          for name in ("s1", "s2", "a", "b", "c")))
     apply(cluster, namespace, chain("old"))
     cluster.wait_until("old-s1 Running", lambda: cluster.vcjob_phase(namespace, "old-s1") == "Running", timeout=180)
-    apply(cluster, namespace, """
-apiVersion: flow.volcano.sh/v1alpha1
-kind: JobFlow
-metadata: {name: whole}
-spec:
-  wholeFlowAdmission: true
-  flows: [{name: a}, {name: b, dependsOn: {targets: [a]}}, {name: c, dependsOn: {targets: [a]}}]
-""")
+    apply(cluster, namespace, whole_flow("whole"))
 
     def waiting() -> dict | None:
         q = ((jobflow(cluster, namespace, "whole") or {}).get("status") or {}).get("queue") or {}
@@ -176,20 +186,9 @@ def test_a_whole_flow_jobflow_whose_widest_stage_can_never_fit_is_unschedulable_
         cluster: LocalCluster, namespace: str, queue: str, engine) -> None:
     apply(cluster, namespace, "---".join(stage(name, queue=queue, run_for="1s") for name in ("s1", "s2", "a", "b",
                                                                                              "c")))
-    apply(cluster, namespace, """
-apiVersion: flow.volcano.sh/v1alpha1
-kind: JobFlow
-metadata: {name: impossible}
-spec:
-  wholeFlowAdmission: true
-  flows: [{name: a}, {name: b, dependsOn: {targets: [a]}}, {name: c, dependsOn: {targets: [a]}}]
-""")
+    apply(cluster, namespace, whole_flow("impossible"))
 
-    def blocked() -> dict | None:
-        status = (jobflow(cluster, namespace, "impossible") or {}).get("status") or {}
-        return status if (status.get("state") or {}).get("reason") == "Unschedulable" else None
-
-    status = cluster.wait_until("the JobFlow blocked as Unschedulable", blocked, timeout=180)
+    status = unschedulable(cluster, namespace, "impossible")
     assert status["state"]["message"].startswith(
         f'JobFlow "{namespace}/impossible": its stage of flows "b", "c" (wholeFlowAdmission starts it only with '
         f'room for them all) needs 8 CPU at once, more cpu than Volcano queue "{queue}" can ever hold (4 CPU, its '
