@@ -51,10 +51,10 @@ from devcluster.pki import loopback_serving_cert
 from devcluster.processes import free_port
 from devcluster.state import ClusterState
 from handlers import create_app
-from jobflow_core.admission import JOBFLOW, review
-from jobflow_core.api import JOBFLOW as JOBFLOW_TYPE
+from jobflow_core.validation.review import JOBFLOW, review
+from jobflow_core.vocabulary.api import JOBFLOW as JOBFLOW_TYPE
 from jobflow_core.models import JobFlow
-from jobflow_core.validation import validate
+from jobflow_core.validation.jobflows import validate
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -286,7 +286,7 @@ def main() -> None:
     parser.add_argument("--no-cluster", action="store_true", help="skip the API server measurement")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)  # before create_app(), which would log every request at INFO
-    gc.freeze()  # as the webhook server does once its app is built (handlers/admission.py)
+    gc.freeze()  # as the webhook server does once its app is built (handlers/webhooks.py)
     with tempfile.TemporaryDirectory(prefix="admission-bench-") as scratch:
         workdir = Path(scratch)
         results = {"machine": machine(), "flows": args.flows, "edges": 2 * (args.flows - 2),

@@ -48,7 +48,7 @@ from benchmarks.throughput import event, post, steady_flow
 from devcluster.processes import free_port
 from devcluster.testing import LocalCluster
 from eventsource import cloudevent
-from jobflow_core.api import JOBFLOW, VCJOB
+from jobflow_core.vocabulary.api import JOBFLOW, VCJOB
 
 APP = "'handlers:create_app()'"
 BARE_APP = f'''

@@ -31,7 +31,7 @@ from devcluster import cluster
 from devcluster.processes import Component, start
 from devcluster.state import ClusterState
 from devcluster.testing import LocalCluster
-from jobflow_core.api import JOBFLOW, JOBTEMPLATE, VCJOB, api_type_of
+from jobflow_core.vocabulary.api import JOBFLOW, JOBTEMPLATE, VCJOB, api_type_of
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "benchmarks" / "results"

@@ -47,7 +47,7 @@ from benchmarks.common import (  # noqa: E402
     write_result,
 )
 from devcluster.processes import free_port  # noqa: E402
-from jobflow_core.api import JOBFLOW  # noqa: E402
+from jobflow_core.vocabulary.api import JOBFLOW  # noqa: E402
 
 REQUESTS = re.compile(r'^apiserver_request_total\{(?P<labels>[^}]*)\} (?P<value>\S+)$')
 

@@ -31,7 +31,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests" / "unit"))
 
 from handlers import create_app  # noqa: E402
-from jobflow_core.api import JOBFLOW, JOBTEMPLATE, VCJOB, ApiType  # noqa: E402
+from jobflow_core.vocabulary.api import JOBFLOW, JOBTEMPLATE, VCJOB, ApiType  # noqa: E402
 from memory_kube import MemoryKube  # noqa: E402
 from scenario import DIAMOND, TEMPLATE_SPEC  # noqa: E402
 

@@ -39,7 +39,7 @@ from benchmarks.common import (  # noqa: E402
 )
 from benchmarks.fan_out import request_counts  # noqa: E402
 from devcluster.processes import free_port  # noqa: E402
-from jobflow_core.api import JOBFLOW  # noqa: E402
+from jobflow_core.vocabulary.api import JOBFLOW  # noqa: E402
 
 
 class Sink:

@@ -45,7 +45,7 @@ from benchmarks.common import (REPO, VcJobWatch, connect, cpu_seconds, create, m
 from benchmarks.side_by_side import EngineApiServer, processes_of, start_ours, start_upstream
 from devcluster.processes import Component
 from devcluster.testing import LocalCluster
-from jobflow_core.api import JOBFLOW, JOBTEMPLATE, QUEUE
+from jobflow_core.vocabulary.api import JOBFLOW, JOBTEMPLATE, QUEUE
 
 ENGINES = ("upstream", "ours")
 SHAPES = {

@@ -6,7 +6,7 @@ opens a record per request, so each API request is charged to the event that cau
 ``eventsource`` command (a real process, ``NAMESPACES`` = a fresh namespace) feeds it while ``--flows`` chains of
 ``--length`` one-pod flows run to ``Succeed``; the run ends when no event has come for 3 s.
 
-Checked against the design targets (``handlers/kube.py``, ``handlers/reconciler.py``):
+Checked against the design targets (``handlers/kube.py``, ``handlers/jobflows.py``):
 
 - at most one JobFlow status write per reconcile, and none that leaves the stored status as it was (a write whose
   answer has the very status the handler had read is counted as a no-op write);

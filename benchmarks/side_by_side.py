@@ -58,7 +58,7 @@ from benchmarks.common import (VcJobWatch, connect, cpu_seconds, create, job_tem
 from devcluster import objects
 from devcluster.processes import Component, free_port, start
 from devcluster.testing import LocalCluster
-from jobflow_core.api import JOBFLOW
+from jobflow_core.vocabulary.api import JOBFLOW
 
 ENGINES = ("upstream", "ours")
 OURS_3 = "ours-3-workers"

@@ -36,8 +36,8 @@ from benchmarks.common import (chain_jobflow, connect, cpu_seconds, create, flow
 from devcluster.processes import free_port
 from devcluster.testing import LocalCluster
 from eventsource import cloudevent
-from jobflow_core.api import JOBFLOW, VCJOB
-from jobflow_core.naming import job_name
+from jobflow_core.vocabulary.api import JOBFLOW, VCJOB
+from jobflow_core.vocabulary.naming import job_name
 
 FLOW_NAME = "steady"
 

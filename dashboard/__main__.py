@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
 def _namespace_allowed(cluster) -> str | None:
     """None (every namespace) when the user may list JobFlows everywhere; else their context's namespace, saying so
     (a user with a namespaced Role still gets a dashboard, of what they may see)."""
-    from jobflow_core.api import JOBFLOW
+    from jobflow_core.vocabulary.api import JOBFLOW
     from kubectl_jobflow.kube import KubeError, default_namespace
 
     try:

@@ -31,7 +31,7 @@ from flask import Flask, Response, abort, jsonify, render_template, request, str
 
 from dashboard.pages import Pages
 from dashboard.store import Store
-from jobflow_core.api import JOBFLOW, JOBFLOWTEMPLATE, JOBTEMPLATE, ApiType
+from jobflow_core.vocabulary.api import JOBFLOW, JOBFLOWTEMPLATE, JOBTEMPLATE, ApiType
 
 KEEPALIVE = 15.0
 COALESCE = 0.15

@@ -1,6 +1,6 @@
 """Where each node of a JobFlow's DAG goes: columns by level, rows ordered to keep edges short. Linear time.
 
-A flow's column is its level (:attr:`jobflow_core.graph.FlowGraph.levels`: the longest chain of flows before
+A flow's column is its level (:attr:`jobflow_core.dag.graph.FlowGraph.levels`: the longest chain of flows before
 it), so every edge points right. Within a column, flows are sorted by the mean row of what they wait for (one
 barycentre sweep, left to right), then by DAG order: enough to keep a diamond a diamond and a wide fan-in tidy,
 and fast for 2,000 flows (Argo's layout hangs there, argo-workflows#2367). Undefined targets sit in the first
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from jobflow_core.graph import FlowGraph
+from jobflow_core.dag.graph import FlowGraph
 
 NODE_WIDTH = 190.0
 NODE_HEIGHT = 66.0

@@ -19,9 +19,9 @@ from typing import Any
 
 from dashboard import views
 from dashboard.store import Store
-from jobflow_core.api import JOBFLOW, JOBFLOWTEMPLATE, JOBTEMPLATE, RUN_OF
+from jobflow_core.vocabulary.api import JOBFLOW, JOBFLOWTEMPLATE, JOBTEMPLATE, RUN_OF
 from jobflow_core.models import JobFlow
-from jobflow_core.naming import template_name
+from jobflow_core.vocabulary.naming import template_name
 
 EVENTS_SECONDS = 5.0
 NO_EVENTS: list[dict[str, Any]] = []

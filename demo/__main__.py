@@ -17,7 +17,7 @@ from demo import procfile, progress
 from devcluster import cluster
 from devcluster.build import BuildError
 from devcluster.testing import LocalCluster
-from jobflow_core.api import JOBFLOW, JOBTEMPLATE, ApiType
+from jobflow_core.vocabulary.api import JOBFLOW, JOBTEMPLATE, ApiType
 
 EXAMPLE = procfile.REPO / "examples" / "diamond"
 NAMESPACE = "default"

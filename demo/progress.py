@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from jobflow_core.naming import job_name
+from jobflow_core.vocabulary.naming import job_name
 
 FINAL_PHASES = ("Succeed", "Failed")
 

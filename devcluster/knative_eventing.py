@@ -45,7 +45,7 @@ from devcluster.cluster import api_client
 from devcluster.knative_standins import (ClusterDNS, LocalKubelet, Receiver, broker_defaults, serve_ksvc, wait,
                                          with_webhook_defaults)
 from devcluster.state import ClusterState
-from jobflow_core.api import api_type_of
+from jobflow_core.vocabulary.api import api_type_of
 
 REPO = Path(__file__).resolve().parents[1]
 APISERVERSOURCE = REPO / "knative" / "apiserversource.yaml"

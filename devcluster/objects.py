@@ -15,7 +15,7 @@ import yaml
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from jobflow_core.api import VCJOB
+from jobflow_core.vocabulary.api import VCJOB
 
 FAKE_NODE_COUNT = 2
 

@@ -19,7 +19,7 @@ from kubernetes.client.rest import ApiException
 
 from devcluster import cluster, objects, processes
 from devcluster.state import ClusterState
-from jobflow_core.api import VCJOB
+from jobflow_core.vocabulary.api import VCJOB
 
 T = TypeVar("T")
 

@@ -15,7 +15,7 @@ It does what ApiServerSource does not, because a stateless reconciler depends on
 Modules: ``cloudevent`` (the event format), ``outbox`` (coalescing and delivery), ``watcher`` (what is watched;
 list, watch, relist, resync), ``recheck`` (probe wake-ups), ``runner`` (:func:`start`: all of them in threads, for
 ``__main__`` and the tests), ``__main__`` (configuration from the environment). The types watched and their names
-on the wire are :mod:`jobflow_core.api`'s.
+on the wire are :mod:`jobflow_core.vocabulary.api`'s.
 """
 
 from eventsource.runner import EventSource, start

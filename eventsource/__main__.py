@@ -17,7 +17,7 @@ Configuration (environment, as Knative's SinkBinding/ContainerSource injects it)
   ``~/.kube/config``, else the in-cluster service account.
 - ``LOG_LEVEL``: the logging level (default ``INFO``).
 - ``SNAPSHOT_KEY_FILE`` (a mounted Secret's file) or ``SNAPSHOT_KEY``: the key the handler shares, to sign the
-  snapshots events carry (:mod:`jobflow_core.snapshots`); unset, events carry none and the handler reads the API
+  snapshots events carry (:mod:`jobflow_core.routing.snapshots`); unset, events carry none and the handler reads the API
   server for each.
 - ``HANDLER_REPLIES``: ``true`` when ``K_SINK`` is the handler itself (the Procfile, the plain install): its answers
   are read (JobFlows it wrote, JobFlows it hands back). Default ``false``, right for a Broker in between (it answers

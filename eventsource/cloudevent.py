@@ -3,11 +3,11 @@
 Attributes: ``type`` ``dev.knative.apiserver.{ref|resource}.{add|update|delete}``; ``source`` the API server URL;
 ``subject`` the object's pseudo self-link; ``id`` a fresh UUID per event; ``time`` now; ``datacontenttype``
 ``application/json``; extensions ``kind``, ``apiversion``, ``name``, ``namespace``, on a vcjob's event ``jobflow``
-(:data:`~jobflow_core.api.JOBFLOW_EXTENSION`, ours), plus every extension in ``K_CE_OVERRIDES``. Data: in
+(:data:`~jobflow_core.vocabulary.api.JOBFLOW_EXTENSION`, ours), plus every extension in ``K_CE_OVERRIDES``. Data: in
 Reference mode ``{"kind", "namespace", "name", "apiVersion"}``, in Resource mode the whole object.
 
 Ours only, additive (a receiver that does not know them sees ApiServerSource's event): with a key to sign with, the
-data of an event about a JobFlow or one of its vcjobs also holds ``snapshot`` (:mod:`jobflow_core.snapshots`), and
+data of an event about a JobFlow or one of its vcjobs also holds ``snapshot`` (:mod:`jobflow_core.routing.snapshots`), and
 the extension ``jobflowsig`` its signature over the body; ``jobflowreply: "true"`` says this sender reads the
 handler's answer (only when it sends straight to the handler: a Broker in between answers for itself).
 """
@@ -24,9 +24,9 @@ from enum import StrEnum
 from cloudevents.core.bindings.http import to_binary_event
 from cloudevents.core.v1.event import CloudEvent
 
-from jobflow_core import snapshots
-from jobflow_core.api import JOBFLOW, JOBFLOW_EXTENSION, VCJOB, ApiType
-from jobflow_core.relevance import jobflow_of_change, may_wait
+from jobflow_core.routing import snapshots
+from jobflow_core.vocabulary.api import JOBFLOW, JOBFLOW_EXTENSION, VCJOB, ApiType
+from jobflow_core.routing.relevance import jobflow_of_change, may_wait
 
 
 class Mode(StrEnum):
@@ -94,13 +94,13 @@ class Envelope:
 
     @property
     def jobflow(self) -> str | None:
-        """The JobFlow this change is about (:func:`jobflow_core.relevance.jobflow_of_change`)."""
+        """The JobFlow this change is about (:func:`jobflow_core.routing.relevance.jobflow_of_change`)."""
         return jobflow_of_change(self.api_type, self.obj)
 
     @property
     def may_wait(self) -> bool:
         """Whether the outbox may hold this change a moment for the next one
-        (:func:`~jobflow_core.relevance.may_wait`)."""
+        (:func:`~jobflow_core.routing.relevance.may_wait`)."""
         return may_wait(self.api_type, self.obj, deleted=self.change is Change.DELETE,
                         previous_phase=self.previous_phase)
 
@@ -122,7 +122,7 @@ def encode(envelope: Envelope, *, mode: Mode, source: str, overrides: dict[str, 
            now: datetime | None = None, snapshot: dict | None = None, key: bytes | None = None,
            replies: bool = False) -> tuple[dict[str, str], bytes]:
     """(headers, body) of the binary-mode HTTP request for one event; with ``snapshot`` and ``key``, the snapshot
-    in the data and the body signed (a snapshot over :data:`~jobflow_core.snapshots.MAX_BYTES` is left out)."""
+    in the data and the body signed (a snapshot over :data:`~jobflow_core.routing.snapshots.MAX_BYTES` is left out)."""
     meta = envelope.obj.get("metadata") or {}
     namespace, name = meta.get("namespace", ""), meta.get("name", "")
     api_type = envelope.api_type

@@ -9,7 +9,7 @@ metric                                              type     what
                                                              ``dropped``: refused for good, e.g. a 400)
 ``jobflow_eventsource_changes_skipped_total``       counter  updates not forwarded, by object ``kind``:
                                                              nothing the engine reads changed
-                                                             (:mod:`jobflow_core.relevance`)
+                                                             (:mod:`jobflow_core.routing.relevance`)
 ``jobflow_eventsource_pending_events``              gauge    changes waiting to be sent (one per JobFlow,
                                                              JobTemplate or deleted vcjob)
 ``jobflow_eventsource_snapshots_total``             counter  events about a JobFlow, by what they carry

@@ -19,7 +19,7 @@ from datetime import datetime
 
 from eventsource.cloudevent import Change, Envelope
 from eventsource.outbox import Outbox
-from jobflow_core.api import JOBFLOWTEMPLATE
+from jobflow_core.vocabulary.api import JOBFLOWTEMPLATE
 
 LATE_SECONDS = 1.0
 """How long after the scheduled time the template is announced: a clock a little behind still finds it due."""

@@ -7,7 +7,7 @@ label selector.
 Each (re-)list compares what the API server has with what this watcher last knew, and announces the difference:
 ``add`` for objects that are new to it (so everything at start-up), ``update`` for the ones it knew (a resync
 re-announces every object, a safety net for the handler), ``delete`` for the ones that vanished during a gap.
-Between lists, an update that changes nothing the engine reads (:mod:`jobflow_core.relevance`: a vcjob's pod
+Between lists, an update that changes nothing the engine reads (:mod:`jobflow_core.routing.relevance`: a vcjob's pod
 counts, our own status writes) is not forwarded; the observer (the rechecker) still sees it.
 A watch that ends (server timeout, network error) resumes from the last resourceVersion and loses nothing; only
 410 Gone forces a re-list. Errors never end the loop: they are logged and retried with backoff.
@@ -29,9 +29,9 @@ from eventsource.cache import WatchCache
 from eventsource.cloudevent import Change, Envelope
 from eventsource.outbox import Outbox
 from eventsource import metrics
-from jobflow_core.api import JOBFLOW, JOBFLOWTEMPLATE, JOBTEMPLATE, VCJOB, ApiType
-from jobflow_core.naming import FLOW_JOBS_SELECTOR
-from jobflow_core.relevance import fingerprint, phase_of
+from jobflow_core.vocabulary.api import JOBFLOW, JOBFLOWTEMPLATE, JOBTEMPLATE, VCJOB, ApiType
+from jobflow_core.vocabulary.naming import FLOW_JOBS_SELECTOR
+from jobflow_core.routing.relevance import fingerprint, phase_of
 
 log = logging.getLogger("eventsource.watcher")
 

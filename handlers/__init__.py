@@ -3,7 +3,7 @@
 ``POST /`` takes one CloudEvent (HTTP binary or structured mode), works out which JobFlow(s) it concerns,
 re-reads them and what they own from the API server, plans (``jobflow_core``), acts and writes the status.
 ``POST /resync`` reconciles every JobFlow that can still change. ``GET /healthz`` answers while the process is up.
-``POST /validate/jobflows`` and ``POST /validate/jobtemplates`` are the admission webhooks (``handlers.admission``).
+``POST /validate/jobflows`` and ``POST /validate/jobtemplates`` are the admission webhooks (``handlers.webhooks``).
 
 Replies follow the Knative delivery contract: 2xx with an empty body when done (a body carrying an event would be
 re-injected by a Broker; only our event source, which says so with the ``jobflowreply`` extension, gets a JSON
@@ -26,7 +26,7 @@ if TYPE_CHECKING:  # imported in create_app: gunicorn's master imports this pack
 def snapshot_key(environ: Mapping[str, str]) -> bytes | None:
     """The key snapshots are signed with: the contents of ``SNAPSHOT_KEY_FILE`` (a mounted Secret's key, optional:
     no file, no key), else ``SNAPSHOT_KEY``; none: no snapshot is ever believed, or sent, and every reconcile reads
-    the API server (:mod:`jobflow_core.snapshots`)."""
+    the API server (:mod:`jobflow_core.routing.snapshots`)."""
     path = environ.get("SNAPSHOT_KEY_FILE")
     if path:
         try:
@@ -61,7 +61,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
 
     app.config.update(NOTIFIER=Notifier.from_environment(os.environ), WRITES=Writes())
     app.config.update(config or {})
-    from handlers.admission import bp as admission
+    from handlers.webhooks import bp as admission
     from handlers.routes import bp
 
     app.register_blueprint(bp)

@@ -18,14 +18,14 @@ The bound: besides the LISTs that find the JobFlows (one of the namespace's; a r
 plus the vcjob LIST that finds orphans), no reconcile at all, or at most :data:`INLINE_LIMIT`, and one POST per
 JobFlow handed out.
 
-What only JobFlowTemplates need (their runs, schedules and triggers: :mod:`handlers.runs`,
-:mod:`jobflow_core.triggers`, the JobFlowTemplate model) is imported when an event first needs it, not at start: a
+What only JobFlowTemplates need (their runs, schedules and triggers: :mod:`handlers.jobflowtemplates`,
+:mod:`jobflow_core.schedules.triggers`, the JobFlowTemplate model) is imported when an event first needs it, not at start: a
 handler woken from zero for a JobFlow's event does not pay for it (``tests/unit/test_cold_start_imports.py``).
 
 A vcjob's event finds its JobFlow with one GET when the event names it (``controller``: our event source's
 extension, or a Resource-mode payload's ownerReference), else a GET of the vcjob to read its controller; only a
 vcjob that is gone, or whose hint is wrong, costs a LIST of the namespace's JobFlows. Which JobFlows a JobTemplate
-change concerns, and what a resync looks at, is decided by :mod:`jobflow_core.routing`.
+change concerns, and what a resync looks at, is decided by :mod:`jobflow_core.routing.concerns`.
 """
 
 from __future__ import annotations
@@ -39,20 +39,20 @@ from kubernetes.client.rest import ApiException
 from pydantic import ValidationError
 
 from handlers.kube import Conflict, Gone, Rejected, Unavailable
-from handlers.reconciler import Outcome, Reconciler
+from handlers.jobflows import Outcome, Reconciler
 from handlers.writes import Writes
 from jobflow_core import UpdateTemplate
-from jobflow_core.api import RECORD_FINALIZER, RUN_OF
-from jobflow_core.events import Event, EventType, Reason
+from jobflow_core.vocabulary.api import RECORD_FINALIZER, RUN_OF
+from jobflow_core.vocabulary.kube_events import Event, EventType, Reason
 from jobflow_core.models import JobFlowPhase, VcJob
-from jobflow_core.naming import FLOW_JOBS_SELECTOR, jobs_of_template_selector
-from jobflow_core.routing import (can_change, controller_name, flows_of_job, jobflows_of_job, orphan_to_release,
+from jobflow_core.vocabulary.naming import FLOW_JOBS_SELECTOR, jobs_of_template_selector
+from jobflow_core.routing.concerns import (can_change, controller_name, flows_of_job, jobflows_of_job, orphan_to_release,
                                   waits_for_template)
-from jobflow_core.templates import template_status
+from jobflow_core.planning.template_status import template_status
 
 if TYPE_CHECKING:
-    from handlers.runs import Runs, RunsOutcome
-    from jobflow_core.triggers import Incoming
+    from handlers.jobflowtemplates import Runs, RunsOutcome
+    from jobflow_core.schedules.triggers import Incoming
 
 log = logging.getLogger("handlers.dispatch")
 
@@ -77,7 +77,7 @@ class Result:
     outcomes: list[Outcome] = field(default_factory=list)
     handed: list[tuple[str, str]] = field(default_factory=list)
     templates: list[RunsOutcome] = field(default_factory=list)
-    """The JobFlowTemplates looked at (:mod:`handlers.runs`)."""
+    """The JobFlowTemplates looked at (:mod:`handlers.jobflowtemplates`)."""
 
 
 class Dispatcher:
@@ -91,7 +91,7 @@ class Dispatcher:
 
     @property
     def runs(self) -> Runs:
-        from handlers.runs import Runs
+        from handlers.jobflowtemplates import Runs
 
         return Runs(self.kube, clock=self.reconciler.clock)
 
@@ -113,10 +113,10 @@ class Dispatcher:
 
     def cloudevent(self, event: Incoming) -> Result:
         """Any other CloudEvent (``POST /trigger``): each JobFlowTemplate of the served namespaces whose triggers
-        match it starts a run (:mod:`jobflow_core.triggers`); the run's name makes a repeated event start one."""
-        from handlers.runs import RunsOutcome
+        match it starts a run (:mod:`jobflow_core.schedules.triggers`); the run's name makes a repeated event start one."""
+        from handlers.jobflowtemplates import RunsOutcome
         from jobflow_core.models import JobFlowTemplate
-        from jobflow_core.triggers import matches
+        from jobflow_core.schedules.triggers import matches
 
         result, runs = Result(), self.runs
         for scope in self.reconciler.namespaces or (None,):
@@ -174,7 +174,7 @@ class Dispatcher:
 
     def resync(self) -> Result:
         """Reconcile every JobFlow that can still change, and let go of vcjobs whose JobFlow is gone (the safety
-        net for lost events); start the scheduled runs that are due (:mod:`handlers.runs`)."""
+        net for lost events); start the scheduled runs that are due (:mod:`handlers.jobflowtemplates`)."""
         scopes: tuple[str | None, ...] = self.reconciler.namespaces or (None,)
         listed = [raw for scope in scopes for raw in self.kube.list_jobflows(scope)]
         alive = {raw["metadata"].get("uid") for raw in listed}

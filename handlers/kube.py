@@ -19,7 +19,7 @@ anything else                                                          the ApiEx
 
 Reads are bounded by the flow: one GET of the JobFlow, one labelled LIST of its vcjobs, and GETs of only the
 templates the planner needs right now (one LIST of the namespace's when it needs three or more); none of these
-when the event carries a signed snapshot (:mod:`jobflow_core.snapshots`).
+when the event carries a signed snapshot (:mod:`jobflow_core.routing.snapshots`).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from urllib3.exceptions import HTTPError
 
 from apiclient import connect
 from handlers import metrics
-from jobflow_core.api import COMMAND, JOBFLOW, JOBFLOWTEMPLATE, JOBTEMPLATE, QUEUE, VCJOB, ApiType
+from jobflow_core.vocabulary.api import COMMAND, JOBFLOW, JOBFLOWTEMPLATE, JOBTEMPLATE, QUEUE, VCJOB, ApiType
 
 COMPONENT = "volcano-jobflow-handler"
 
@@ -256,7 +256,7 @@ class KubeApi:
     def delete_vcjob(self, namespace: str, name: str) -> None:
         self._custom("delete", VCJOB, namespace, name, missing_ok=True, query=[("propagationPolicy", "Background")])
 
-    # What a queue can hold (jobflow_core.queueing): reads only, each None when missing
+    # What a queue can hold (jobflow_core.queueing.line): reads only, each None when missing
     def get_queue(self, name: str) -> dict | None:
         return self._custom("get", QUEUE, None, name, missing_ok=True)
 
@@ -267,7 +267,7 @@ class KubeApi:
         return self._call("get", "GET", "/apis/scheduling.k8s.io/v1/priorityclasses/{name}", {"name": name},
                           missing_ok=True)
 
-    # The memoization cache: one ConfigMap per namespace (jobflow_core.memo)
+    # The memoization cache: one ConfigMap per namespace (jobflow_core.flows.memo)
     def get_configmap(self, namespace: str, name: str) -> dict | None:
         return self._call("get", "GET", "/api/v1/namespaces/{namespace}/configmaps/{name}",
                           {"namespace": namespace, "name": name}, missing_ok=True)

@@ -7,7 +7,7 @@ Knative's own sources. Without ``K_SINK`` nothing is recorded or sent.
 Events go out in binary HTTP mode, one POST each, in the order they were recorded, and sending stops at the first
 one the sink does not accept (a non-2xx reply, a timeout, no connection), so a consumer sees them in order. Only
 the ids the sink accepted are returned: the reconciler then removes exactly those from the status; the rest are
-sent again by a later reconcile (:mod:`jobflow_core.notifications` says when that comes).
+sent again by a later reconcile (:mod:`jobflow_core.planning.notifications` says when that comes).
 
 The same sink takes the JobFlows an event hands out (:meth:`Notifier.hand_out`, :mod:`handlers.dispatch`): on
 Knative it is the Broker, whose JobFlow Trigger brings each back to the handler as an event of its own.
@@ -25,9 +25,9 @@ from cloudevents.core.bindings.http import to_binary_event
 from cloudevents.core.v1.event import CloudEvent
 
 from handlers import metrics
-from jobflow_core.api import JOBFLOW
+from jobflow_core.vocabulary.api import JOBFLOW
 from jobflow_core.models import Notification
-from jobflow_core.notifications import source
+from jobflow_core.planning.notifications import source
 
 HAND_OUT_SOURCE = "/apis/flow.volcano.sh/v1alpha1/handler"
 """The ``source`` of the events the handler hands out (the sender is the handler, not an API server)."""

@@ -13,7 +13,7 @@ import socket
 from collections.abc import Iterable
 
 from jobflow_core import CheckKind, CheckResult, NetworkCheck
-from jobflow_core.naming import pods_of_task_selector
+from jobflow_core.vocabulary.naming import pods_of_task_selector
 
 from handlers.kube import KubeApi
 

@@ -4,7 +4,7 @@ Only a plan that would create vcjobs asks (:func:`queues_needed`). For each queu
 
 * **capacity**: the Queue's ``spec.capability`` (then the nodes are not read); without one, every ready,
   schedulable node's allocatable added up; without either (no such Queue, or the engine may not read Queues or
-  Nodes, as the namespaced install may not), unknown, and then nothing is held back (:mod:`jobflow_core.queueing`);
+  Nodes, as the namespaced install may not), unknown, and then nothing is held back (:mod:`jobflow_core.queueing.line`);
 * **the line**: the other JobFlows, for a JobFlow that has not started yet and would start now (only it can be held
   back), and only when a queue it joins has a known capacity (otherwise nothing is held back: the line could change
   no answer). Taken from the event's snapshot when it carries one (our event source keeps every JobFlow's place in
@@ -33,10 +33,10 @@ from collections.abc import Callable, Mapping
 from kubernetes.client.rest import ApiException
 
 from handlers.kube import KubeApi
-from jobflow_core import resources
+from jobflow_core.vocabulary import resources
 from jobflow_core.models import JobTemplate, VcJobPhase
-from jobflow_core.observation import Observation
-from jobflow_core.queueing import DEFAULT_QUEUE, PRIORITY_CLASS, InLine, QueueView, in_line, queue_of
+from jobflow_core.planning.observation import Observation
+from jobflow_core.queueing.line import DEFAULT_QUEUE, PRIORITY_CLASS, InLine, QueueView, in_line, queue_of
 
 log = logging.getLogger("handlers.queues")
 

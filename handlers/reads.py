@@ -2,7 +2,7 @@
 
 Three sources, in the order they are preferred:
 
-* **the event's snapshot** (:mod:`jobflow_core.snapshots`), when the event source signed it: no request at all
+* **the event's snapshot** (:mod:`jobflow_core.routing.snapshots`), when the event source signed it: no request at all
   (for a JobFlow that has not started, it also carries the line of the Volcano queues, :attr:`Read.line`);
 * **a JobFlow just read by a LIST** (a resync's, a JobTemplate event's), handed in as ``known``; its vcjobs are
   listed after it;
@@ -12,7 +12,7 @@ Three sources, in the order they are preferred:
 
 Only the last gives a JobFlow read that is newer than its vcjob list (:attr:`Read.fresh`). A plan made from one of
 the first two creates a vcjob only after its guarded status write went through, or after :meth:`Reader.current`
-showed the JobFlow has not changed since (``handlers/reconciler.py``; docs/architecture.md, "A finished step never
+showed the JobFlow has not changed since (``handlers/jobflows.py``; docs/architecture.md, "A finished step never
 runs twice").
 
 Then the observation gets what only live reads can give: the HTTP/TCP probes it asks for, the results (pods'
@@ -29,12 +29,12 @@ from enum import StrEnum
 from handlers.kube import KubeApi
 from handlers.probing import Prober
 from jobflow_core import Observation, observe, templates_needed
-from jobflow_core.conditions import result_of_pods
+from jobflow_core.flows.conditions import result_of_pods
 from jobflow_core.models import JobFlow, JobTemplate, VcJob
-from jobflow_core.naming import jobs_of_jobflow_selector, pods_of_job_selector
-from jobflow_core.queueing import InLine, line_of_wire
-from jobflow_core.api import MEMO_CACHE
-from jobflow_core.memo import Entry, entries_of
+from jobflow_core.vocabulary.naming import jobs_of_jobflow_selector, pods_of_job_selector
+from jobflow_core.queueing.line import InLine, line_of_wire
+from jobflow_core.vocabulary.api import MEMO_CACHE
+from jobflow_core.flows.memo import Entry, entries_of
 
 LIST_TEMPLATES_FROM = 3
 """A plan that needs this many JobTemplates or more reads them with one LIST of the namespace's, not a GET each."""
@@ -110,7 +110,7 @@ class Reader:
         return {name: found for name in needed if (found := self.kube.get_jobtemplate(namespace, name))}
 
     def memo(self, observation: Observation) -> dict[str, Entry] | None:
-        """The namespace's memoized runs (jobflow_core.memo), read only when a memoized flow may start now."""
+        """The namespace's memoized runs (jobflow_core.flows.memo), read only when a memoized flow may start now."""
         if not any(view.flow.memoize is not None for view in observation.candidates):
             return None
         found = self.kube.get_configmap(observation.jobflow.namespace, MEMO_CACHE)

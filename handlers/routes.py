@@ -9,15 +9,15 @@ from flask import Blueprint, current_app, jsonify, request
 from kubernetes.client.rest import ApiException
 from pydantic import ValidationError
 
-from jobflow_core.api import JOBFLOW, JOBFLOWTEMPLATE, JOBTEMPLATE, VCJOB
+from jobflow_core.vocabulary.api import JOBFLOW, JOBFLOWTEMPLATE, JOBTEMPLATE, VCJOB
 
 from handlers import metrics
-from handlers.events import BadEvent, Hint, data_of, hint_from_request, parse_cloudevent
+from handlers.hints import BadEvent, Hint, data_of, hint_from_request, parse_cloudevent
 from handlers.kube import Conflict, KubeApi, Unavailable, shared_client
 from handlers.dispatch import Dispatcher, PartlyFailed, Result
-from handlers.reconciler import Reconciler
+from handlers.jobflows import Reconciler
 from handlers.writes import Replan
-from jobflow_core.snapshots import trim_jobflow
+from jobflow_core.routing.snapshots import trim_jobflow
 
 log = logging.getLogger("handlers")
 bp = Blueprint("handlers", __name__)
@@ -133,7 +133,7 @@ def receive_trigger_event():
     """Any CloudEvent that may start runs of JobFlowTemplates (their ``spec.triggers``); 202 whether or not one
     matched (an event nobody listens to is not an error), 400 for a request that is not a CloudEvent. Triggers are
     imported on the first such event (a handler woken for a JobFlow's event does not need them)."""
-    from jobflow_core.triggers import incoming
+    from jobflow_core.schedules.triggers import incoming
 
     try:
         event = parse_cloudevent(dict(request.headers), request.get_data())

@@ -18,86 +18,86 @@ The objects:
 * :mod:`~jobflow_core.models.jobtemplate`: the JobTemplate, field for field.
 * :mod:`~jobflow_core.models.vcjob`: the Volcano job (vcjob), the fields the engine reads and keeps.
 * :mod:`~jobflow_core.models.jobflowtemplate`: the JobFlowTemplate (ours): a JobFlow that starts itself.
-* :mod:`~jobflow_core.api`: the API identity: group, version, kind, plural, label and annotation keys.
-* :mod:`~jobflow_core.naming`: vcjob names, ``createdBy`` labels, owner references, whether a vcjob is ours.
-* :mod:`~jobflow_core.durations`: how a duration is written (Go's ``time.Duration.String``).
+* :mod:`~jobflow_core.vocabulary.api`: the API identity: group, version, kind, plural, label and annotation keys.
+* :mod:`~jobflow_core.vocabulary.naming`: vcjob names, ``createdBy`` labels, owner references, whether a vcjob is ours.
+* :mod:`~jobflow_core.vocabulary.durations`: how a duration is written (Go's ``time.Duration.String``).
 
 Checking a spec:
 
-* :mod:`~jobflow_core.validation`: whether a JobFlow spec is a DAG of well-named flows with well-formed probes.
-* :mod:`~jobflow_core.validation_rules`: Kubernetes' naming rules (DNS-1123 labels).
-* :mod:`~jobflow_core.spec_errors`: what a spec error says: what is wrong and what to do.
-* :mod:`~jobflow_core.template_validation`: whether a JobTemplate would make a vcjob Volcano accepts.
-* :mod:`~jobflow_core.admission`: the admission webhooks' answer, an AdmissionReview in and out.
-* :mod:`~jobflow_core.update_warnings`: which spec updates warn, because vcjobs created earlier will not see them.
+* :mod:`~jobflow_core.validation.jobflows`: whether a JobFlow spec is a DAG of well-named flows with well-formed probes.
+* :mod:`~jobflow_core.vocabulary.name_rules`: Kubernetes' naming rules (DNS-1123 labels).
+* :mod:`~jobflow_core.vocabulary.spec_errors`: what a spec error says: what is wrong and what to do.
+* :mod:`~jobflow_core.validation.jobtemplates`: whether a JobTemplate would make a vcjob Volcano accepts.
+* :mod:`~jobflow_core.validation.review`: the admission webhooks' answer, an AdmissionReview in and out.
+* :mod:`~jobflow_core.validation.update_warnings`: which spec updates warn, because vcjobs created earlier will not see them.
 
 Observing a JobFlow:
 
-* :mod:`~jobflow_core.observation`: each flow next to its vcjob and its previous record, gathered once per attempt.
-* :mod:`~jobflow_core.views`: what a flow is made of: its units (a vcjob and its attempts) and its node in the DAG.
-* :mod:`~jobflow_core.parameters`: ``spec.parameters`` and placeholders: the values one run uses.
-* :mod:`~jobflow_core.items`: a ``forEach`` flow's items: how they are worked out, named and counted.
-* :mod:`~jobflow_core.loops`: a ``repeat`` flow's iterations: whether another one runs.
-* :mod:`~jobflow_core.retries`: whether a failed vcjob runs again, and after which backoff.
-* :mod:`~jobflow_core.reruns`: which flows a rerun request runs again, and from which attempt.
-* :mod:`~jobflow_core.deadlines`: when time alone ends a wait or a vcjob: ``activeDeadlineSeconds``,
+* :mod:`~jobflow_core.planning.observation`: each flow next to its vcjob and its previous record, gathered once per attempt.
+* :mod:`~jobflow_core.flows.units`: what a flow is made of: its units (a vcjob and its attempts) and its node in the DAG.
+* :mod:`~jobflow_core.flows.parameters`: ``spec.parameters`` and placeholders: the values one run uses.
+* :mod:`~jobflow_core.flows.items`: a ``forEach`` flow's items: how they are worked out, named and counted.
+* :mod:`~jobflow_core.flows.loops`: a ``repeat`` flow's iterations: whether another one runs.
+* :mod:`~jobflow_core.flows.retries`: whether a failed vcjob runs again, and after which backoff.
+* :mod:`~jobflow_core.dag.reruns`: which flows a rerun request runs again, and from which attempt.
+* :mod:`~jobflow_core.flows.deadlines`: when time alone ends a wait or a vcjob: ``activeDeadlineSeconds``,
   ``timeoutSeconds``, probe timeouts.
 
 Deciding:
 
-* :mod:`~jobflow_core.graph`: a JobFlow's flows as a DAG: order, edges and levels.
-* :mod:`~jobflow_core.dependencies`: whether a flow's targets let it start now, and what it waits for.
-* :mod:`~jobflow_core.probes`: whether ``dependsOn.probe`` passes, and which network checks the shell makes for it.
-* :mod:`~jobflow_core.conditions`: the value of a flow's ``when`` condition (CEL).
-* :mod:`~jobflow_core.skips`: why a flow is Skipped, from one table.
-* :mod:`~jobflow_core.outcomes`: each flow's outcome, which failures are handled, when a JobFlow that fails fast
+* :mod:`~jobflow_core.dag.graph`: a JobFlow's flows as a DAG: order, edges and levels.
+* :mod:`~jobflow_core.dag.dependencies`: whether a flow's targets let it start now, and what it waits for.
+* :mod:`~jobflow_core.dag.probes`: whether ``dependsOn.probe`` passes, and which network checks the shell makes for it.
+* :mod:`~jobflow_core.flows.conditions`: the value of a flow's ``when`` condition (CEL).
+* :mod:`~jobflow_core.dag.skips`: why a flow is Skipped, from one table.
+* :mod:`~jobflow_core.dag.outcomes`: each flow's outcome, which failures are handled, when a JobFlow that fails fast
   stops.
-* :mod:`~jobflow_core.phase`: the JobFlow phase, from one table.
-* :mod:`~jobflow_core.decisions`: whether each flow starts, waits, is held or is blocked, from one table.
-* :mod:`~jobflow_core.failures`: why a JobFlow failed (``state.reason`` and its advice), from one table.
-* :mod:`~jobflow_core.jobs`: the vcjob manifest of a flow, and the command that aborts a vcjob.
-* :mod:`~jobflow_core.patching`: how a flow's ``patch.jobSpec`` merges into its JobTemplate's spec.
-* :mod:`~jobflow_core.resources`: what a vcjob's gang requests at once, in Kubernetes quantities.
-* :mod:`~jobflow_core.queueing`: when a JobFlow may start on a Volcano queue it shares: started JobFlows and older
+* :mod:`~jobflow_core.vocabulary.phase`: the JobFlow phase, from one table.
+* :mod:`~jobflow_core.planning.starts`: whether each flow starts, waits, is held or is blocked, from one table.
+* :mod:`~jobflow_core.planning.failures`: why a JobFlow failed (``state.reason`` and its advice), from one table.
+* :mod:`~jobflow_core.flows.vcjobs`: the vcjob manifest of a flow, and the command that aborts a vcjob.
+* :mod:`~jobflow_core.flows.patching`: how a flow's ``patch.jobSpec`` merges into its JobTemplate's spec.
+* :mod:`~jobflow_core.vocabulary.resources`: what a vcjob's gang requests at once, in Kubernetes quantities.
+* :mod:`~jobflow_core.queueing.line`: when a JobFlow may start on a Volcano queue it shares: started JobFlows and older
   ones first, what can never run never started.
-* :mod:`~jobflow_core.outputs`: which targets' results a patch reads, where they may go, how big they may be.
-* :mod:`~jobflow_core.memo`: a memoized flow's cache key, whether a recent Completed run is reused, what is stored.
+* :mod:`~jobflow_core.flows.outputs`: which targets' results a patch reads, where they may go, how big they may be.
+* :mod:`~jobflow_core.flows.memo`: a memoized flow's cache key, whether a recent Completed run is reused, what is stored.
 
 Writing it down:
 
-* :mod:`~jobflow_core.status`: the status, from one observation.
-* :mod:`~jobflow_core.queue_status`: ``status.queue`` (Waiting, Admitted), and the vcjobs a queue can no longer hold.
-* :mod:`~jobflow_core.events`: the Kubernetes Events a plan records, and every reason word.
-* :mod:`~jobflow_core.eta`: when each waiting flow is expected to start, the expected completion and the critical
+* :mod:`~jobflow_core.planning.status`: the status, from one observation.
+* :mod:`~jobflow_core.queueing.status`: ``status.queue`` (Waiting, Admitted), and the vcjobs a queue can no longer hold.
+* :mod:`~jobflow_core.vocabulary.kube_events`: the Kubernetes Events a plan records, and every reason word.
+* :mod:`~jobflow_core.insight.eta`: when each waiting flow is expected to start, the expected completion and the critical
   path.
-* :mod:`~jobflow_core.cost`: what a run cost: its gang's requests x the seconds it ran, per vcjob, JobFlow and
+* :mod:`~jobflow_core.insight.cost`: what a run cost: its gang's requests x the seconds it ran, per vcjob, JobFlow and
   JobTemplate.
-* :mod:`~jobflow_core.run_stats`: a JobTemplate's statistics (runs, failure rate, durations), each run counted once.
-* :mod:`~jobflow_core.templates`: a JobTemplate's ``jobDependsOnList``.
-* :mod:`~jobflow_core.notifications`: which transitions become CloudEvents out, kept in the status until delivered.
-* :mod:`~jobflow_core.planner`: all of the above as a list of actions for the shell: ``plan``, ``plan_observation``.
+* :mod:`~jobflow_core.insight.template_stats`: a JobTemplate's statistics (runs, failure rate, durations), each run counted once.
+* :mod:`~jobflow_core.planning.template_status`: a JobTemplate's ``jobDependsOnList``.
+* :mod:`~jobflow_core.planning.notifications`: which transitions become CloudEvents out, kept in the status until delivered.
+* :mod:`~jobflow_core.planning.planner`: all of the above as a list of actions for the shell: ``plan``, ``plan_observation``.
 
 Around the planner:
 
-* :mod:`~jobflow_core.relevance`: which changes to an object can matter to the engine, which may wait a moment,
+* :mod:`~jobflow_core.routing.relevance`: which changes to an object can matter to the engine, which may wait a moment,
   which JobFlow a vcjob's change is about.
-* :mod:`~jobflow_core.routing`: which JobFlows an incoming event concerns, and what a resync looks at.
-* :mod:`~jobflow_core.snapshots`: what an event's snapshot of a JobFlow holds, how big it may be, how it is signed.
-* :mod:`~jobflow_core.conversion`: JobTemplate <-> vcjob, the same spec under two kinds, for the CLI.
+* :mod:`~jobflow_core.routing.concerns`: which JobFlows an incoming event concerns, and what a resync looks at.
+* :mod:`~jobflow_core.routing.snapshots`: what an event's snapshot of a JobFlow holds, how big it may be, how it is signed.
+* :mod:`~kubectl_jobflow.conversion`: JobTemplate <-> vcjob, the same spec under two kinds, for the CLI.
 
 Runs that start themselves (JobFlowTemplates):
 
-* :mod:`~jobflow_core.cron`: which minutes a cron schedule names in its time zone, and when it next fires.
-* :mod:`~jobflow_core.runs`: a run's name by what started it, its JobFlow, and what is read back from one.
-* :mod:`~jobflow_core.schedules`: whether a scheduled run starts, waits, is missed or replaces one, from one table.
-* :mod:`~jobflow_core.triggers`: which CloudEvents start a run, and with which parameters (CEL).
-* :mod:`~jobflow_core.jobflowtemplate_validation`: whether a JobFlowTemplate's schedule, triggers and run are valid.
+* :mod:`~jobflow_core.schedules.cron`: which minutes a cron schedule names in its time zone, and when it next fires.
+* :mod:`~jobflow_core.schedules.runs`: a run's name by what started it, its JobFlow, and what is read back from one.
+* :mod:`~jobflow_core.schedules.firing`: whether a scheduled run starts, waits, is missed or replaces one, from one table.
+* :mod:`~jobflow_core.schedules.triggers`: which CloudEvents start a run, and with which parameters (CEL).
+* :mod:`~jobflow_core.validation.jobflowtemplates`: whether a JobFlowTemplate's schedule, triggers and run are valid.
 """
 
-from jobflow_core.decisions import templates_needed
-from jobflow_core.events import Event, EventType, Reason
-from jobflow_core.observation import Observation, observe
-from jobflow_core.planner import (
+from jobflow_core.planning.starts import templates_needed
+from jobflow_core.vocabulary.kube_events import Event, EventType, Reason
+from jobflow_core.planning.observation import Observation, observe
+from jobflow_core.planning.planner import (
     Abort,
     Create,
     Delete,
@@ -109,7 +109,7 @@ from jobflow_core.planner import (
     plan,
     plan_observation,
 )
-from jobflow_core.probes import CheckKind, CheckResult, NetworkCheck
+from jobflow_core.dag.probes import CheckKind, CheckResult, NetworkCheck
 
 __all__ = ["Abort", "CheckKind", "CheckResult", "Create", "Delete", "Event", "EventType", "Memoize", "NetworkCheck",
            "Observation",

@@ -17,8 +17,8 @@ import sys
 from functools import cached_property
 from typing import TextIO
 
-from jobflow_core.api import JOBFLOW, JOBTEMPLATE
-from jobflow_core.conversion import ConversionError
+from jobflow_core.vocabulary.api import JOBFLOW, JOBTEMPLATE
+from kubectl_jobflow.conversion import ConversionError
 from kubectl_jobflow import control, convert, dashboard, graph, plan, resources, runs, status, timeline, validate
 from kubectl_jobflow.documents import DocumentError
 from kubectl_jobflow.errors import CommandError

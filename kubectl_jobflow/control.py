@@ -8,7 +8,7 @@ suspending a suspended JobFlow says so and changes nothing.
 ``suspend jft/NAME`` and ``resume jft/NAME`` do the same to a JobFlowTemplate's ``spec.suspend`` (as ``argo cron
 suspend``/``resume`` do to a CronWorkflow), in kubectl's ``TYPE/NAME`` form with the kind's short name (``jf/NAME``
 names a JobFlow, as a bare NAME does): no scheduled run starts while it is suspended. On resume the command says
-what the schedule does next (:func:`jobflow_core.schedules.resume_outlook`): the time missed while suspended that
+what the schedule does next (:func:`jobflow_core.schedules.firing.resume_outlook`): the time missed while suspended that
 starts at once, unless ``startingDeadlineSeconds`` says it is too late or ``concurrencyPolicy`` holds it for (or
 replaces) the active runs, and the next scheduled time.
 
@@ -17,7 +17,7 @@ of every namespace), as the engine would once it has recorded their end: the ste
 so that deleting those vcjobs or their namespace never waits for an engine that is gone.
 
 ``retry NAME [--flow F ...]`` runs a Failed JobFlow's failed flows (or the named ones) and everything downstream
-of them again, keeping what completed (:mod:`jobflow_core.reruns`): it sets the annotation
+of them again, keeping what completed (:mod:`jobflow_core.dag.reruns`): it sets the annotation
 ``flow.volcano.sh/rerun`` to a new id (and ``flow.volcano.sh/rerun-flows``); the engine handles each id once.
 """
 
@@ -27,10 +27,10 @@ import secrets
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from jobflow_core.api import JOBFLOW, JOBFLOWTEMPLATE, RECORD_FINALIZER, RERUN, RERUN_FLOWS, VCJOB, ApiType
+from jobflow_core.vocabulary.api import JOBFLOW, JOBFLOWTEMPLATE, RECORD_FINALIZER, RERUN, RERUN_FLOWS, VCJOB, ApiType
 from jobflow_core.models import JobFlowTemplate
-from jobflow_core.naming import FLOW_JOBS_SELECTOR
-from jobflow_core.schedules import resume_outlook
+from jobflow_core.vocabulary.naming import FLOW_JOBS_SELECTOR
+from jobflow_core.schedules.firing import resume_outlook
 from kubectl_jobflow.errors import CommandError
 from kubectl_jobflow.output import utc_now
 

@@ -1,6 +1,6 @@
 """``convert -f FILE``: each JobTemplate of the file becomes a vcjob manifest, each vcjob a JobTemplate.
 
-The conversion itself is :func:`jobflow_core.conversion.convert` (the spec is copied as it is; only the envelope
+The conversion itself is :func:`kubectl_jobflow.conversion.convert` (the spec is copied as it is; only the envelope
 changes). ``--name`` and ``-n/--namespace`` rename the result; without them the input's name and namespace are
 kept (a namespace is never made up, so the output applies wherever ``kubectl apply -n`` sends it). Several
 documents give several documents, in order: YAML separated by ``---``, or one JSON object each.
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from jobflow_core.conversion import ConversionError, convert
+from kubectl_jobflow.conversion import ConversionError, convert
 from kubectl_jobflow import documents
 from kubectl_jobflow.errors import CommandError
 from kubectl_jobflow.output import dump_all

@@ -1,7 +1,7 @@
 """``graph NAME | -f FILE``: a JobFlow's DAG as text, Graphviz DOT, Mermaid or SVG.
 
 An edge goes from a flow to the flows that depend on it (the way work flows), nodes are listed in DAG order
-(:func:`jobflow_core.graph.flow_graph`). ``graph NAME`` reads the JobFlow and its vcjobs from the cluster and
+(:func:`jobflow_core.dag.graph.flow_graph`). ``graph NAME`` reads the JobFlow and its vcjobs from the cluster and
 colours each flow by its job's phase (green Completed, blue Running, yellow Pending, orange restarting or
 stopping, red Failed/Terminated/Aborted, grey waiting, brown-grey Skipped); ``graph -f FILE`` draws the spec
 offline, uncoloured
@@ -20,8 +20,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from jobflow_core.api import JOBFLOW
-from jobflow_core.graph import FlowGraph, flow_graph
+from jobflow_core.vocabulary.api import JOBFLOW
+from jobflow_core.dag.graph import FlowGraph, flow_graph
 from jobflow_core.models import JobFlow
 from kubectl_jobflow import documents, svg
 from kubectl_jobflow.errors import CommandError

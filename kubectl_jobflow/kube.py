@@ -4,8 +4,8 @@ The connection is :func:`apiclient.connect`'s, so kubectl's rules: ``--kubeconfi
 of files, merged), else ``~/.kube/config``; ``--context``, else the current context; ``-s/--master`` overrides the
 server (vcctl's flag); inside a pod without a kubeconfig, the pod's service account. The namespace is ``-n``, else
 the context's, else ``default``. Reading the context's namespace needs no Kubernetes client, so offline commands
-never import it. Objects are named by their :class:`~jobflow_core.api.ApiType` (``JOBFLOW``, ``JOBTEMPLATE``,
-``VCJOB`` of :mod:`jobflow_core.api`).
+never import it. Objects are named by their :class:`~jobflow_core.vocabulary.api.ApiType` (``JOBFLOW``, ``JOBTEMPLATE``,
+``VCJOB`` of :mod:`jobflow_core.vocabulary.api`).
 
 Every failure becomes a :class:`KubeError` whose message says what was tried and what to do: which server,
 kubeconfig and context could not be reached; that the JobFlow CRDs are missing; the API server's own message
@@ -23,9 +23,9 @@ from typing import Any
 import yaml
 
 from apiclient import ConnectError, connect, kubeconfig_files
-from jobflow_core.api import JOBFLOW, VCJOB, ApiType
+from jobflow_core.vocabulary.api import JOBFLOW, VCJOB, ApiType
 from jobflow_core.models import DEFAULT_NAMESPACE
-from jobflow_core.naming import jobs_of_jobflow_selector
+from jobflow_core.vocabulary.naming import jobs_of_jobflow_selector
 
 CONNECT_TIMEOUT = 5
 READ_TIMEOUT = 30

@@ -20,8 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from jobflow_core.api import JOBFLOW, JOBTEMPLATE, ApiType
-from jobflow_core.naming import job_name
+from jobflow_core.vocabulary.api import JOBFLOW, JOBTEMPLATE, ApiType
+from jobflow_core.vocabulary.naming import job_name
 from kubectl_jobflow import documents, run_options, validate
 from kubectl_jobflow.errors import CommandError
 from kubectl_jobflow.kube import KubeError

@@ -1,7 +1,7 @@
 """What a JobFlow looks like right now, flow by flow: the facts ``status`` and ``graph`` show, gathered once.
 
 A pure function of the JobFlow as read from the cluster and the vcjobs it created (no clock, no I/O). For each
-flow, in DAG order (:func:`jobflow_core.graph.flow_graph`): its vcjob's phase, creation time, restarts and pods
+flow, in DAG order (:func:`jobflow_core.dag.graph.flow_graph`): its vcjob's phase, creation time, restarts and pods
 per task and phase, or, for a flow without a vcjob yet, what it waits for. Live vcjobs are believed first (they
 are newer than the JobFlow's status); a vcjob that is gone (``jobRetainPolicy: delete``, a TTL) is described by
 the status' record of it. Only vcjobs the JobFlow controls (owner UID) count, as in the engine.
@@ -15,8 +15,8 @@ from datetime import datetime
 from typing import Any
 
 from jobflow_core import Observation, observe
-from jobflow_core.cost import total
-from jobflow_core.graph import flow_graph
+from jobflow_core.insight.cost import total
+from jobflow_core.dag.graph import flow_graph
 from jobflow_core.models import (
     Cost,
     QueueStatus,
@@ -29,9 +29,9 @@ from jobflow_core.models import (
     VcJobPhase,
     WaitingFlow,
 )
-from jobflow_core.naming import is_owned_by
-from jobflow_core.phase import is_final
-from jobflow_core.views import FlowNode
+from jobflow_core.vocabulary.naming import is_owned_by
+from jobflow_core.vocabulary.phase import is_final
+from jobflow_core.flows.units import FlowNode
 
 WAITING = "Waiting"
 """The phase shown for a flow whose vcjob does not exist yet."""
@@ -177,7 +177,7 @@ def _fan_out_row(node: FlowNode, *, level: int, after: list[str], records: dict[
         elif name in live or name in records:
             shown.append(_shown(live[name].phase if name in live else records[name].state))
         else:
-            shown.append(VcJobPhase.COMPLETED.value)  # named only, in completedJobs (jobflow_core.status)
+            shown.append(VcJobPhase.COMPLETED.value)  # named only, in completedJobs (jobflow_core.planning.status)
     counts = {phase: shown.count(phase) for phase in dict.fromkeys(sorted(shown, key=_item_rank))}
     created = [unit.job.metadata.creation_timestamp for unit in units if unit.job is not None]
     job = f"{observation.jobflow.name}-{node.name}-[0-{len(units) - 1}]" if units else "-"

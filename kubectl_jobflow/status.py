@@ -34,10 +34,10 @@ import time
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from jobflow_core.api import JOBFLOW
+from jobflow_core.vocabulary.api import JOBFLOW
 from jobflow_core.models import Cost, QueueStatus
-from jobflow_core.queueing import ordinal
-from jobflow_core.resources import describe, of_wire
+from jobflow_core.queueing.line import ordinal
+from jobflow_core.vocabulary.resources import describe, of_wire
 from kubectl_jobflow.errors import CommandError
 from kubectl_jobflow.kube import KubeError
 from kubectl_jobflow.output import age, columns, dump, expected, utc_now

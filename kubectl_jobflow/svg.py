@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from xml.sax.saxutils import escape, quoteattr
 
-from jobflow_core.graph import FlowGraph
+from jobflow_core.dag.graph import FlowGraph
 
 FONT_SIZE = 13
 CHAR_WIDTH = 8.0

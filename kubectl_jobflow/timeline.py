@@ -18,10 +18,10 @@ from datetime import datetime
 from html import escape
 from typing import TYPE_CHECKING, Any
 
-from jobflow_core.graph import flow_graph
+from jobflow_core.dag.graph import flow_graph
 from jobflow_core.models import JobFlow, VcJob, VcJobPhase
-from jobflow_core.naming import is_owned_by, template_of
-from jobflow_core.phase import is_final
+from jobflow_core.vocabulary.naming import is_owned_by, template_of
+from jobflow_core.vocabulary.phase import is_final
 from kubectl_jobflow.errors import CommandError
 from kubectl_jobflow.output import human_duration, utc_now
 from kubectl_jobflow.status import fetch

@@ -1,6 +1,6 @@
 """``validate -f FILE``: the admission webhook's checks, offline, with the webhook's messages.
 
-Each JobFlow and JobTemplate of the file is put to :func:`jobflow_core.admission.decide` as the API server would
+Each JobFlow and JobTemplate of the file is put to :func:`jobflow_core.validation.review.decide` as the API server would
 send it on CREATE, so the verdict and the text are exactly what the webhook answers (the API server prefixes it
 with ``admission webhook "..." denied the request:``). The problems are listed one per line, each with what to
 do. ``create`` runs the same checks before it sends anything (:func:`problems`).
@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from jobflow_core.admission import KINDS, decide
-from jobflow_core.api import JOBFLOW, JOBTEMPLATE
+from jobflow_core.validation.review import KINDS, decide
+from jobflow_core.vocabulary.api import JOBFLOW, JOBTEMPLATE
 from kubectl_jobflow import documents
 from kubectl_jobflow.output import dump
 

@@ -103,7 +103,7 @@ class DependsOn(WireModel):
 
 class Backoff(WireModel):
     """How long to wait before each retry: ``delaySeconds`` times ``factor`` per earlier retry, at most
-    ``maxDelaySeconds`` (defaults in :mod:`jobflow_core.retries`)."""
+    ``maxDelaySeconds`` (defaults in :mod:`jobflow_core.flows.retries`)."""
 
     delay_seconds: int | None = Field(None, alias="delaySeconds")
     factor: float | None = None
@@ -145,7 +145,7 @@ class BackoffPolicy(WireModel):
 class RetryPolicy(WireModel):
     """Upstream's proposed shape (volcano-sh/apis PR #191, design doc volcano#4567), accepted as ``spec.retryPolicy``
     (the JobFlow-wide default) and ``flows[].retryPolicy``; a flow's own ``retry`` wins over both
-    (:func:`jobflow_core.retries.effective_retry`)."""
+    (:func:`jobflow_core.flows.retries.effective_retry`)."""
 
     max_retries: int | None = Field(None, alias="maxRetries")
     policy: RetryStrategy | None = None
@@ -162,7 +162,7 @@ class Range(WireModel):
 
 
 class ForEach(WireModel):
-    """Ours: run the flow once per item, each item its own vcjob (:mod:`jobflow_core.items`); exactly one source."""
+    """Ours: run the flow once per item, each item its own vcjob (:mod:`jobflow_core.flows.items`); exactly one source."""
 
     items: list[Any] | None = None
     """A literal list: strings, numbers or objects."""
@@ -177,14 +177,14 @@ class ForEach(WireModel):
 
 class Repeat(WireModel):
     """Ours: run the flow again, one iteration after another, until ``until`` (CEL) holds on the last result or
-    ``limit`` iterations have run (:mod:`jobflow_core.loops`)."""
+    ``limit`` iterations have run (:mod:`jobflow_core.flows.loops`)."""
 
     until: str
     limit: int
 
 
 class Memoize(WireModel):
-    """Ours: reuse a Completed run of this flow whose key is the same, within ``maxAge`` (:mod:`jobflow_core.memo`)."""
+    """Ours: reuse a Completed run of this flow whose key is the same, within ``maxAge`` (:mod:`jobflow_core.flows.memo`)."""
 
     key: str | None = None
     """A CEL expression whose value (a string) is the key; unset: a hash of the rendered vcjob spec."""
@@ -221,7 +221,7 @@ class Flow(WireModel):
     """Upstream's proposed shape of ``retry`` (:class:`RetryPolicy`); ``retry`` wins when both are set."""
     when: str | None = None
     """Ours: a CEL condition, evaluated once the dependencies are met: false skips the flow
-    (:mod:`jobflow_core.conditions`)."""
+    (:mod:`jobflow_core.flows.conditions`)."""
     timeout_seconds: int | None = Field(None, alias="timeoutSeconds")
     """Ours: an attempt still running this long after its vcjob was created is aborted (it then ends Aborted)."""
     for_each: ForEach | None = Field(None, alias="forEach")
@@ -238,7 +238,7 @@ class JobFlowSpec(WireModel):
     """Ours: start nothing new (what runs keeps running) until it is set back to false."""
     whole_flow_admission: bool | None = Field(None, alias="wholeFlowAdmission")
     """Ours: start only when the Volcano queue has room for the widest stage (the flows of one DAG level together),
-    and keep that room until the JobFlow ends, so that it never stalls half-way (:mod:`jobflow_core.queueing`)."""
+    and keep that room until the JobFlow ends, so that it never stalls half-way (:mod:`jobflow_core.queueing.line`)."""
     active_deadline_seconds: int | None = Field(None, alias="activeDeadlineSeconds")
     """Ours: this long after the JobFlow was created, whatever still runs is aborted and the JobFlow fails."""
     retry_policy: RetryPolicy | None = Field(None, alias="retryPolicy")
@@ -269,7 +269,7 @@ class FlowJobStatus(WireModel):
     result: str | None = None
     """Ours: the vcjob's result, its pods' termination message, once a condition needed it (kept after the pods go)."""
     cost: Cost | None = None
-    """Ours, once it ended: its gang's requests x the seconds it ran (:mod:`jobflow_core.cost`)."""
+    """Ours, once it ended: its gang's requests x the seconds it ran (:mod:`jobflow_core.insight.cost`)."""
     cached_from: str | None = Field(None, alias="cachedFrom")
     """Ours, for a memoized flow that was not run: the vcjob (``<namespace>/<name>``) whose Completed run it reused;
     its ``reason`` is ``Cached`` and no vcjob of this name was created."""
@@ -311,7 +311,7 @@ class WaitingFlow(WireModel):
     message: str | None = None
     recheck_seconds: int | None = Field(None, alias="recheckSeconds")
     expected_start: Timestamp | None = Field(None, alias="expectedStart")
-    """Ours: when it is expected to start, from earlier runs of the JobTemplates before it (:mod:`jobflow_core.eta`)."""
+    """Ours: when it is expected to start, from earlier runs of the JobTemplates before it (:mod:`jobflow_core.insight.eta`)."""
 
 
 class Estimate(WireModel):
@@ -333,7 +333,7 @@ class SkippedFlow(WireModel):
 
 class Rerun(WireModel):
     """Ours, additive: the last rerun request handled (``flow.volcano.sh/rerun``), and from which attempt each flow
-    it ran again counts (see :mod:`jobflow_core.reruns`)."""
+    it ran again counts (see :mod:`jobflow_core.dag.reruns`)."""
 
     id: str
     from_attempt: dict[str, int] | None = Field(None, alias="fromAttempt")
@@ -341,7 +341,7 @@ class Rerun(WireModel):
 
 
 class FanOutStatus(WireModel):
-    """Ours: one ``forEach`` flow's items, summarised (:mod:`jobflow_core.status`): a fan-out of hundreds stays
+    """Ours: one ``forEach`` flow's items, summarised (:mod:`jobflow_core.planning.status`): a fan-out of hundreds stays
     readable, and its per-item detail bounded."""
 
     name: str
@@ -357,7 +357,7 @@ class FanOutStatus(WireModel):
 
 class Notification(WireModel):
     """Ours: a CloudEvent recorded with the transition it announces, waiting to be delivered
-    (:mod:`jobflow_core.notifications`). ``source`` is the JobFlow's, so it is not stored."""
+    (:mod:`jobflow_core.planning.notifications`). ``source`` is the JobFlow's, so it is not stored."""
 
     id: str
     type: str
@@ -376,7 +376,7 @@ class Notifications(WireModel):
 
 
 class QueueStatus(WireModel):
-    """Ours: where the JobFlow stands in its Volcano queue (:mod:`jobflow_core.queueing`). ``state`` is
+    """Ours: where the JobFlow stands in its Volcano queue (:mod:`jobflow_core.queueing.line`). ``state`` is
     ``Waiting`` (not started: no room yet; ``position`` 1 is next, ``requests`` what its first stages need) or
     ``Admitted`` (started; ``reserved`` is what its unfinished vcjobs' gangs request, which newer JobFlows leave
     free)."""

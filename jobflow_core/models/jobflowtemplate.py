@@ -3,7 +3,7 @@
 It holds the spec of a JobFlow (``spec.jobFlow``: its labels, annotations and spec, parameters included) and what
 starts a run of it: a cron schedule, CloudEvent triggers, or a user (``kubectl jobflow run``). Each run is a plain
 JobFlow, controlled by the template, named deterministically so that a repeated tick or event never starts it twice
-(:mod:`jobflow_core.schedules`).
+(:mod:`jobflow_core.schedules.firing`).
 
 The name and the ``triggers`` list follow volcano#4098's JobFlowTemplate proposal (a template whose runs are
 started "by specific events, such as scheduled triggers or triggers based on changes in input data"; its trigger
@@ -88,7 +88,7 @@ class JobFlowTemplateStatus(WireModel):
     """The runs (JobFlow names) that have not ended."""
     active_runs: int | None = Field(None, alias="activeRuns")
     """How many runs ``active`` names, for ``kubectl get jft``'s ACTIVE column (a list prints as JSON there);
-    written with ``active`` by :func:`jobflow_core.schedules.with_active` only."""
+    written with ``active`` by :func:`jobflow_core.schedules.firing.with_active` only."""
     last_schedule_time: Timestamp | None = Field(None, alias="lastScheduleTime")
     next_schedule_time: Timestamp | None = Field(None, alias="nextScheduleTime")
     last_successful_time: Timestamp | None = Field(None, alias="lastSuccessfulTime")

@@ -13,7 +13,7 @@ from jobflow_core.models.vcjob import Cost, JobSpec
 
 
 class RecentRun(WireModel):
-    """Ours: one finished vcjob made from the template, kept in a bounded window (:mod:`jobflow_core.run_stats`)."""
+    """Ours: one finished vcjob made from the template, kept in a bounded window (:mod:`jobflow_core.insight.template_stats`)."""
 
     name: str
     uid: str
@@ -33,7 +33,7 @@ class LastFailure(WireModel):
 
 class JobTemplateStatus(WireModel):
     """Upstream's ``jobDependsOnList``, then ours: statistics over every vcjob made from the template, by any
-    JobFlow (:mod:`jobflow_core.run_stats`)."""
+    JobFlow (:mod:`jobflow_core.insight.template_stats`)."""
 
     job_depends_on_list: list[str] | None = Field(None, alias="jobDependsOnList")
     runs: int | None = None
@@ -45,7 +45,7 @@ class JobTemplateStatus(WireModel):
     last_failure: LastFailure | None = Field(None, alias="lastFailure")
     recent_runs: list[RecentRun] | None = Field(None, alias="recentRuns")
     cost: Cost | None = None
-    """Ours: the cost of every counted run made from the template, added up (:mod:`jobflow_core.cost`)."""
+    """Ours: the cost of every counted run made from the template, added up (:mod:`jobflow_core.insight.cost`)."""
 
 
 class JobTemplate(ApiObject):

@@ -9,7 +9,7 @@ The spec models exist so that a JobTemplate spec can be checked and, later, patc
 anything on the way from template to vcjob, so every one of them keeps unknown fields, and the pod template
 stays a plain dict: we pass it through, we do not interpret it.
 
-The phases and what they mean are in reference A.4; how a flow reads them is in :mod:`jobflow_core.phase`.
+The phases and what they mean are in reference A.4; how a flow reads them is in :mod:`jobflow_core.vocabulary.phase`.
 """
 
 from enum import StrEnum
@@ -98,7 +98,7 @@ class JobSpec(WireModel):
 
 
 class Cost(WireModel):
-    """Ours: what a run held, requests times seconds (:mod:`jobflow_core.cost`)."""
+    """Ours: what a run held, requests times seconds (:mod:`jobflow_core.insight.cost`)."""
 
     cpu_seconds: float | None = Field(None, alias="cpuSeconds")
     """CPU cores x seconds."""

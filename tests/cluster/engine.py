@@ -34,7 +34,7 @@ from eventsource import cloudevent
 from eventsource.outbox import Outbox
 from handlers import create_app
 from handlers.kube import KubeApi
-from jobflow_core.api import ApiType
+from jobflow_core.vocabulary.api import ApiType
 
 
 @dataclass

@@ -255,7 +255,7 @@ def diamond_run(name: str, *, fail_c: bool = False) -> str:
 def test_job_templates_count_runs_failures_and_durations_across_jobflows_and_replayed_events_change_nothing(
         cluster: LocalCluster, namespace: str, engine) -> None:
     from engine import send
-    from jobflow_core.api import JOBFLOW, VCJOB
+    from jobflow_core.vocabulary.api import JOBFLOW, VCJOB
     from objects import jobflow as read_jobflow
 
     apply(cluster, namespace, "---\n".join(template(name) for name in "abcde"))

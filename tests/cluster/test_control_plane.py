@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from devcluster.testing import LocalCluster
-from jobflow_core.api import VCJOB
+from jobflow_core.vocabulary.api import VCJOB
 
 pytestmark = pytest.mark.cluster
 

@@ -28,7 +28,7 @@ from kubernetes.client.rest import ApiException
 from devcluster.testing import LocalCluster
 from eventsource.cloudevent import Change, Envelope
 from eventsource.watcher import Watcher
-from jobflow_core.api import CREATED_BY_JOBFLOW, JOBFLOW, JOBTEMPLATE, VCJOB, ApiType
+from jobflow_core.vocabulary.api import CREATED_BY_JOBFLOW, JOBFLOW, JOBTEMPLATE, VCJOB, ApiType
 
 pytestmark = pytest.mark.cluster
 

@@ -16,7 +16,7 @@ from kubernetes import client
 from devcluster.processes import free_port
 from devcluster.testing import LocalCluster
 from eventsource import cloudevent
-from jobflow_core.api import JOBFLOW, JOBTEMPLATE, VCJOB
+from jobflow_core.vocabulary.api import JOBFLOW, JOBTEMPLATE, VCJOB
 from engine import RacedKube, post, send, serve
 from handlers.kube import KubeApi
 from objects import apply, events_of, jobflow, template, vcjobs, wait_for_phase

@@ -28,7 +28,7 @@ from devcluster.pod_node import VOLCANO_CONTROLLERS
 from devcluster.testing import LocalCluster
 from installation import (CYCLE, DEPLOYMENTS, KUBECTL, NAMESPACE, REPO, describe_pods, exec_in, install,
                           pods, uninstall, wait_gone, wait_rolled_out)
-from jobflow_core.api import QUEUE
+from jobflow_core.vocabulary.api import QUEUE
 from objects import DIAMOND, VcjobUids, apply, diamond_templates, jobflow, vcjobs, wait_for_phase
 
 pytestmark = pytest.mark.cluster

@@ -26,7 +26,7 @@ from devcluster.processes import free_port
 from devcluster.testing import LocalCluster
 from engine import RacedKube, serve
 from eventsource import cloudevent
-from jobflow_core.api import JOBFLOW, VCJOB, ApiType
+from jobflow_core.vocabulary.api import JOBFLOW, VCJOB, ApiType
 from handlers.kube import KubeApi
 from objects import apply, jobflow, template
 from test_knative_events import ping_event

@@ -37,10 +37,10 @@ from devcluster.testing import LocalCluster
 from eventsource.outbox import Outbox
 from eventsource.watcher import WATCHED, Watcher
 from handlers.kube import Conflict, KubeApi
-from handlers.reconciler import Reconciler
-from jobflow_core.jobs import abort_command
+from handlers.jobflows import Reconciler
+from jobflow_core.flows.vcjobs import abort_command
 from jobflow_core.models import VcJob
-from jobflow_core.naming import FLOW_JOBS_SELECTOR
+from jobflow_core.vocabulary.naming import FLOW_JOBS_SELECTOR
 from objects import apply, one_pod_vcjob, template
 
 pytestmark = pytest.mark.cluster

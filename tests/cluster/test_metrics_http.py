@@ -15,7 +15,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from devcluster.processes import free_port
 from devcluster.testing import LocalCluster
 from engine import send
-from jobflow_core.api import JOBFLOW
+from jobflow_core.vocabulary.api import JOBFLOW
 from objects import apply, template, wait_for_phase
 
 pytestmark = pytest.mark.cluster

@@ -15,7 +15,7 @@ from devcluster.processes import free_port
 from devcluster.testing import LocalCluster
 from engine import start_engine
 from handlers.notify import Notifier
-from jobflow_core.notifications import TYPE_PREFIX
+from jobflow_core.planning.notifications import TYPE_PREFIX
 from objects import apply, jobflow, template, wait_for_phase
 
 pytestmark = pytest.mark.cluster

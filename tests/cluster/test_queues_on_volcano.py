@@ -16,7 +16,7 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from devcluster.testing import LocalCluster
-from jobflow_core.api import QUEUE
+from jobflow_core.vocabulary.api import QUEUE
 from objects import apply, jobflow, vcjobs, wait_for_phase
 
 pytestmark = pytest.mark.cluster

@@ -29,7 +29,7 @@ from devcluster.knative_standins import Receiver
 from devcluster.testing import LocalCluster
 from engine import Arrivals, serve_app
 from handlers.kube import KubeApi
-from handlers.reconciler import MAX_ATTEMPTS
+from handlers.jobflows import MAX_ATTEMPTS
 from objects import apply, jobflow, template, vcjobs, wait_for_phase
 from test_real_apiserversource import LosesRaces, run_through_an_api_server_outage
 

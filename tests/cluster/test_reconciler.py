@@ -12,7 +12,7 @@ import pytest
 
 from devcluster.testing import LocalCluster
 from engine import send
-from jobflow_core.api import JOBFLOW
+from jobflow_core.vocabulary.api import JOBFLOW
 from objects import apply, events_of, jobflow, template, vcjobs, wait_for_phase
 
 pytestmark = pytest.mark.cluster

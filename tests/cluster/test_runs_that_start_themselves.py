@@ -16,7 +16,7 @@ import pytest
 from devcluster.testing import LocalCluster
 from engine import Engine, post, start_engine
 from installation import kubectl
-from jobflow_core.api import JOBFLOWTEMPLATE, RUN_OF
+from jobflow_core.vocabulary.api import JOBFLOWTEMPLATE, RUN_OF
 from kubectl_jobflow.cli import run as cli_run
 from objects import apply, events_of, template, vcjobs
 

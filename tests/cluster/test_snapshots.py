@@ -13,7 +13,7 @@ from eventsource import cloudevent
 from eventsource.cache import WatchCache
 from eventsource.runner import Encoder
 from handlers.metrics import API_REQUESTS, SNAPSHOTS
-from jobflow_core.api import JOBFLOW, VCJOB
+from jobflow_core.vocabulary.api import JOBFLOW, VCJOB
 from objects import DIAMOND, apply, diamond_templates, jobflow, vcjobs, wait_for_phase
 
 pytestmark = pytest.mark.cluster

@@ -5,7 +5,7 @@ overlap: two handlers, an event source that retried a delivery that timed out, a
 reconcile reads the JobFlow and its vcjobs in separate requests and then acts on what it read, so another
 reconcile, Volcano, a TTL or a user may change the cluster between any two of its requests.
 
-:class:`Interleaving` runs each reconcile (the real :class:`~handlers.reconciler.Reconciler`, unchanged) in a thread
+:class:`Interleaving` runs each reconcile (the real :class:`~handlers.jobflows.Reconciler`, unchanged) in a thread
 of its own that stops before every call it makes to the API (:class:`SteppedKube` wraps a
 :class:`~memory_kube.MemoryKube`). Only one thread moves at a time: the test says which one makes its next call
 (:meth:`Interleaving.step`), or changes the cluster itself while all of them wait. So every interleaving of the

@@ -12,7 +12,7 @@ import yaml
 
 from jobflow_core import Create, Plan, plan
 from jobflow_core.models import JobFlow, JobTemplate, VcJob, VcJobPhase
-from jobflow_core.naming import job_name, owner_reference
+from jobflow_core.vocabulary.naming import job_name, owner_reference
 
 UID = "0d4f6f5e-7b7c-4c55-9a5e-2f1f5c0e0001"
 T0 = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)

@@ -3,8 +3,8 @@
 import pytest
 import yaml
 
-from jobflow_core.admission import JOBFLOWTEMPLATE, decide
-from jobflow_core.jobflowtemplate_validation import validate_jobflowtemplate
+from jobflow_core.validation.review import JOBFLOWTEMPLATE, decide
+from jobflow_core.validation.jobflowtemplates import validate_jobflowtemplate
 from jobflow_core.models import JobFlowTemplate
 
 

@@ -5,7 +5,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from jobflow_core.api import JOBFLOW, JOBFLOWTEMPLATE, ApiType
+from jobflow_core.vocabulary.api import JOBFLOW, JOBFLOWTEMPLATE, ApiType
 from kubectl_jobflow import cli
 
 

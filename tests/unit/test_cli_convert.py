@@ -5,7 +5,7 @@ import io
 import pytest
 import yaml
 
-from jobflow_core.conversion import ConversionError, convert
+from kubectl_jobflow.conversion import ConversionError, convert
 from kubectl_jobflow.cli import run
 
 TEMPLATE = """

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from jobflow_core.graph import flow_graph
+from jobflow_core.dag.graph import flow_graph
 from kubectl_jobflow.cli import run
 from kubectl_jobflow.graph import dot, mermaid, text
 from kubectl_jobflow.svg import render

@@ -5,7 +5,7 @@ import json
 
 import yaml
 
-from jobflow_core.api import JOBTEMPLATE, ApiType
+from jobflow_core.vocabulary.api import JOBTEMPLATE, ApiType
 from jobflow_core.models import JobTemplate
 from kubectl_jobflow import cli
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from jobflow_core.admission import JOBFLOW, JOBTEMPLATE, decide
+from jobflow_core.validation.review import JOBFLOW, JOBTEMPLATE, decide
 from kubectl_jobflow.cli import run
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "diamond"

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).parents[2]
-LAZY = ("jobflow_core.admission", "jobflow_core.update_warnings", "eventsource", "eventsource.runner", "celpy",
-        "concurrent.futures", "handlers.runs", "jobflow_core.runs", "jobflow_core.schedules", "jobflow_core.cron",
-        "jobflow_core.triggers", "jobflow_core.models.jobflowtemplate")
+LAZY = ("jobflow_core.validation.review", "jobflow_core.validation.update_warnings", "eventsource", "eventsource.runner", "celpy",
+        "concurrent.futures", "handlers.jobflowtemplates", "jobflow_core.schedules.runs", "jobflow_core.schedules.firing", "jobflow_core.schedules.cron",
+        "jobflow_core.schedules.triggers", "jobflow_core.models.jobflowtemplate")
 
 
 def loaded_after(code: str, env: dict[str, str] | None = None) -> set[str]:
@@ -29,7 +29,7 @@ def loaded_after(code: str, env: dict[str, str] | None = None) -> set[str]:
 
 def test_creating_the_app_imports_the_planner_but_nothing_only_some_requests_need():
     loaded = loaded_after("from handlers import create_app; create_app()")
-    assert {"jobflow_core.planner", "handlers.reconciler", "handlers.queues", "prometheus_client"} <= loaded
+    assert {"jobflow_core.planning.planner", "handlers.jobflows", "handlers.queues", "prometheus_client"} <= loaded
     assert loaded.isdisjoint(LAZY), sorted(loaded & set(LAZY))
 
 
@@ -37,12 +37,12 @@ def test_creating_the_app_imports_the_planner_but_nothing_only_some_requests_nee
     ("from handlers import create_app\n"
      "create_app().test_client().post('/validate/jobflows', json={'apiVersion': 'admission.k8s.io/v1', "
      "'kind': 'AdmissionReview', 'request': {'uid': '1', 'operation': 'CREATE', 'object': {}}})",
-     "jobflow_core.admission"),
+     "jobflow_core.validation.review"),
     ("from handlers import create_app; create_app()", "eventsource"),
     ("from handlers import create_app\n"
      "create_app().test_client().post('/trigger', data=b'{}', headers={'ce-specversion': '1.0', 'ce-id': '1', "
      "'ce-source': 'test', 'ce-type': 'build.finished', 'content-type': 'application/json'})",
-     "jobflow_core.triggers"),
+     "jobflow_core.schedules.triggers"),
     ("from jobflow_core.models import JobFlowTemplate", "jobflow_core.models.jobflowtemplate"),
 ])
 def test_what_a_request_or_a_setting_needs_is_imported_when_it_first_does(code, needed):

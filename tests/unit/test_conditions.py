@@ -2,9 +2,9 @@
 
 import pytest
 
-from jobflow_core.conditions import compile_error, evaluate, parse_result, result_of_pods
+from jobflow_core.flows.conditions import compile_error, evaluate, parse_result, result_of_pods
 from scenario import jobflow
-from jobflow_core.validation import validate
+from jobflow_core.validation.jobflows import validate
 
 
 @pytest.mark.parametrize(("text", "value"), [
@@ -69,7 +69,7 @@ def test_conditions_a_sender_makes_up_do_not_grow_memory_past_the_programs_cache
     import gc
     import tracemalloc
 
-    from jobflow_core.conditions import CACHED_PROGRAMS
+    from jobflow_core.flows.conditions import CACHED_PROGRAMS
 
     compile_error("true")  # the CEL implementation loaded, its parser built
     tracemalloc.start()

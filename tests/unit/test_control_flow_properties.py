@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from jobflow_core import observe
 from jobflow_core.models import AwaitedOutcome, JobFlowPhase, VcJobPhase
-from jobflow_core.phase import FlowOutcome, JobCategory, category_of, outcome_of_phase
+from jobflow_core.vocabulary.phase import FlowOutcome, JobCategory, category_of, outcome_of_phase
 from scenario import Cluster, jobflow
 from test_planner_properties import any_worlds
 

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jobflow_core.cron import CronError, parse
+from jobflow_core.schedules.cron import CronError, parse
 
 
 def utc(*args: int) -> datetime:

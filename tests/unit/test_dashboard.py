@@ -18,8 +18,8 @@ from dashboard.layout import NODE_HEIGHT, NODE_WIDTH, place
 from dashboard.pages import Pages
 from dashboard.store import Store
 from dashboard.views import STATES, items_view, jobflow_view
-from jobflow_core.api import CREATED_BY_JOBTEMPLATE, JOBFLOW, JOBFLOWTEMPLATE, JOBTEMPLATE, RUN_OF, VCJOB
-from jobflow_core.graph import flow_graph
+from jobflow_core.vocabulary.api import CREATED_BY_JOBTEMPLATE, JOBFLOW, JOBFLOWTEMPLATE, JOBTEMPLATE, RUN_OF, VCJOB
+from jobflow_core.dag.graph import flow_graph
 from jobflow_core.models import JobFlow, VcJobPhase
 from kubectl_jobflow.snapshot import CACHED, CREATED, SKIPPED, WAITING
 

@@ -1,4 +1,4 @@
-"""The start table (``jobflow_core.decisions``): one example per row, and properties of the table as a whole."""
+"""The start table (``jobflow_core.planning.starts``): one example per row, and properties of the table as a whole."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ import pytest
 from hypothesis import given
 
 from jobflow_core import observe, plan
-from jobflow_core.decisions import QUEUE_RULES, READINESS_RULES, START_RULES, TEMPLATE_RULES, FlowFacts, Verdict, decide
-from jobflow_core.events import Reason
+from jobflow_core.planning.starts import QUEUE_RULES, READINESS_RULES, START_RULES, TEMPLATE_RULES, FlowFacts, Verdict, decide
+from jobflow_core.vocabulary.kube_events import Reason
 from jobflow_core.models import VcJobPhase
-from jobflow_core.queueing import InLine, QueueView
+from jobflow_core.queueing.line import InLine, QueueView
 from scenario import T0, jobflow, template, templates_for, vcjob
 from test_planner_properties import any_worlds
 from test_probes import BOCLOUD, templates as tf_templates, tf_job
@@ -70,7 +70,7 @@ MEMOIZED = jobflow("spec: {parameters: [{name: day, value: '1'}], flows: [{name:
 
 def memo_decision(name: str):
     from jobflow_core import observe
-    from jobflow_core.memo import Entry, declared_key
+    from jobflow_core.flows.memo import Entry, declared_key
 
     observation = observe(MEMOIZED, jobs=[], now=T0)
     view = next(v for v in observation.views if v.name == name)

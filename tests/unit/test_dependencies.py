@@ -1,12 +1,12 @@
 """When a flow's targets let it start, by ``dependsOn.outcome``, and when they never will (it is Skipped: the
-verdict of the skip table, ``jobflow_core.skips``, which ``skip_of`` asks as the outcomes pass does)."""
+verdict of the skip table, ``jobflow_core.dag.skips``, which ``skip_of`` asks as the outcomes pass does)."""
 
 import pytest
 
-from jobflow_core.dependencies import check_dependencies
+from jobflow_core.dag.dependencies import check_dependencies
 from jobflow_core.models import Flow
-from jobflow_core.phase import FlowOutcome
-from jobflow_core.skips import ConditionCheck, SkipFacts, settle_readiness
+from jobflow_core.vocabulary.phase import FlowOutcome
+from jobflow_core.dag.skips import ConditionCheck, SkipFacts, settle_readiness
 
 S, F, K = FlowOutcome.SUCCEEDED, FlowOutcome.FAILED, FlowOutcome.SKIPPED
 

@@ -23,7 +23,7 @@ import pytest
 from cloudevents.core.bindings.http import HTTPMessage, from_http_event
 
 from eventsource.cloudevent import Change, Envelope, Mode, encode, parse_overrides
-from jobflow_core.api import JOBFLOW, JOBTEMPLATE, VCJOB
+from jobflow_core.vocabulary.api import JOBFLOW, JOBTEMPLATE, VCJOB
 
 SOURCE = "https://10.96.0.1:443"
 FLOW = {"apiVersion": "flow.volcano.sh/v1alpha1", "kind": "JobFlow",

@@ -17,7 +17,7 @@ from devcluster.processes import free_port
 from eventsource import cloudevent
 from eventsource.cloudevent import Change, Envelope
 from eventsource.outbox import Outbox
-from jobflow_core.api import JOBFLOW, JOBTEMPLATE, VCJOB, ApiType
+from jobflow_core.vocabulary.api import JOBFLOW, JOBTEMPLATE, VCJOB, ApiType
 
 NOT_HTTP = 0  # an answer that makes the sink reply with a line that is not HTTP
 

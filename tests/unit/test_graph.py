@@ -6,7 +6,7 @@ from functools import cache
 from hypothesis import given
 from hypothesis import strategies as st
 
-from jobflow_core.graph import flow_graph
+from jobflow_core.dag.graph import flow_graph
 from jobflow_core.models import DependsOn, Flow, JobFlow, JobFlowSpec, ObjectMeta
 
 UNDEFINED = ["x", "y"]

@@ -6,12 +6,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jobflow_core.items import MAX_ITEMS, expand
+from jobflow_core.flows.items import MAX_ITEMS, expand
 from jobflow_core.models import JobFlowPhase, VcJobPhase
-from jobflow_core.naming import is_job_of_flow
-from jobflow_core.parameters import Item
-from jobflow_core.phase import JobCategory, category_of
-from jobflow_core.validation import validate, is_dns1123_label
+from jobflow_core.vocabulary.naming import is_job_of_flow
+from jobflow_core.flows.parameters import Item
+from jobflow_core.vocabulary.phase import JobCategory, category_of
+from jobflow_core.validation.jobflows import validate, is_dns1123_label
 from scenario import Cluster, jobflow, template
 
 P = VcJobPhase
@@ -141,7 +141,7 @@ def test_a_fan_out_over_a_targets_result_waits_for_it_then_runs_one_vcjob_per_el
     cluster.step()
     cluster.move("split", P.COMPLETED)
     from jobflow_core import observe
-    from jobflow_core.planner import plan_observation
+    from jobflow_core.planning.planner import plan_observation
     observation = observe(cluster.flow, jobs=list(cluster.jobs.values()), now=cluster.now)
     assert observation.results_needed() == ["test-split"]
     result = plan_observation(observation.with_results({"test-split": '["s0","s1","s2"]'}),
@@ -187,7 +187,7 @@ def test_a_for_each_that_cannot_run_is_refused_naming_the_problem(spec, message)
 
 @given(st.integers(min_value=0, max_value=MAX_ITEMS - 1), st.integers(min_value=1, max_value=4))
 def test_item_names_are_valid_unique_and_belong_to_their_flow(index, attempt):
-    from jobflow_core.naming import attempt_job_name
+    from jobflow_core.vocabulary.naming import attempt_job_name
     name = attempt_job_name(jobflow="sweep", flow="train", attempt=attempt, index=index)
     assert is_dns1123_label(name)
     assert is_job_of_flow(name, jobflow="sweep", flow="train")
@@ -234,7 +234,7 @@ def test_kubectl_jobflow_status_shows_a_fan_out_as_one_line_with_its_items_count
 
 
 def test_a_fan_out_is_summarised_and_its_succeeded_items_are_only_named_even_after_their_vcjobs_are_gone():
-    from jobflow_core.status import index_ranges
+    from jobflow_core.planning.status import index_ranges
     cluster = Cluster(jobflow("spec: {flows: [{name: s, forEach: {range: {count: 13}}}]}"))
     cluster.step()
     for index in range(13):

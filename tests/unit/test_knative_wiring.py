@@ -23,8 +23,8 @@ from devcluster.processes import free_port
 from eventsource.cloudevent import Change, Mode, event_type
 from eventsource.watcher import WATCHED
 from handlers import create_app
-from handlers.events import RESYNC_TYPES, hint_from_request
-from jobflow_core.api import API_TYPES, CREATED_BY_JOBFLOW, JOBFLOW
+from handlers.hints import RESYNC_TYPES, hint_from_request
+from jobflow_core.vocabulary.api import API_TYPES, CREATED_BY_JOBFLOW, JOBFLOW
 from knative_types import ISO_8601_DURATION, RENDERS, REPO, rendered
 
 HANDLER = "jobflow-handler"
@@ -330,7 +330,7 @@ def test_the_sinkbinding_gives_the_handler_a_k_sink_into_the_broker_with_valid_o
 @pytest.mark.parametrize("directory", RENDERS)
 def test_notifications_never_reach_the_handler_and_the_example_trigger_takes_exactly_the_failures(
         directory: str) -> None:
-    from jobflow_core.notifications import TYPES
+    from jobflow_core.planning.notifications import TYPES
 
     triggers = of_kind(directory, "Trigger")
     services = {doc["metadata"]["name"] for doc in of_kind(directory, "Service")}

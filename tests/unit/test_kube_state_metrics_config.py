@@ -1,6 +1,6 @@
 """The cost gauges of the kube-state-metrics configuration (``manifests/kube-state-metrics/``) read the fields the
 engine writes: each gauge's ``path`` leads, in a JobFlow or JobTemplate serialised by our models, to the figure
-:mod:`jobflow_core.cost` worked out. A renamed field (or a typo in the path) would otherwise export zeros for ever,
+:mod:`jobflow_core.insight.cost` worked out. A renamed field (or a typo in the path) would otherwise export zeros for ever,
 since the gauges say ``nilIsZero``."""
 
 from typing import Any
@@ -9,9 +9,9 @@ import pytest
 import yaml
 
 from devcluster.kube_state_metrics import CONFIG
-from jobflow_core import cost
+from jobflow_core.insight import cost
 from jobflow_core.models import Cost, JobFlow, JobFlowStatus, JobTemplate, JobTemplateStatus
-from jobflow_core.resources import CPU, GPU, MEMORY
+from jobflow_core.vocabulary.resources import CPU, GPU, MEMORY
 
 GANG = {CPU: 8000, MEMORY: 16 * cost.GIB, GPU: 2}
 """Eight cores, 16 GiB and two GPUs: every figure non-zero and different from the others."""

@@ -6,8 +6,8 @@ import pytest
 
 from jobflow_core import observe
 from jobflow_core.models import JobFlowPhase, VcJobPhase
-from jobflow_core.planner import plan_observation
-from jobflow_core.validation import validate
+from jobflow_core.planning.planner import plan_observation
+from jobflow_core.validation.jobflows import validate
 from scenario import Cluster, jobflow
 
 P = VcJobPhase

@@ -8,7 +8,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from handlers import metrics
-from jobflow_core.api import JOBFLOW, VCJOB
+from jobflow_core.vocabulary.api import JOBFLOW, VCJOB
 from test_shell_reconciler import NS, template
 from test_shell_routes import client, kube, send  # noqa: F401 (fixtures, used by name)
 

@@ -2,8 +2,8 @@
 
 import copy
 
-from jobflow_core.jobs import build_job
-from jobflow_core.naming import is_owned_by
+from jobflow_core.flows.vcjobs import build_job
+from jobflow_core.vocabulary.naming import is_owned_by
 from scenario import TEMPLATE_SPEC, UID, jobflow, template, vcjob
 
 FLOW = jobflow(

@@ -1,4 +1,4 @@
-"""CloudEvents out, decided in the core (:mod:`jobflow_core.notifications`): which transitions a status write
+"""CloudEvents out, decided in the core (:mod:`jobflow_core.planning.notifications`): which transitions a status write
 records, with which ids, and what a lost write, a replay or a sink that is down does to them."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import hypothesis.strategies as st
 from hypothesis import given, settings
 
 from jobflow_core.models import JobFlowPhase, JobFlowStatus, VcJobPhase
-from jobflow_core.notifications import MAX_PENDING, TYPE_PREFIX, delivered, pending
+from jobflow_core.planning.notifications import MAX_PENDING, TYPE_PREFIX, delivered, pending
 from scenario import DIAMOND, UID, Cluster, jobflow
 
 P = VcJobPhase

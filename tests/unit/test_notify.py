@@ -14,8 +14,8 @@ from eventsource.recheck import recheck_seconds
 from handlers import metrics
 from handlers.notify import Notifier
 from jobflow_core.models import Notification
-from jobflow_core.notifications import DELIVERY_RECHECK_SECONDS
-from jobflow_core.routing import can_change
+from jobflow_core.planning.notifications import DELIVERY_RECHECK_SECONDS
+from jobflow_core.routing.concerns import can_change
 
 NOTICES = [Notification(id=f"uid-1.{n}", type="sh.volcano.flow.job.created", subject=f"f-{n}",
                         time=datetime(2026, 11, 24, 10, 0, n, tzinfo=UTC), data={"job": f"f-{n}", "flow": str(n)})
@@ -83,7 +83,7 @@ def test_a_jobflow_with_undelivered_notifications_is_woken_and_resynced_even_whe
 def test_another_reconciles_fresh_notifications_are_left_to_it_and_sent_once_the_grace_passed():
     from datetime import timedelta
 
-    from jobflow_core.notifications import SENDER_GRACE_SECONDS, due
+    from jobflow_core.planning.notifications import SENDER_GRACE_SECONDS, due
 
     recorded = NOTICES[0].time
     assert due(NOTICES[0], now=recorded, ours=True)

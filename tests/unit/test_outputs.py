@@ -1,4 +1,4 @@
-"""``{{targets.NAME.result}}`` in patches (``jobflow_core.outputs``): what a flow's vcjob gets from its targets,
+"""``{{targets.NAME.result}}`` in patches (``jobflow_core.flows.outputs``): what a flow's vcjob gets from its targets,
 where a result may go, and what admission refuses."""
 
 import json
@@ -8,12 +8,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from jobflow_core import plan
-from jobflow_core.decisions import Verdict
-from jobflow_core.events import Reason
+from jobflow_core.planning.starts import Verdict
+from jobflow_core.vocabulary.kube_events import Reason
 from jobflow_core.models import VcJobPhase
-from jobflow_core.outputs import MAX_VALUE_LENGTH, clean, may_hold_results
-from jobflow_core.parameters import substitute
-from jobflow_core.validation import validate
+from jobflow_core.flows.outputs import MAX_VALUE_LENGTH, clean, may_hold_results
+from jobflow_core.flows.parameters import substitute
+from jobflow_core.validation.jobflows import validate
 from scenario import T0, jobflow, templates_for, vcjob
 
 PIPELINE = """
@@ -194,7 +194,7 @@ def test_results_may_go_only_where_they_cannot_widen_what_the_pod_may_do(path, a
 
 
 def test_a_result_out_of_place_fails_a_jobflow_that_bypassed_admission_and_the_builder_leaves_it_as_written():
-    from jobflow_core.jobs import job_spec
+    from jobflow_core.flows.vcjobs import job_spec
     from scenario import template
 
     text = PIPELINE.replace('command: ["publish", "{{ targets.train.result }}"]', 'image: "{{targets.train.result}}"')

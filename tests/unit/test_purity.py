@@ -10,10 +10,10 @@ ALLOWED = {
     *("jobflow_core", "pydantic"),
     *("collections", "copy", "dataclasses", "datetime", "enum", "functools", "graphlib", "math", "re", "types"),
     *("json", "typing"),
-    "zoneinfo",  # the IANA time zone rules of a schedule (jobflow_core.cron): constant data, no clock
-    *("hashlib", "hmac"),  # signing and checking snapshots (jobflow_core.snapshots): pure functions of bytes
-    "decimal",  # Kubernetes quantities ("1.5Gi", "500m") read exactly (jobflow_core.resources)
-    "celpy",  # the CEL implementation (jobflow_core.conditions): pure evaluation, no I/O
+    "zoneinfo",  # the IANA time zone rules of a schedule (jobflow_core.schedules.cron): constant data, no clock
+    *("hashlib", "hmac"),  # signing and checking snapshots (jobflow_core.routing.snapshots): pure functions of bytes
+    "decimal",  # Kubernetes quantities ("1.5Gi", "500m") read exactly (jobflow_core.vocabulary.resources)
+    "celpy",  # the CEL implementation (jobflow_core.flows.conditions): pure evaluation, no I/O
 }
 CLOCK_READS = {"now", "utcnow", "today", "time", "monotonic", "perf_counter"}
 

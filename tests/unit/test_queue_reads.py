@@ -11,9 +11,9 @@ import pytest
 import yaml
 
 from eventsource.cache import WatchCache
-from handlers.reconciler import Reconciler
-from jobflow_core.api import JOBFLOW
-from jobflow_core.queueing import PRIORITY_CLASS
+from handlers.jobflows import Reconciler
+from jobflow_core.vocabulary.api import JOBFLOW
+from jobflow_core.queueing.line import PRIORITY_CLASS
 from memory_kube import MemoryKube
 from scenario import T0
 

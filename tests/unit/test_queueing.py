@@ -1,4 +1,4 @@
-"""Started JobFlows first on a shared Volcano queue (``jobflow_core.queueing``, ``jobflow_core.resources``): the
+"""Started JobFlows first on a shared Volcano queue (``jobflow_core.queueing.line``, ``jobflow_core.vocabulary.resources``): the
 gang a vcjob needs, the line, the room, and the status and manifests the planner makes of them."""
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from jobflow_core import plan
-from jobflow_core.api import GANG_REQUESTS
+from jobflow_core.vocabulary.api import GANG_REQUESTS
 from jobflow_core.models import VcJobPhase
-from jobflow_core.queueing import (PRIORITY_CLASS, InLine, QueueView, admit, counts_for, in_line, line_key,
+from jobflow_core.queueing.line import (PRIORITY_CLASS, InLine, QueueView, admit, counts_for, in_line, line_key,
                                    line_of_wire, line_to_wire, never_fits)
-from jobflow_core.resources import QuantityError, describe, gang_requests, quantity, to_wire
+from jobflow_core.vocabulary.resources import QuantityError, describe, gang_requests, quantity, to_wire
 from scenario import T0, jobflow, template, vcjob
 
 P = VcJobPhase
@@ -275,8 +275,8 @@ def test_a_reconcile_at_the_same_moment_as_other_new_jobflows_takes_its_place_in
 
 
 def test_the_shell_reads_the_queue_and_holds_back_a_jobflow_with_no_room():
-    from handlers.reconciler import Reconciler
-    from jobflow_core.api import JOBFLOW
+    from handlers.jobflows import Reconciler
+    from jobflow_core.vocabulary.api import JOBFLOW
     from memory_kube import MemoryKube
 
     kube = MemoryKube()
@@ -430,7 +430,7 @@ def test_first_stages_that_never_fit_all_at_once_start_on_an_otherwise_empty_que
 
 
 def test_admission_warns_of_a_whole_flow_stage_its_queue_can_never_hold_once():
-    from jobflow_core.queueing import unschedulable
+    from jobflow_core.queueing.line import unschedulable
 
     templates = {name: template(name, spec=STAGE) for name in ("a", "b", "c")}
     [warning] = unschedulable(wide_middle(), templates=templates, queues=queue({"cpu": 12000}))
@@ -511,10 +511,10 @@ def test_a_webhook_that_cannot_read_warns_of_nothing_and_logs_why_once(caplog):
     review = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
         "uid": "u1", "kind": {"group": "flow.volcano.sh", "version": "v1alpha1", "kind": "JobFlow"},
         "operation": "CREATE", "namespace": "default", "object": chain().to_wire()}}
-    with caplog.at_level("INFO", logger="handlers.admission"):
+    with caplog.at_level("INFO", logger="handlers.webhooks"):
         answers = [client.post("/validate/jobflows", json=review).json["response"] for _ in range(2)]
     assert [(a["allowed"], a.get("warnings")) for a in answers] == [(True, None)] * 2
-    logged = [(r.levelname, r.getMessage()) for r in caplog.records if r.name == "handlers.admission"]
+    logged = [(r.levelname, r.getMessage()) for r in caplog.records if r.name == "handlers.webhooks"]
     assert [level for level, _ in logged] == ["WARNING", "INFO"]
     assert logged[0][1].startswith("the webhook cannot read the JobTemplates, queues or nodes (403 Forbidden), so "
                                    "it warns of no JobFlow that can never be scheduled: give its ServiceAccount a "

@@ -1,7 +1,7 @@
 """A finished step never runs twice, and a phase never goes back, whatever the reconciles race with (issue 23).
 
 Reconciles of one JobFlow run side by side (two handlers, a retried delivery, a resync beside a vcjob event), each a
-real :class:`~handlers.reconciler.Reconciler` taking turns with the others at every API call
+real :class:`~handlers.jobflows.Reconciler` taking turns with the others at every API call
 (:mod:`interleaving`). Between any two calls the rest of the cluster may move: Volcano advances a vcjob, Volcano's
 garbage collector deletes a Completed vcjob past its ``ttlSecondsAfterFinished``, or a user deletes a Completed
 vcjob whose end the status records. The JobFlow itself deletes its vcjobs when it succeeds with
@@ -39,11 +39,11 @@ from hypothesis import strategies as st
 
 from handlers.kube import Conflict
 from handlers.dispatch import Dispatcher, PartlyFailed
-from handlers.reconciler import Reconciler
+from handlers.jobflows import Reconciler
 from handlers.writes import Writes
 from interleaving import Interleaving, SteppedKube
-from jobflow_core.api import JOBFLOW, JOBTEMPLATE, VCJOB
-from jobflow_core.snapshots import trim
+from jobflow_core.vocabulary.api import JOBFLOW, JOBTEMPLATE, VCJOB
+from jobflow_core.routing.snapshots import trim
 from memory_kube import MemoryKube
 from scenario import TEMPLATE_SPEC
 

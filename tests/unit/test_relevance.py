@@ -1,4 +1,4 @@
-"""Which updates the event source forwards (:mod:`jobflow_core.relevance`), and which JobFlow a change is about.
+"""Which updates the event source forwards (:mod:`jobflow_core.routing.relevance`), and which JobFlow a change is about.
 
 The table in the module's docstring, as tests: every field the engine reads changes the fingerprint, the fields it
 does not read do not. A field added to what the planner reads must be added here and there.
@@ -10,8 +10,8 @@ import copy
 
 import pytest
 
-from jobflow_core.api import JOBFLOW, JOBTEMPLATE, VCJOB
-from jobflow_core.relevance import fingerprint, jobflow_of_change, may_wait, relevant_part
+from jobflow_core.vocabulary.api import JOBFLOW, JOBTEMPLATE, VCJOB
+from jobflow_core.routing.relevance import fingerprint, jobflow_of_change, may_wait, relevant_part
 
 VCJOB_OBJ = {
     "apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",

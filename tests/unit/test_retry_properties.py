@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from jobflow_core import plan
 from jobflow_core.models import AwaitedOutcome, JobFlowPhase, VcJob, VcJobPhase
-from jobflow_core.phase import FlowOutcome, JobCategory, category_of, outcome_of_phase
+from jobflow_core.vocabulary.phase import FlowOutcome, JobCategory, category_of, outcome_of_phase
 from scenario import Cluster, jobflow
 
 P = VcJobPhase

@@ -5,10 +5,10 @@ from datetime import datetime, timedelta
 import yaml
 
 from handlers import create_app
-from handlers.reconciler import Reconciler
-from jobflow_core.api import JOBFLOW, JOBFLOWTEMPLATE, JOBTEMPLATE, MEMO_CACHE, VCJOB
+from handlers.jobflows import Reconciler
+from jobflow_core.vocabulary.api import JOBFLOW, JOBFLOWTEMPLATE, JOBTEMPLATE, MEMO_CACHE, VCJOB
 from jobflow_core.models import JobFlowTemplate
-from jobflow_core.runs import Cause, Start, manual_run_name, run_manifest
+from jobflow_core.schedules.runs import Cause, Start, manual_run_name, run_manifest
 from memory_kube import T0, MemoryKube
 from scenario import TEMPLATE_SPEC
 
@@ -133,7 +133,7 @@ def test_a_run_by_hand_is_told_on_the_template_at_its_next_look_once():
 
 def test_two_scheduled_runs_share_a_memoized_step_and_the_second_reuses_the_first():
     """A JobFlowTemplate's runs differ in name, labels, annotations (scheduled time) and owner: none of it is in
-    the memoize key, so the next tick's run reuses the step the previous one ran (jobflow_core.memo)."""
+    the memoize key, so the next tick's run reuses the step the previous one ran (jobflow_core.flows.memo)."""
     kube, clock = MemoryKube(), Clock(T0)
     memoized = {"flows": [{"name": "a", "memoize": {}}, {"name": "b", "dependsOn": {"targets": ["a"]}}]}
     kube.put(TEMPLATE | {"spec": TEMPLATE["spec"] | {"jobFlow": {"spec": memoized}}})

@@ -14,9 +14,9 @@ import yaml
 
 from handlers.kube import Conflict
 from handlers.dispatch import Dispatcher
-from handlers.reconciler import MAX_ATTEMPTS, Reconciler
-from jobflow_core.api import COMMAND, JOBFLOW, JOBTEMPLATE, RECORD_FINALIZER, VCJOB
-from jobflow_core.queueing import PRIORITY_CLASS
+from handlers.jobflows import MAX_ATTEMPTS, Reconciler
+from jobflow_core.vocabulary.api import COMMAND, JOBFLOW, JOBTEMPLATE, RECORD_FINALIZER, VCJOB
+from jobflow_core.queueing.line import PRIORITY_CLASS
 from memory_kube import MemoryKube
 from scenario import TEMPLATE_SPEC
 
@@ -428,7 +428,7 @@ def test_a_reconcile_that_read_the_jobflow_before_its_end_was_written_creates_no
 
 
 def test_a_plan_that_would_move_an_ended_phase_back_is_refused_as_a_bug(kube, monkeypatch, caplog):
-    import handlers.reconciler as shell
+    import handlers.jobflows as shell
     from jobflow_core.models import FlowState
 
     run_a_then_b_to_succeed(kube, retain="retain")

@@ -15,7 +15,7 @@ from kubernetes.client.rest import ApiException
 from eventsource import cloudevent
 from handlers import create_app
 from handlers.kube import Conflict, Unavailable, translate
-from jobflow_core.api import JOBFLOW, JOBTEMPLATE, VCJOB, ApiType
+from jobflow_core.vocabulary.api import JOBFLOW, JOBTEMPLATE, VCJOB, ApiType
 from memory_kube import MemoryKube
 from test_shell_reconciler import A_THEN_B, NS, template
 

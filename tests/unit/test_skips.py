@@ -1,4 +1,4 @@
-"""Why a flow is Skipped (``jobflow_core.skips``): one example per row, the table as docs/reference.md shows it, and
+"""Why a flow is Skipped (``jobflow_core.dag.skips``): one example per row, the table as docs/reference.md shows it, and
 the rows' order as the JobFlow sees it."""
 
 import re
@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from jobflow_core import plan
-from jobflow_core.events import Reason
+from jobflow_core.vocabulary.kube_events import Reason
 from jobflow_core.models import Flow, VcJobPhase
-from jobflow_core.phase import FlowOutcome
-from jobflow_core.skips import SKIP_RULES, ConditionCheck, SkipFacts, decide_skip
+from jobflow_core.vocabulary.phase import FlowOutcome
+from jobflow_core.dag.skips import SKIP_RULES, ConditionCheck, SkipFacts, decide_skip
 from scenario import T0, jobflow, templates_for, vcjob
 
 P = VcJobPhase

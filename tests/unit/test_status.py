@@ -6,7 +6,7 @@ import pytest
 
 from jobflow_core import plan
 from jobflow_core.models import VcJob, VcJobPhase
-from jobflow_core.status import JOB_LIST_OF_PHASE
+from jobflow_core.planning.status import JOB_LIST_OF_PHASE
 from scenario import DIAMOND, T0, Cluster, jobflow, templates_for, vcjob
 
 P = VcJobPhase

@@ -3,9 +3,9 @@
 
 from jobflow_core import observe, plan, templates_needed
 from jobflow_core.models import VcJobPhase
-from jobflow_core.routing import waits_for_template
-from jobflow_core.run_stats import newly_ended
-from jobflow_core.validation import validate
+from jobflow_core.routing.concerns import waits_for_template
+from jobflow_core.insight.template_stats import newly_ended
+from jobflow_core.validation.jobflows import validate
 from scenario import T0, jobflow, template, vcjob
 
 SWEEP = """

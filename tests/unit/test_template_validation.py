@@ -4,7 +4,7 @@ import pytest
 import yaml
 
 from jobflow_core.models import JobTemplate
-from jobflow_core.template_validation import VALID_ACTIONS, VALID_EVENTS, validate_template
+from jobflow_core.validation.jobtemplates import VALID_ACTIONS, VALID_EVENTS, validate_template
 
 GOOD = """
 minAvailable: 3

@@ -1,7 +1,7 @@
 """A JobTemplate's status lists the vcjobs made from it, and shrinks when they go."""
 
 from jobflow_core.models import JobTemplateStatus, VcJob
-from jobflow_core.templates import template_status, template_status_changed
+from jobflow_core.planning.template_status import template_status, template_status_changed
 from scenario import jobflow, template, vcjob
 
 

@@ -3,8 +3,8 @@
 import yaml
 
 from jobflow_core.models import JobFlowTemplate
-from jobflow_core.runs import event_run_name, run_manifest
-from jobflow_core.triggers import Incoming, matches
+from jobflow_core.schedules.runs import event_run_name, run_manifest
+from jobflow_core.schedules.triggers import Incoming, matches
 
 TEMPLATE = JobFlowTemplate.model_validate(yaml.safe_load("""
 apiVersion: flow.volcano.sh/v1alpha1

@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from jobflow_core.models import DependsOn, Flow, JobFlow, JobFlowSpec, ObjectMeta
-from jobflow_core.validation import validate
+from jobflow_core.validation.jobflows import validate
 from scenario import jobflow
 
 

@@ -1,0 +1,1 @@
+"""jobflow_core.flows."""

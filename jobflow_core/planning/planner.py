@@ -1,0 +1,437 @@
+"""The planner: one observed JobFlow in, the list of actions that move it forward out.
+
+``plan_observation`` is a pure function in the style of a Metacontroller hook: it reads no clock, talks to no API
+server, draws no random numbers and changes none of its inputs. Planning the same inputs twice gives the same
+plan, so the shell may re-plan whenever anything happens. The shell's part, per attempt:
+
+1. list the vcjobs and :func:`~jobflow_core.planning.observation.observe` (the spec is validated once, there);
+2. run the HTTP/TCP checks the observation asks for (``observation.network_checks()``) and add the answers
+   (``observation.with_probe_results``);
+3. read the JobTemplates :func:`~jobflow_core.planning.starts.templates_needed` names (usually none);
+4. :func:`plan_observation`, then carry out ``Plan.actions`` in order, deciding nothing of its own.
+
+:func:`plan` does 1 to 4 for callers that have everything at hand (the command line, tests).
+
+Where each decision lives: the JobFlow phase in :mod:`jobflow_core.vocabulary.phase` (one table); whether each flow starts,
+waits or is blocked in :mod:`jobflow_core.planning.starts` (one table); the status in :mod:`jobflow_core.planning.status`; the
+events in :mod:`jobflow_core.vocabulary.kube_events`. This module only puts them together:
+
+* JobFlow-level blockers come first (why it failed, from :mod:`jobflow_core.planning.failures`), then each blocked flow's reason, grouped in
+  the order of the start table; the first blocker's reason is ``status.state.reason``, all messages joined its
+  ``message``;
+* the actions, in the order the shell carries them out: :class:`UpdateTemplate` with the runs that ended (counted
+  in their JobTemplates' statistics before the status records the end, so none is lost), :class:`WriteStatus`
+  (only when the status changed, with the events of what is new), :class:`Create` (each with upstream's
+  ``Created`` event, recorded once the create succeeded), :class:`Abort` (a vcjob past the deadline or its flow's
+  timeout), :class:`Delete` (``jobRetainPolicy: delete`` once the JobFlow is Succeed), :class:`Release` (vcjobs
+  being deleted whose record is now in the status, and orphans), and :class:`UpdateTemplate` with the vcjobs that
+  came or went (JobTemplates' ``jobDependsOnList``).
+
+**A vcjob is created, deleted, or let go to its deletion, only after the status write that records it**
+(:class:`Create`, :class:`Delete` and :class:`Release` come after :class:`WriteStatus`, which the shell guards with
+the resourceVersion it read; when the write is lost, nothing after it happens). The status a plan writes names the
+vcjobs it is about to create, so that write is the guard of the creates too: a plan made from a JobFlow older than
+the record of a vcjob's end cannot write, hence cannot create that vcjob again. When the status does not change,
+the shell makes sure its JobFlow read is newer than its vcjob list before it creates anything
+(``handlers/jobflows.py``; docs/architecture.md, "A finished step never runs twice").
+"""
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, TypeVar
+
+from jobflow_core.flows.deadlines import attempt_deadline, passed
+from jobflow_core.flows.deadlines import recheck_seconds as deadline_recheck
+from jobflow_core.planning.starts import NO_ROOM, START_RULES, FlowDecision, Verdict, decide_all
+from jobflow_core.vocabulary.kube_events import Event, EventType, Reason, job_created, phase_changed
+from jobflow_core.planning.failures import why_failed
+from jobflow_core.planning import notifications
+from jobflow_core.flows.vcjobs import abort_command
+from jobflow_core.queueing.status import never_scheduled, queue_events, queue_status
+from jobflow_core.queueing.line import QueueView
+from jobflow_core.flows.memo import Entry, cached_record, newly_memoized
+from jobflow_core.models import (
+    Estimate,
+    Flow,
+    FlowState,
+    JobFlow,
+    JobFlowPhase,
+    JobFlowStatus,
+    JobTemplate,
+    JobTemplateStatus,
+    Rerun,
+    RetainPolicy,
+    SkippedFlow,
+    VcJob,
+    VcJobPhase,
+    WaitingFlow,
+)
+from jobflow_core.vocabulary.naming import has_record_finalizer, template_name, template_of
+from jobflow_core.planning.observation import Observation, observe
+from jobflow_core.vocabulary.phase import JobCategory, category_of, is_final
+from jobflow_core.dag.probes import DEFAULT_RECHECK_SECONDS, CheckResult, NetworkCheck
+from jobflow_core.insight.eta import Forecast, estimates_of, forecast
+from jobflow_core.insight.template_stats import Run, expected_seconds, newly_ended, record_runs
+from jobflow_core.planning.template_status import template_status_with
+from jobflow_core.planning.status import build_status
+
+
+@dataclass(frozen=True)
+class Create:
+    """POST the vcjob ``manifest`` of ``flow``; once it is created, record ``event``."""
+
+    flow: str
+    manifest: dict[str, Any]
+    event: Event
+    ready_since: datetime | None = None
+    """When the last of the flow's targets ended (for the dependency-latency metric); None: no targets, or not
+    known."""
+
+    @property
+    def job_name(self) -> str:
+        return self.manifest["metadata"]["name"]
+
+
+@dataclass(frozen=True)
+class Abort:
+    """Create the Volcano ``command`` that aborts vcjob ``job_name`` (it then ends Aborted); record ``event``."""
+
+    job_name: str
+    command: dict[str, Any]
+    event: Event
+
+
+@dataclass(frozen=True)
+class Delete:
+    """DELETE the vcjob ``job_name`` of the JobFlow's namespace."""
+
+    job_name: str
+
+
+@dataclass(frozen=True)
+class UpdateTemplate:
+    """A change to JobTemplate ``name``'s status, applied to whatever that status is when written (on a fresh read
+    after a lost race; changes of several reconciles to one template may be written together): ``runs`` (vcjobs
+    that ended) counted in its statistics (:mod:`jobflow_core.insight.template_stats`), each once per UID; vcjobs just created
+    (``added``) and deleted now (``removed``) applied to ``jobDependsOnList``. The list change is applied to the
+    list as stored (no LIST of the template's vcjobs: with N JobFlows sharing a template, that would cost N objects
+    per vcjob created)."""
+
+    name: str
+    runs: tuple[Run, ...] = ()
+    added: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+
+    def apply(self, template: JobTemplate) -> JobTemplateStatus:
+        status = record_runs(template.status, self.runs) if self.runs else template.status
+        if not (self.added or self.removed):
+            return status or JobTemplateStatus()
+        return template_status_with(template.model_copy(update={"status": status}), added=self.added,
+                                    removed=self.removed)
+
+
+@dataclass(frozen=True)
+class WriteStatus:
+    """PUT ``status`` (with the resourceVersion read), then record ``events``."""
+
+    status: JobFlowStatus
+    events: tuple[Event, ...]
+    rerun_accepted: bool = False
+    """The status records a rerun accepted just now: the one write that may take an ended JobFlow's phase back
+    (:func:`jobflow_core.vocabulary.phase.regresses`)."""
+
+
+@dataclass(frozen=True)
+class Release:
+    """Take our finalizer off ``job``, which ended or is being deleted: its record is safe in the written status."""
+
+    job: VcJob
+
+
+@dataclass(frozen=True)
+class Memoize:
+    """Store ``entry`` under ``key`` in the namespace's cache ConfigMap (:mod:`jobflow_core.flows.memo`): a memoized
+    flow's vcjob Completed. Carried out before the status write that records its end, so none is lost."""
+
+    key: str
+    entry: Entry
+
+
+Action = Create | Abort | Delete | UpdateTemplate | WriteStatus | Release | Memoize
+A = TypeVar("A", Create, Abort, Delete, UpdateTemplate, WriteStatus, Release, Memoize)
+
+
+@dataclass(frozen=True)
+class Blocker:
+    """Why the JobFlow cannot go on as it should: a reason word and a message saying what to do."""
+
+    reason: Reason
+    message: str
+
+
+@dataclass(frozen=True)
+class Plan:
+    actions: tuple[Action, ...]
+    """What the shell should do, in this order."""
+    status: JobFlowStatus
+    """The status the JobFlow should have (written only when it changed: see :class:`WriteStatus`)."""
+    decisions: tuple[FlowDecision, ...]
+    """For each flow that needs a vcjob, what happens to it and why."""
+
+    def of(self, kind: type[A]) -> list[A]:
+        """The actions of one kind, in order."""
+        return [action for action in self.actions if isinstance(action, kind)]
+
+    @property
+    def creates(self) -> list[Create]:
+        return self.of(Create)
+
+    @property
+    def deletes(self) -> list[str]:
+        return [action.job_name for action in self.of(Delete)]
+
+    @property
+    def status_changed(self) -> bool:
+        return bool(self.of(WriteStatus))
+
+    @property
+    def events(self) -> list[Event]:
+        """The events recorded with the status write (creation events come with each :class:`Create`)."""
+        return [event for write in self.of(WriteStatus) for event in write.events]
+
+
+def plan(
+    jobflow: JobFlow, /, *, templates: Mapping[str, JobTemplate], jobs: Sequence[VcJob], now: datetime,
+    probe_results: Mapping[NetworkCheck, CheckResult] | None = None,
+    recheck_seconds: int = DEFAULT_RECHECK_SECONDS,
+    rejections: Mapping[str, str] | None = None, notify: bool = False, memo: Mapping[str, Entry] | None = None,
+    queues: Mapping[str, QueueView] | None = None,
+) -> Plan:
+    """Observe (as of ``now``) and plan in one call (see :func:`plan_observation` for the arguments)."""
+    return plan_observation(observe(jobflow, jobs=jobs, now=now, probe_results=probe_results), templates=templates,
+                            recheck_seconds=recheck_seconds, rejections=rejections, notify=notify, memo=memo,
+                            queues=queues)
+
+
+def plan_observation(
+    observation: Observation, /, *, templates: Mapping[str, JobTemplate],
+    recheck_seconds: int = DEFAULT_RECHECK_SECONDS, rejections: Mapping[str, str] | None = None,
+    notify: bool = False, memo: Mapping[str, Entry] | None = None,
+    queues: Mapping[str, QueueView] | None = None,
+    _written: JobFlowStatus | None = None, _cached: tuple[Event, ...] = (),
+) -> Plan:
+    """Plan one step of the observed JobFlow.
+
+    ``templates`` maps JobTemplate names (in the JobFlow's namespace) to templates; it needs at least those
+    :func:`~jobflow_core.planning.starts.templates_needed` names, and a name it lacks counts as a JobTemplate that does
+    not exist. Time enters only through ``observation.now`` (retry backoffs), so planning the same observation
+    twice gives the same plan. A flow still waiting for a probe tells, in
+    ``waitingFlows[].recheckSeconds``, how soon to look again. ``rejections`` maps flows whose vcjob the API
+    server refused (Volcano's webhook) to its message: those wait, and say why, until the template or the cluster
+    is fixed. With ``notify`` (the shell has a CloudEvents sink), the status also records a notification for each
+    transition it records (:mod:`jobflow_core.planning.notifications`). ``memo``: the namespace's memoized runs, when a
+    memoized flow may start (:mod:`jobflow_core.flows.memo`); a flow that reuses one is recorded Completed (``reason:
+    Cached``) and the JobFlow is planned again from there, so what waits for it starts in the same plan. ``queues``
+    are the Volcano queues the flows that would start join, as the shell read them (:mod:`jobflow_core.queueing.line`);
+    without them nothing is held back.
+    """
+    decisions = decide_all(observation, templates=templates, rejections=rejections, memo=memo, queues=queues)
+    hits = [decision for decision in decisions if decision.cached is not None]
+    if hits and observation.now is not None:
+        records = [cached_record(job_name=d.view.next_job_name, entry=d.cached, now=observation.now) for d in hits]
+        events = tuple(Event(EventType.NORMAL, Reason.CACHED, d.message) for d in hits)
+        # The reuse is written before anything that rests on it is created (the write comes before the creates).
+        return plan_observation(observation.with_records(records), templates=templates,
+                                recheck_seconds=recheck_seconds, rejections=rejections, notify=notify,
+                                memo=memo, queues=queues,
+                                _written=observation.jobflow.status if not _cached else _written,
+                                _cached=_cached + events)
+    starting = [decision for decision in decisions if decision.verdict is Verdict.START]
+    creating = [decision.view.next_job_name for decision in starting]
+    phase = observation.flow_phase(creating=creating)
+    blockers = _blockers(observation, decisions, queues=queues or {})
+    held = next((d.admission for d in decisions if d.rule is NO_ROOM and d.admission is not None), None)
+    state = FlowState(
+        phase=phase,
+        reason=blockers[0].reason if blockers else (Reason.WAITING_FOR_QUEUE if held else None),
+        message="; ".join(blocker.message for blocker in blockers) or (held.message if held else None),
+    )
+    skipped = list({decision.view.name: SkippedFlow(name=decision.view.name, job_name=decision.view.job_name,
+                                                    reason=decision.reason, message=decision.message)
+                    for decision in reversed(decisions) if decision.verdict is Verdict.SKIPPED}.values())[::-1]
+    estimates = _estimates(observation, templates)
+    expected = forecast(observation.jobflow, {node.name: node for node in observation.nodes},
+                        observation.outcomes.of, estimates_of(estimates))
+    status = build_status(observation, creating=creating, state=state,
+                          waiting=_waiting_flows(decisions, recheck_seconds=recheck_seconds, expected=expected),
+                          skipped=skipped, recheck_seconds=pending_recheck(observation), estimates=estimates,
+                          forecast=expected)
+    status = status.model_copy(update={"queue": queue_status(observation, decisions, queues=queues or {})})
+    status = notifications.record(observation.jobflow, status, now=observation.now, enabled=notify)
+    previous = _written if _cached else observation.jobflow.status
+    changed = status.to_wire() != (previous.to_wire() if previous else {})
+    deletes = _deletes(observation, phase=phase)
+    # Our finalizer has done its job once the vcjob's end is in the status written here (or already there):
+    # being deleted, or ended. Released at once, it never holds a namespace that is deleted while no engine runs.
+    releases = [*(job for job in observation.owned if has_record_finalizer(job)
+                  and (job.metadata.deletion_timestamp is not None or is_final(job.phase))),
+                *observation.orphans]
+    added: dict[str, list[str]] = {}
+    for decision in starting:
+        if decision.manifest is not None:
+            added.setdefault(template_name(decision.view.flow), []).append(decision.view.next_job_name)
+    removed: dict[str, list[str]] = {}
+    for job in observation.owned:
+        if job.name in deletes and (name := template_of(job)):
+            removed.setdefault(name, []).append(job.name)
+    creates = tuple(Create(decision.view.name, decision.manifest, job_created(decision.view.next_job_name),
+                           _ready_since(observation, decision.view.flow))
+                    for decision in starting if decision.manifest is not None)
+    events = (*_cached, *_events(observation.jobflow, phase=phase, state=state, skipped=skipped,
+                                 rerun=observation.rerun, blocker=blockers[0] if blockers else None),
+              *queue_events(previous.queue if previous else None, status.queue))
+    write = (WriteStatus(status, events, rerun_accepted=observation.rerun_accepted),) if changed else ()
+    return Plan(
+        actions=(
+            *(UpdateTemplate(template, runs=tuple(runs)) for template, runs in sorted(newly_ended(observation).items())),
+            *(Memoize(key, entry) for key, entry in newly_memoized(observation)),
+            *write,
+            *creates,
+            *_aborts(observation),
+            *(Delete(name) for name in deletes),
+            *(Release(job) for job in releases),
+            *(UpdateTemplate(name, added=tuple(added.get(name, ())), removed=tuple(removed.get(name, ())))
+              for name in sorted(added.keys() | removed.keys())),
+        ),
+        status=status,
+        decisions=tuple(decisions),
+    )
+
+
+def _ready_since(observation: Observation, flow: Flow) -> datetime | None:
+    """When the last target of ``flow`` ended, if it has targets and every end is known."""
+    targets = flow.depends_on.targets if flow.depends_on and flow.depends_on.targets else []
+    ends = [observation.node(target).ended_at for target in targets]
+    return max(ends) if ends and None not in ends else None  # type: ignore[type-var]
+
+
+def _blockers(observation: Observation, decisions: Sequence[FlowDecision], *,
+              queues: Mapping[str, QueueView]) -> list[Blocker]:
+    """JobFlow-level failures first, then the blocked flows, grouped by reason in the order of the start table (a
+    vcjob already created that its queue can no longer ever hold counts with the flows never started for that)."""
+    failure = why_failed(observation)
+    blockers = [Blocker(failure.reason, failure.message)] if failure else []
+    stuck = never_scheduled(observation, queues)
+    by_reason: dict[Reason, list[str]] = {}
+    for rule in START_RULES:
+        if rule.verdict is Verdict.BLOCKED and rule.reason is not None:
+            messages = by_reason.setdefault(rule.reason, [*stuck] if rule.reason is Reason.UNSCHEDULABLE else [])
+            messages.extend(d.message for d in decisions if d.rule is rule)
+    # A JobFlow-wide message (a whole-flow stage that never fits) is the same for each of its flows: said once.
+    blockers += [Blocker(reason, "; ".join(dict.fromkeys(messages))) for reason, messages in by_reason.items()
+                 if messages]
+    return blockers
+
+
+ENDING = frozenset({VcJobPhase.ABORTING, VcJobPhase.TERMINATING, VcJobPhase.COMPLETING})
+"""Phases of a vcjob Volcano is already bringing to an end: aborting it again would change nothing."""
+
+
+def _aborts(observation: Observation) -> list[Abort]:
+    """Abort every vcjob that still runs once the deadline passed, and each attempt that outran its timeout."""
+    aborts = []
+    for view in observation.views:
+        job = view.job
+        if job is None or category_of(job.phase) not in (JobCategory.PENDING, JobCategory.ACTIVE) \
+                or job.phase in ENDING:
+            continue
+        if observation.deadline_exceeded:
+            seconds = observation.jobflow.spec.active_deadline_seconds
+            reason, message = Reason.DEADLINE_EXCEEDED, f"the JobFlow's activeDeadlineSeconds ({seconds}) passed"
+        elif passed(attempt_deadline(view.flow, job), observation.now):
+            reason, message = Reason.TIMEOUT, f"it ran longer than timeoutSeconds ({view.flow.timeout_seconds})"
+        else:
+            continue
+        event = Event(EventType.WARNING, reason, f'aborting vcjob "{job.name}" of flow "{view.name}": {message}')
+        aborts.append(Abort(job.name, abort_command(job, reason=reason, message=message), event))
+    return aborts
+
+
+def pending_recheck(observation: Observation) -> int | None:
+    """How often to look again while a deadline or timeout has not run out yet (:mod:`jobflow_core.flows.deadlines`)."""
+    clocks = []
+    spec = observation.jobflow.spec
+    if spec.active_deadline_seconds and not observation.deadline_exceeded and \
+            observation.phase not in (JobFlowPhase.SUCCEED, JobFlowPhase.FAILED):
+        clocks.append(spec.active_deadline_seconds)
+    for view in observation.views:
+        if view.flow.timeout_seconds and view.job is not None and not is_final(view.job.phase):
+            clocks.append(view.flow.timeout_seconds)
+        probe = view.flow.depends_on.probe if view.flow.depends_on else None
+        readiness = observation.readiness.get(view.name)
+        if probe and probe.timeout_seconds and readiness is not None and readiness.probing:
+            clocks.append(probe.timeout_seconds)
+    return min((deadline_recheck(seconds) for seconds in clocks), default=None)
+
+
+def _estimates(observation: Observation, templates: Mapping[str, JobTemplate]) -> list[Estimate]:
+    """``status.estimates``: those recorded, plus, for flows without one whose JobTemplate was read, its median
+    run time (a template that never ran: unknown, recorded without seconds)."""
+    entries = list(observation.previous.estimates or ())
+    for name in observation.estimates_needed():
+        template = templates.get(template_name(observation.node(name).flow))
+        if template is not None:
+            entries.append(Estimate(flow=name, seconds=expected_seconds(template.status)))
+    return entries
+
+
+def _waiting_flows(decisions: Sequence[FlowDecision], *, recheck_seconds: int,
+                   expected: Forecast) -> list[WaitingFlow]:
+    """Flows that never had a vcjob and do not start now (nor are skipped): what they wait for, and why."""
+    waiting: dict[str, WaitingFlow] = {}
+    counts: dict[str, int] = {}
+    for decision in decisions:
+        view = decision.view
+        if (view.phase is not None and not view.retrying) or decision.verdict in (Verdict.START, Verdict.SKIPPED):
+            continue
+        counts[view.name] = counts.get(view.name, 0) + 1
+        if view.name in waiting:  # items of one forEach flow: the first speaks for all (counted below)
+            continue
+        probing = decision.verdict is Verdict.WAIT and decision.readiness.probing
+        message = f"{decision.message} (checked again every {recheck_seconds}s)" if probing else decision.message
+        waiting[view.name] = WaitingFlow(
+            name=view.name,
+            job_name=view.next_job_name,
+            waiting_for=list(decision.readiness.waiting_for) or None,
+            message=message,
+            recheck_seconds=decision.recheck_seconds or (recheck_seconds if probing else None),
+            expected_start=expected.starts.get(view.name) if decision.verdict is Verdict.WAIT else None,
+        )
+    return [entry.model_copy(update={"message": f"{counts[name]} items wait; the first: {entry.message}"})
+            if counts[name] > 1 else entry for name, entry in waiting.items()]
+
+
+def _deletes(observation: Observation, *, phase: JobFlowPhase) -> list[str]:
+    policy = observation.jobflow.spec.job_retain_policy
+    if policy is RetainPolicy.DELETE and phase is JobFlowPhase.SUCCEED:
+        return [job.name for job in observation.owned]
+    return []
+
+
+def _events(jobflow: JobFlow, *, phase: JobFlowPhase, state: FlowState, skipped: Sequence[SkippedFlow],
+            rerun: Rerun | None, blocker: Blocker | None) -> list[Event]:
+    """Events for what is new compared with the previous status, so that re-planning never repeats one."""
+    before = (jobflow.status.state if jobflow.status else None) or FlowState()
+    skipped_before = {flow.name for flow in (jobflow.status.skipped_flows if jobflow.status else None) or ()}
+    events = [Event(EventType.NORMAL, Reason(flow.reason or Reason.DEPENDENCY_NOT_MET),
+                    f'flow "{flow.name}" skipped: {flow.message}')
+              for flow in skipped if flow.name not in skipped_before]
+    rerun_before = jobflow.status.rerun if jobflow.status else None
+    if rerun is not None and rerun != rerun_before:
+        events.append(Event(EventType.NORMAL, Reason.RERUN, f"rerun request {rerun.id}: {rerun.message}"))
+    if before.phase != phase:
+        events.append(phase_changed(jobflow=jobflow.name, old=before.phase, new=phase))
+    if blocker and (blocker.reason, state.message) != (before.reason, before.message):
+        events.append(Event(EventType.WARNING, blocker.reason, state.message or blocker.message))
+    return events

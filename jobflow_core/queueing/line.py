@@ -1,0 +1,313 @@
+"""Flows that finish: when a JobFlow may start on a Volcano queue it shares with other JobFlows.
+
+Volcano schedules vcjob by vcjob. A JobFlow's second stage is created only when its first one ends, so on a busy
+queue it joins the back of the line, behind the first stages of every JobFlow created after it: all JobFlows
+advance in lock-step and finish late together. Volcano's own priority cannot fix that alone: it cannot order a
+vcjob that does not exist yet, and at each stage boundary a waiting first stage takes the freed capacity before the
+dependent exists. The engine has the one lever left, *when it creates a JobFlow's first stages*:
+
+* **Started JobFlows keep their room.** A JobFlow that started records in ``status.queue.reserved`` what the gangs
+  of its unfinished vcjobs request (:func:`reserved_of`): the status write that records a stage's end also names
+  the stages it creates, so between two stages the reservation never drops to nothing.
+* **New JobFlows start in the order they were created, when there is room.** A JobFlow that has not started yet
+  starts its first stages only if the queue's capacity holds what the started JobFlows reserve, plus what every
+  JobFlow ahead of it in line needs to start, plus its own first stages (:func:`admit`), each counted at most as
+  the whole queue (first stages whose gangs each fit but not all together start on an otherwise empty queue, and
+  Volcano runs them as room frees: they never wait for more than the queue can ever hold). The line is ordered by
+  creation time, then by name with numbers compared as numbers (``flow-2`` before ``flow-10``: creation times have
+  one-second resolution), then namespace. A JobFlow ahead of it that has not recorded its needs yet (not reconciled
+  yet) is counted as needing as much as this one. Head of line: a wide JobFlow first in line is never overtaken by
+  narrow ones, so nothing starves.
+* **Started JobFlows' vcjobs go first in Volcano.** Their vcjobs get the PriorityClass the engine installs
+  (``volcano-jobflow-started``, ``preemptionPolicy: Never``); Volcano's ``priority`` plugin orders the jobs of a
+  queue by priority, then creation time. First stages keep the template's priority.
+* **What can never run is not started.** A vcjob whose gang asks more than the queue's capacity (its
+  ``capability``, or every node's allocatable together) waits forever in Volcano; the flow is blocked instead,
+  with the numbers (``Unschedulable``). So is a JobFlow with ``wholeFlowAdmission`` one of whose stages (the flows
+  of one DAG level on one queue, :func:`stages`) the queue can never hold at once: waiting for that room, it would
+  stand first in line for ever, and every JobFlow behind it with it. Blocked, it takes no place in line.
+
+Without a known capacity (a queue without ``capability`` whose nodes the engine may not read) nothing is held
+back: the priority still orders started JobFlows first. The view is built by the shell from a LIST of JobFlows,
+the Queue and the nodes (:class:`QueueView`); everything here is pure.
+"""
+
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Final
+
+from jobflow_core.vocabulary import resources
+from jobflow_core.dag.graph import flow_graph
+from jobflow_core.flows.vcjobs import build_job
+from jobflow_core.models import Flow, JobFlow, JobTemplate
+from jobflow_core.vocabulary.naming import template_name
+from jobflow_core.vocabulary.resources import Resources
+
+if TYPE_CHECKING:
+    from jobflow_core.planning.observation import Observation
+
+PRIORITY_CLASS: Final = "volcano-jobflow-started"
+"""The PriorityClass of the vcjobs of started JobFlows (``manifests/priorityclasses.yaml``)."""
+DEFAULT_QUEUE: Final = "default"
+RECHECK_SECONDS: Final = 1
+"""How often a JobFlow waiting for room in its queue looks again (no Kubernetes change of its own ends the wait)."""
+WAITING: Final = "Waiting"
+ADMITTED: Final = "Admitted"
+
+
+@dataclass(frozen=True)
+class InLine:
+    """Another JobFlow as the queue sees it, from its metadata and ``status.queue``."""
+
+    namespace: str
+    name: str
+    created: datetime | None
+    queue: str | None
+    """None: not known yet (never reconciled: no status at all); ``""``: in no queue's line (reconciled, and neither
+    waiting for room nor started: blocked for another reason, or written for upstream)."""
+    started: bool
+    ended: bool
+    reserved: Resources = field(default_factory=dict)
+    requests: Resources | None = None
+    """What its first stages need (recorded while it waits); None: not known yet."""
+
+    @property
+    def key(self) -> tuple:
+        return line_key(created=self.created, name=self.name, namespace=self.namespace)
+
+
+@dataclass(frozen=True)
+class QueueView:
+    """A Volcano queue as the shell read it for one plan."""
+
+    name: str
+    capacity: Resources | None
+    """What the queue can hold at once: its ``capability``, or every ready node's allocatable together; None when
+    neither is known (then nothing is held back)."""
+    capacity_source: str = "capability"
+    jobflows: tuple[InLine, ...] = ()
+    """Every JobFlow the engine can see (the JobFlow planned included or not: it is skipped by name)."""
+    priority_class: str | None = PRIORITY_CLASS
+    """The PriorityClass for started JobFlows' vcjobs; None when it is not installed (or cannot be read)."""
+
+
+def line_key(*, created: datetime | None, name: str, namespace: str) -> tuple:
+    """The order of the line: creation time, then the name with its numbers compared as numbers, then namespace."""
+    parts = tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in re.split(r"(\d+)", name) if p)
+    return (created is None, created or datetime.min, parts, namespace)
+
+
+def in_line(raw: Mapping[str, Any]) -> InLine:
+    """A JobFlow (JSON, as listed) in line: what its ``status.queue`` and phase say."""
+    meta, status = raw.get("metadata") or {}, raw.get("status") or {}
+    queue = status.get("queue") or {}
+    phase = (status.get("state") or {}).get("phase")
+    created = meta.get("creationTimestamp")
+    started = queue.get("state") == ADMITTED or bool(status.get("jobStatusList")) or phase == "Running"
+    requests = queue.get("requests")
+    return InLine(
+        namespace=meta.get("namespace", ""), name=meta.get("name", ""),
+        created=datetime.fromisoformat(created.replace("Z", "+00:00")) if isinstance(created, str) else created,
+        queue=queue.get("name") or ("" if raw.get("status") else None), started=started,
+        ended=phase in ("Succeed", "Failed") or meta.get("deletionTimestamp") is not None
+        or bool((raw.get("spec") or {}).get("suspend")) and not started,
+        reserved=resources.of_wire(queue.get("reserved")),
+        requests=resources.of_wire(requests) if requests is not None else None,
+    )
+
+
+def counts_for(entry: InLine, *, asking: InLine) -> bool:
+    """Whether :func:`admit` can count ``entry`` when ``asking`` (not started) asks: a started JobFlow that reserves
+    room, or one created before ``asking`` that has not started, neither ended nor out of line. The others change
+    no answer, so the line an event carries (:func:`line_to_wire`) leaves them out."""
+    if entry.ended or entry.queue == "" or (entry.namespace, entry.name) == (asking.namespace, asking.name):
+        return False
+    return bool(entry.reserved) and entry.queue is not None if entry.started else entry.key < asking.key
+
+
+def line_to_wire(entry: InLine) -> dict[str, Any]:
+    """One JobFlow of the line as an event carries it (:mod:`jobflow_core.routing.snapshots`); :func:`line_of_wire` reads
+    it back."""
+    return {"namespace": entry.namespace, "name": entry.name,
+            "created": entry.created.isoformat() if entry.created else None, "queue": entry.queue,
+            "started": entry.started, "ended": entry.ended, "reserved": resources.to_wire(entry.reserved),
+            "requests": resources.to_wire(entry.requests) if entry.requests is not None else None}
+
+
+def line_of_wire(wire: Mapping[str, Any]) -> InLine:
+    created, requests = wire.get("created"), wire.get("requests")
+    return InLine(namespace=wire["namespace"], name=wire["name"],
+                  created=datetime.fromisoformat(created) if created else None, queue=wire.get("queue"),
+                  started=bool(wire.get("started")), ended=bool(wire.get("ended")),
+                  reserved=resources.of_wire(wire.get("reserved")),
+                  requests=resources.of_wire(requests) if requests is not None else None)
+
+
+@dataclass(frozen=True)
+class Admission:
+    """The answer for a JobFlow that has not started: start now, or wait, with its place in line."""
+
+    start: bool
+    position: int
+    """1: first in line (0 when it starts)."""
+    message: str
+    queue: str = DEFAULT_QUEUE
+    needs: Resources = field(default_factory=dict)
+    """What its first stages need."""
+    unschedulable: bool = False
+    """The queue can never hold what it needs at once (a stage of a ``wholeFlowAdmission`` JobFlow): it is blocked,
+    with ``message`` saying why, and takes no place in line."""
+
+
+def admit(view: QueueView, *, namespace: str, name: str, created: datetime | None,
+          needs: Resources) -> Admission:
+    """Whether the JobFlow ``namespace/name``, not started, whose first stages need ``needs``, starts now."""
+    if view.capacity is None:
+        return Admission(True, 0, "starts now (the queue's capacity is not known: nothing is held back)", view.name,
+                         needs)
+    me = line_key(created=created, name=name, namespace=namespace)
+    others = [j for j in view.jobflows if (j.namespace, j.name) != (namespace, name) and not j.ended
+              and j.queue in (view.name, None)]
+    reserved = resources.add(*(j.reserved for j in others if j.started and j.queue == view.name))
+    ahead = sorted((j for j in others if not j.started and j.key < me), key=lambda j: j.key)
+    # Each counted at most as the whole queue: first stages that can never all run at once (each gang fits, the
+    # start table checked that) start when the queue is otherwise empty, instead of waiting for ever at the head.
+    wanted = resources.add(*(resources.at_most(j.requests if j.requests is not None else needs, view.capacity)
+                             for j in ahead))
+    total = resources.add(reserved, wanted, resources.at_most(needs, view.capacity))
+    if not resources.exceeding(total, view.capacity):
+        return Admission(True, 0, "starts now", view.name, needs)
+    position = len(ahead) + 1
+    started = sum(1 for j in others if j.started and j.queue == view.name and j.reserved)
+    return Admission(False, position, (
+        f'waiting for room in Volcano queue "{view.name}": {ordinal(position)} in line; its first stages need '
+        f"{resources.describe(needs)}, {started} started JobFlows reserve {resources.describe(reserved)}"
+        f"{f', {len(ahead)} created before it need {resources.describe(wanted)}' if ahead else ''}, of "
+        f"{resources.describe(view.capacity)} ({view.capacity_source})"), view.name, needs)
+
+
+GANG_FIX: Final = "lower minAvailable or the requests"
+
+
+def never_fits(view: QueueView | None, *, request: Resources, what: str = "its gang",
+               fix: str = GANG_FIX) -> str | None:
+    """Why ``what`` (a gang, or a stage of gangs), asking ``request`` at once, can never be scheduled on the queue,
+    or None. ``fix``: what the user may change besides the queue."""
+    if view is None or view.capacity is None:
+        return None
+    over = resources.exceeding(request, view.capacity)
+    if not over:
+        return None
+    return (f"{what} needs {resources.describe(request)} at once, more {' and '.join(over)} than Volcano queue "
+            f'"{view.name}" can ever hold ({resources.describe(view.capacity)}, its {view.capacity_source}): '
+            f"{fix}, or raise the queue's capability; nothing was created")
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One level of a JobFlow's DAG on one Volcano queue: the flows of the level whose vcjobs join it, and what
+    their gangs need together (the room ``wholeFlowAdmission`` waits for and keeps)."""
+
+    queue: str
+    flows: tuple[str, ...]
+    needs: Resources
+
+    def never_fits(self, view: QueueView | None) -> str | None:
+        """Why the queue can never hold this stage at once, or None."""
+        names = ", ".join(f'"{name}"' for name in self.flows)
+        return never_fits(view, request=self.needs,
+                          what=f"its stage of flows {names} (wholeFlowAdmission starts it only with room for them "
+                               "all)",
+                          fix=f"remove wholeFlowAdmission (its stages then run as the queue has room), {GANG_FIX}")
+
+
+def _gangs(jobflow: JobFlow,
+           templates: Mapping[str, JobTemplate]) -> Iterator[tuple[Flow, dict[str, Any], Resources]]:
+    """Each flow of ``jobflow`` with the spec of the vcjob it would make and that vcjob's gang requests. Flows whose
+    JobTemplate is missing or invalid are left out: the start table blocks them when their turn comes."""
+    for flow in jobflow.spec.flows or ():
+        template = templates.get(template_name(flow))
+        if template is None:
+            continue
+        try:
+            spec = build_job(jobflow, flow=flow.name, template=template)["spec"]
+            gang = resources.gang_requests(spec)
+        except (ValueError, TypeError, KeyError):
+            continue
+        yield flow, spec, gang
+
+
+def stages(jobflow: JobFlow, templates: Mapping[str, JobTemplate]) -> list[Stage]:
+    """The levels of ``jobflow``'s DAG, each split by the queue its vcjobs join, in level order. Flows whose
+    JobTemplate is missing, or makes no vcjob, count for nothing (the start table blocks them when their turn
+    comes)."""
+    graph = flow_graph(jobflow)
+    members: dict[tuple[int, str], dict[str, Resources]] = {}
+    for flow, spec, gang in _gangs(jobflow, templates):
+        members.setdefault((graph.levels.get(flow.name, 0), queue_of(spec)), {}).setdefault(flow.name, gang)
+    return [Stage(queue=queue, flows=tuple(gangs), needs=resources.add(*gangs.values()))
+            for (_, queue), gangs in sorted(members.items())]
+
+
+def unschedulable(jobflow: JobFlow, *, templates: Mapping[str, JobTemplate],
+                  queues: Mapping[str, QueueView]) -> list[str]:
+    """For the admission webhook: each flow of ``jobflow`` whose vcjob (its JobTemplate with the flow's patch) could
+    never be scheduled on its queue, and, with ``wholeFlowAdmission``, each stage of several flows that could never
+    be held at once, with the numbers. Flows whose template is missing or invalid are left to the start table (they
+    are blocked for that)."""
+    messages, alone = [], set()
+    for flow, spec, gang in _gangs(jobflow, templates):
+        why = never_fits(queues.get(spec.get("queue") or DEFAULT_QUEUE), request=gang)
+        if why:
+            alone.add(flow.name)
+            messages.append(f'JobFlow "{jobflow.namespace}/{jobflow.name}", flow "{flow.name}" (JobTemplate '
+                            f'"{template_name(flow)}"): {why}')
+    for stage in stages(jobflow, templates) if jobflow.spec.whole_flow_admission else ():
+        why = stage.never_fits(queues.get(stage.queue)) if alone.isdisjoint(stage.flows) else None
+        if why:
+            messages.append(f'JobFlow "{jobflow.namespace}/{jobflow.name}": {why}')
+    return messages
+
+
+def first_stages_admission(observation: "Observation", starting: list[dict[str, Any]], *,
+                           queues: Mapping[str, QueueView],
+                           templates: Mapping[str, JobTemplate] | None = None) -> Admission | None:
+    """For a JobFlow that has not started and would create the vcjobs ``starting`` now: whether each queue they
+    join has room for them (the first queue that has not, when one has not); None when the question does not
+    arise. With ``wholeFlowAdmission`` they need room for the widest stage on their queue too, and a stage the
+    queue can never hold blocks the JobFlow (``unschedulable``) rather than keeping it first in line for ever."""
+    if observation.started or not queues or not starting:
+        return None
+    jobflow = observation.jobflow
+    levels = stages(jobflow, templates or {}) if jobflow.spec.whole_flow_admission else []
+    for stage in levels:
+        why = stage.never_fits(queues.get(stage.queue))
+        if why:
+            return Admission(False, 0, f'JobFlow "{jobflow.namespace}/{jobflow.name}": {why}', stage.queue,
+                             stage.needs, unschedulable=True)
+    needs: dict[str, list[Resources]] = {}
+    for manifest in starting:
+        needs.setdefault(queue_of(manifest["spec"]), []).append(resources.gang_requests(manifest["spec"]))
+    answers = [admit(queues[name], namespace=jobflow.namespace, name=jobflow.name,
+                     created=jobflow.metadata.creation_timestamp,
+                     needs=resources.most(resources.add(*gangs), *(s.needs for s in levels if s.queue == name)))
+               for name, gangs in needs.items() if name in queues]
+    return next((answer for answer in answers if not answer.start), answers[0] if answers else None)
+
+
+def queue_of(spec: Mapping[str, Any]) -> str:
+    """The Volcano queue a vcjob spec (JSON) joins (Volcano's default when it names none)."""
+    return spec.get("queue") or DEFAULT_QUEUE
+
+
+def reserved_of(gangs: Iterable[Resources]) -> Resources:
+    """What a started JobFlow holds: the gang requests of its unfinished vcjobs, added up."""
+    return resources.add(*gangs)
+
+
+def ordinal(n: int) -> str:
+    """1st, 2nd, 3rd, 4th, 11th, 21st."""
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"

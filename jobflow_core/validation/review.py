@@ -1,0 +1,182 @@
+"""The admission webhooks' decisions, over plain JSON: an AdmissionReview in, an AdmissionReview out.
+
+The API server sends ``admission.k8s.io/v1`` AdmissionReviews for every CREATE and UPDATE of a JobFlow,
+JobTemplate or JobFlowTemplate (``manifests/webhook/``). :func:`review` answers one, with the same checks the planner uses, so
+what the webhook rejects and what the planner fails are one set of rules with one set of messages:
+
+* JobFlows: :func:`jobflow_core.validation.jobflows.validate` (a DAG of defined, unique, well-named flows; probes);
+* JobTemplates: :func:`jobflow_core.validation.jobtemplates.validate_template` (Volcano's vcjob rules);
+* JobFlowTemplates: :func:`jobflow_core.validation.jobflowtemplates.validate_jobflowtemplate` (the schedule, the
+  time zone, the triggers and the JobFlow each run would be).
+
+A request is allowed when the object has no error. A denial carries ``status.code`` 422 and ``reason: Invalid``
+and a message listing the problems (the first :data:`MAX_LISTED`), each with what to do; the API server prefixes
+it with ``admission webhook "<name>" denied the request:``. An UPDATE also gets warnings
+(:mod:`jobflow_core.validation.update_warnings`) when it changes something vcjobs created earlier will not see.
+
+Two rules keep the webhook from getting in the way:
+
+* An UPDATE that leaves the spec as it was is allowed even if the object is invalid (with its problems as a
+  warning): objects stored before the webhook was installed, or before a rule was added, must still take label,
+  annotation and finalizer changes, and be deleted.
+* Operations other than CREATE and UPDATE are allowed unchecked, should a configuration send them.
+
+A body that is not an AdmissionReview at all raises :class:`BadReview`, which the handler answers with 400.
+Well-formed reviews of objects that do not even parse as the kind (possible for fields the CRD schema leaves
+open, e.g. ``patch.jobSpec``) are denied with pydantic's description of the bad fields.
+"""
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from jobflow_core.validation.jobflowtemplates import validate_jobflowtemplate
+from jobflow_core.models import JobFlow, JobFlowTemplate, JobTemplate
+from jobflow_core.vocabulary.api import JOBFLOW as JOBFLOW_TYPE
+from jobflow_core.vocabulary.api import JOBFLOWTEMPLATE as JOBFLOWTEMPLATE_TYPE
+from jobflow_core.vocabulary.api import JOBTEMPLATE as JOBTEMPLATE_TYPE
+from jobflow_core.vocabulary.api import ApiType
+from jobflow_core.validation.jobtemplates import validate_template
+from jobflow_core.validation.update_warnings import jobflow_update_warnings, jobtemplate_update_warnings
+from jobflow_core.validation.jobflows import SpecError, validate
+
+REVIEW_VERSIONS = ("admission.k8s.io/v1", "admission.k8s.io/v1beta1")
+"""The AdmissionReview versions answered (in the version asked); the manifests ask for v1 only."""
+
+CHECKED_OPERATIONS = ("CREATE", "UPDATE")
+
+MAX_LISTED = 10
+"""Problems spelled out in a denial; the rest are counted (a 2,000-flow JobFlow can have 2,000 problems)."""
+
+INVALID = 422
+
+class BadReview(ValueError):
+    """The body is not an AdmissionReview request; the message says what is missing."""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    allowed: bool
+    message: str | None = None
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Reviewed:
+    """One type the webhook validates: how to read it, check it, and warn about an update of it."""
+
+    api_type: ApiType
+    model: type[BaseModel]
+    check: Callable[[Any], list[SpecError]]
+    warn: Callable[[Any, Any], list[str]]
+
+
+    @property
+    def name(self) -> str:
+        return self.api_type.kind
+
+
+JOBFLOW = Reviewed(JOBFLOW_TYPE, JobFlow, validate, jobflow_update_warnings)
+JOBTEMPLATE = Reviewed(JOBTEMPLATE_TYPE, JobTemplate, validate_template, jobtemplate_update_warnings)
+JOBFLOWTEMPLATE = Reviewed(JOBFLOWTEMPLATE_TYPE, JobFlowTemplate, validate_jobflowtemplate, lambda old, new: [])
+KINDS = {reviewed.api_type.plural: reviewed for reviewed in (JOBFLOW, JOBTEMPLATE, JOBFLOWTEMPLATE)}
+"""By resource (plural), as in the webhook paths ``/validate/<resource>``."""
+
+
+def review(body: object, *, kind: Reviewed) -> dict[str, Any]:
+    """The AdmissionReview answering ``body`` (already decoded from JSON); raises :class:`BadReview`."""
+    if not isinstance(body, Mapping):
+        raise BadReview(f"an AdmissionReview is a JSON object, not {type(body).__name__}")
+    api_version = body.get("apiVersion")
+    if body.get("kind") != "AdmissionReview" or api_version not in REVIEW_VERSIONS:
+        raise BadReview(
+            f"expected kind AdmissionReview in apiVersion {' or '.join(REVIEW_VERSIONS)}, "
+            f"got kind {body.get('kind')!r} in apiVersion {api_version!r}"
+        )
+    request = body.get("request")
+    if not isinstance(request, Mapping):
+        raise BadReview("the AdmissionReview has no request object")
+    uid = request.get("uid")
+    if not isinstance(uid, str) or not uid:
+        raise BadReview("the AdmissionReview request has no uid")
+    verdict = decide(request, kind=kind)
+    response: dict[str, Any] = {"uid": uid, "allowed": verdict.allowed}
+    if not verdict.allowed:
+        response["status"] = {"code": INVALID, "reason": "Invalid", "message": verdict.message}
+    if verdict.warnings:
+        response["warnings"] = list(verdict.warnings)
+    return {"apiVersion": api_version, "kind": "AdmissionReview", "response": response}
+
+
+def decide(request: Mapping[str, Any], *, kind: Reviewed) -> Verdict:
+    """Allow or deny one AdmissionReview ``request`` for an object of ``kind``."""
+    operation = request.get("operation")
+    if operation not in CHECKED_OPERATIONS:
+        return Verdict(allowed=True)
+    requested = request.get("kind")
+    if not isinstance(requested, Mapping):
+        raise BadReview("the AdmissionReview request has no kind")
+    expected = {"group": kind.api_type.group, "version": kind.api_type.version, "kind": kind.name}
+    if {key: requested.get(key) for key in expected} != expected:
+        shown = "/".join(str(requested.get(key) or "") for key in ("group", "version", "kind"))
+        return Verdict(
+            allowed=False,
+            message=f"this webhook validates {kind.api_type.api_version} {kind.name}, not {shown}: "
+            "fix the rules of the ValidatingWebhookConfiguration that sent it here",
+        )
+    namespace = request.get("namespace")
+    new_raw = _object(request, "object")
+    try:
+        new = _parse(kind, new_raw, namespace)
+    except ValidationError as error:
+        return Verdict(allowed=False, message=_unreadable(kind, error))
+    errors = kind.check(new)
+    if operation == "CREATE":
+        return _verdict(errors, warnings=[])
+    old_raw = _object(request, "oldObject")
+    try:
+        old = _parse(kind, old_raw, namespace)
+    except ValidationError:
+        return _verdict(errors, warnings=[])
+    warnings = kind.warn(old, new)
+    if errors and old_raw.get("spec") == new_raw.get("spec"):
+        kept = f"this {kind.name} is invalid, and is let through only because its spec is unchanged: {_listed(errors)}"
+        return Verdict(allowed=True, warnings=(kept, *warnings))
+    return _verdict(errors, warnings=warnings)
+
+
+def _object(request: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    value = request.get(key)
+    if not isinstance(value, Mapping):
+        raise BadReview(f"the AdmissionReview request of a {request.get('operation')} has no {key}")
+    return value
+
+
+def _parse(kind: Reviewed, raw: Mapping[str, Any], namespace: object) -> Any:
+    parsed = kind.model.model_validate(raw)
+    # The namespace of a namespaced object is in its metadata by the time admission runs; the request names it too.
+    if parsed.metadata.namespace is None and isinstance(namespace, str) and namespace:
+        parsed = parsed.model_copy(update={"metadata": parsed.metadata.model_copy(update={"namespace": namespace})})
+    return parsed
+
+
+def _verdict(errors: Sequence[SpecError], *, warnings: Sequence[str]) -> Verdict:
+    if errors:
+        return Verdict(allowed=False, message=_listed(errors), warnings=tuple(warnings))
+    return Verdict(allowed=True, warnings=tuple(warnings))
+
+
+def _listed(errors: Sequence[SpecError]) -> str:
+    shown = "; ".join(str(error) for error in errors[:MAX_LISTED])
+    more = len(errors) - MAX_LISTED
+    return f"{shown}; and {more} more problems" if more > 0 else shown
+
+
+def _unreadable(kind: Reviewed, error: ValidationError) -> str:
+    problems = "; ".join(
+        f"{'.'.join(str(part) for part in detail['loc']) or '(the object)'}: {detail['msg']}"
+        for detail in error.errors()[:MAX_LISTED]
+    )
+    return f"this object cannot be read as a {kind.name}: {problems} (fix these fields)"

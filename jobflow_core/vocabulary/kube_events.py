@@ -1,0 +1,99 @@
+"""Kubernetes Events a plan asks the shell to record, and every reason word the core uses.
+
+An event is a value (type, reason, message); the shell records it on the JobFlow. The same reason words appear
+in ``status.state.reason``, so a user who sees a Warning can find the same explanation in the status.
+
+Because the shell may plan the same observation many times, the planner only returns an event for something
+*new*: a phase change, a blocker whose reason or message differs from the previous status, or (in
+``Plan.create_events``) a vcjob that is about to be created. Upstream's creation event is reproduced verbatim.
+"""
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from jobflow_core.models import JobFlowPhase
+
+
+class EventType(StrEnum):
+    NORMAL = "Normal"
+    WARNING = "Warning"
+
+
+class Reason(StrEnum):
+    CREATED = "Created"
+    """A vcjob was created (upstream's reason and message)."""
+    PHASE_CHANGED = "PhaseChanged"
+    INVALID_SPEC = "InvalidSpec"
+    """The spec failed validation; nothing runs until it is fixed."""
+    JOB_FAILED = "JobFailed"
+    """A vcjob ended Failed, Terminated or Aborted, so the JobFlow is Failed."""
+    JOB_NAME_CONFLICT = "JobNameConflict"
+    """A vcjob with a flow's job name exists but belongs to someone else."""
+    TEMPLATE_NOT_FOUND = "TemplateNotFound"
+    """A flow is ready but its JobTemplate does not exist."""
+    INVALID_TEMPLATE = "InvalidTemplate"
+    """A flow's JobTemplate (with the flow's patch) would make a vcjob Volcano refuses; nothing is created."""
+    JOB_REJECTED = "JobRejected"
+    """The API server (Volcano's webhook) refused a flow's vcjob; it is tried again on the next event."""
+    PROBE_TASK_NOT_FOUND = "ProbeTaskNotFound"
+    """A flow's probe names a task its target vcjob does not have, so it can never pass."""
+    DEADLINE_EXCEEDED = "DeadlineExceeded"
+    """``activeDeadlineSeconds`` passed before every flow ended: what ran was aborted, the JobFlow is Failed."""
+    TIMEOUT = "Timeout"
+    """An attempt ran longer than its flow's ``timeoutSeconds`` and was aborted."""
+    RERUN = "Rerun"
+    """A rerun request (``flow.volcano.sh/rerun``) was handled: what runs again, or why nothing does."""
+    CONDITION_FALSE = "ConditionFalse"
+    """A flow is Skipped: its ``when`` condition is false (a Normal event)."""
+    CONDITION_ERROR = "ConditionError"
+    """A flow's ``when`` condition cannot be evaluated: it waits until the JobFlow is fixed."""
+    DEPENDENCY_NOT_MET = "DependencyNotMet"
+    """A flow is Skipped: what it waits for its targets to do can no longer happen (a Normal event)."""
+    INVALID_RESULT = "InvalidResult"
+    """A flow's patch reads a target's result that cannot go into it (a key it does not have, too long)."""
+    MEMO_KEY_ERROR = "MemoKeyError"
+    """A memoized flow's ``memoize.key`` cannot be evaluated: it waits until the JobFlow is fixed."""
+    CACHED = "Cached"
+    """A memoized flow reused a Completed run of the same key instead of running (a Normal event)."""
+    INVALID_ITEMS = "InvalidItems"
+    """A ``forEach`` flow's items cannot be worked out (its parameter or its target's result is no JSON list)."""
+    WAITING_FOR_QUEUE = "WaitingForQueue"
+    """Not a problem, no event: a JobFlow that has not started waits for room in its Volcano queue, behind started
+    JobFlows and older ones (``status.state.reason`` while nothing blocks it; :mod:`jobflow_core.queueing.line`)."""
+    UNSCHEDULABLE = "Unschedulable"
+    """A flow's vcjob could never be scheduled: its gang asks more than its Volcano queue can ever hold, or Volcano
+    says so of a vcjob that waits (:mod:`jobflow_core.queueing.line`)."""
+    PRIORITY_CLASS_MISSING = "PriorityClassMissing"
+    """PriorityClass ``volcano-jobflow-started`` is not installed (or cannot be read): a started JobFlow's next vcjobs
+    get no priority over newer JobFlows' first stages (:mod:`jobflow_core.queueing.status`)."""
+    RUN_STARTED = "RunStarted"
+    """A JobFlowTemplate started a run (:mod:`jobflow_core.schedules.firing`): which, and for which time or event."""
+    MISS_SCHEDULE = "MissSchedule"
+    """Scheduled times passed without a run (Kubernetes CronJob's reason word)."""
+    RUN_HELD = "RunHeld"
+    """A scheduled run waits (``concurrencyPolicy: Forbid``) or none is scheduled (suspended)."""
+    RUN_REPLACED = "RunReplaced"
+    """``concurrencyPolicy: Replace`` deleted the active runs to start a new one."""
+    RUN_DELETED = "RunDeleted"
+    """A finished run went beyond the history limits and was deleted."""
+    RUN_REJECTED = "RunRejected"
+    """The API server refused a run's JobFlow (the JobFlow CRD's rules, a quota); the message says why."""
+    INVALID_SCHEDULE = "InvalidSchedule"
+    """The schedule or time zone of a JobFlowTemplate cannot be used; no run is scheduled."""
+
+
+@dataclass(frozen=True)
+class Event:
+    type: EventType
+    reason: Reason
+    message: str
+
+
+def job_created(job_name: str) -> Event:
+    """Upstream's event for a new vcjob, to record once the create succeeded."""
+    return Event(EventType.NORMAL, Reason.CREATED, f"create a job named {job_name}!")
+
+
+def phase_changed(*, jobflow: str, old: JobFlowPhase | None, new: JobFlowPhase) -> Event:
+    before = old.value if old else "(none)"
+    return Event(EventType.NORMAL, Reason.PHASE_CHANGED, f"JobFlow {jobflow}: {before} -> {new.value}")
