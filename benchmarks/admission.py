@@ -51,10 +51,10 @@ from devcluster.pki import loopback_serving_cert
 from devcluster.processes import free_port
 from devcluster.state import ClusterState
 from handlers import create_app
-from jobflow_core.validation.review import JOBFLOW, review
-from jobflow_core.vocabulary.api import JOBFLOW as JOBFLOW_TYPE
 from jobflow_core.models import JobFlow
 from jobflow_core.validation.jobflows import validate
+from jobflow_core.validation.review import JOBFLOW, review
+from jobflow_core.vocabulary.api import JOBFLOW as JOBFLOW_TYPE
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -23,9 +23,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "unit")]
 
 from jobflow_core import plan  # noqa: E402
-from jobflow_core.vocabulary.api import MEMO_KEY  # noqa: E402
 from jobflow_core.flows.memo import Entry  # noqa: E402
 from jobflow_core.models import VcJobPhase  # noqa: E402
+from jobflow_core.vocabulary.api import MEMO_KEY  # noqa: E402
 from scenario import T0, jobflow, templates_for, vcjob  # noqa: E402
 
 PATCH = ("patch: {jobSpec: {tasks: [{name: nginx, template: {spec: {containers: [{name: nginx, "

@@ -22,8 +22,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT)]
 
 from jobflow_core.models import JobFlowTemplate  # noqa: E402
-from jobflow_core.schedules.runs import Run  # noqa: E402
 from jobflow_core.schedules.firing import plan_schedule  # noqa: E402
+from jobflow_core.schedules.runs import Run  # noqa: E402
 
 NOW = datetime(2026, 11, 24, 12, 0, 30, tzinfo=UTC)
 CASES = (("0 2 * * *", "2026-11-24T01:00:00Z"), ("*/5 * * * *", "2026-11-24T11:55:00Z"),

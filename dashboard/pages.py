@@ -19,8 +19,8 @@ from typing import Any
 
 from dashboard import views
 from dashboard.store import Store
-from jobflow_core.vocabulary.api import JOBFLOW, JOBFLOWTEMPLATE, JOBTEMPLATE, RUN_OF
 from jobflow_core.models import JobFlow
+from jobflow_core.vocabulary.api import JOBFLOW, JOBFLOWTEMPLATE, JOBTEMPLATE, RUN_OF
 from jobflow_core.vocabulary.naming import template_name
 
 EVENTS_SECONDS = 5.0

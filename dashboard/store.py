@@ -20,8 +20,8 @@ from typing import Any
 from eventsource.cache import WatchCache
 from eventsource.cloudevent import Envelope
 from eventsource.watcher import WATCHED, Watcher
-from jobflow_core.vocabulary.api import JOBFLOW, JOBFLOWTEMPLATE, JOBTEMPLATE, ApiType
 from jobflow_core.routing.snapshots import trim_jobflow
+from jobflow_core.vocabulary.api import JOBFLOW, JOBFLOWTEMPLATE, JOBTEMPLATE, ApiType
 
 RESYNC_SECONDS = 600.0
 """How often the watches re-list everything (a safety net; a watch loses nothing between)."""

@@ -13,9 +13,9 @@ from datetime import datetime
 from typing import Any
 
 from dashboard.layout import place
-from jobflow_core.vocabulary.api import RUN_OF
 from jobflow_core.dag.graph import flow_graph
 from jobflow_core.models import JobFlow, JobTemplate
+from jobflow_core.vocabulary.api import RUN_OF
 from jobflow_core.vocabulary.naming import template_name
 from kubectl_jobflow import graph as drawing
 from kubectl_jobflow import timeline

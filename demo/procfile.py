@@ -43,7 +43,8 @@ def start_all(root: Path, *, kubeconfig: Path, procfile: Path = REPO / "Procfile
     port = 8080 if not port_taken(8080) else free_port()  # 8080 when free, so the README's curl works as is
     bin_dir = Path(sys.executable).parent
     # One key per start, shared by the two processes: the event source signs the snapshots its events carry, the
-    # handler believes only those (jobflow_core/routing/snapshots.py); a process started without it simply reads the API.
+    # handler believes only those (jobflow_core/routing/snapshots.py); a process started without it simply reads the
+    # API.
     env = {**os.environ, "PORT": str(port), "KUBECONFIG": str(kubeconfig), "RESYNC_SECONDS": "60",
            "SNAPSHOT_KEY": os.environ.get("SNAPSHOT_KEY") or secrets.token_hex(32),
            "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}

@@ -40,8 +40,8 @@ from kubernetes.dynamic import DynamicClient
 
 from devcluster import knative, objects, processes
 from devcluster.build import build_module, go_version
-from devcluster.components import KNATIVE_EVENTING
 from devcluster.cluster import api_client
+from devcluster.components import KNATIVE_EVENTING
 from devcluster.knative_standins import (ClusterDNS, LocalKubelet, Receiver, broker_defaults, serve_ksvc, wait,
                                          with_webhook_defaults)
 from devcluster.state import ClusterState

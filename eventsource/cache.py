@@ -1,10 +1,10 @@
 """What the watches have seen of each JobFlow and its vcjobs: the source of the snapshots events carry.
 
 The watchers note every change here (forwarded or not, so the cache is as new as the watch); the sender asks for a
-JobFlow's snapshot (:mod:`jobflow_core.routing.snapshots`) when it encodes an event about that JobFlow or one of its vcjobs,
-so the snapshot is as new as it can be at the moment it leaves. The handler's answer brings back the JobFlows it
-wrote (:meth:`WatchCache.written`): a status write of our own can reach this process by the answer before it does by
-the watch, and the next snapshot of that JobFlow must not be older than it (:func:`jobflow_core.routing.snapshots.newer`).
+JobFlow's snapshot (:mod:`jobflow_core.routing.snapshots`) when it encodes an event about that JobFlow or one of its
+vcjobs, so the snapshot is as new as it can be at the moment it leaves. The handler's answer brings back the JobFlows it
+wrote (:meth:`WatchCache.written`): a status write of our own can reach this process by the answer before it does by the
+watch, and the next snapshot of that JobFlow must not be older than it (:func:`jobflow_core.routing.snapshots.newer`).
 
 Objects are kept trimmed (no ``managedFields``, no pod templates): at 1,000 diamonds, 5,000 vcjobs take a few MB.
 
@@ -19,10 +19,10 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from jobflow_core.vocabulary.api import JOBFLOW, VCJOB, ApiType
 from jobflow_core.queueing.line import InLine, counts_for, in_line, line_to_wire
 from jobflow_core.routing.concerns import controller_name
 from jobflow_core.routing.snapshots import newer, trim_jobflow, trim_vcjob
+from jobflow_core.vocabulary.api import JOBFLOW, VCJOB, ApiType
 
 
 class WatchCache:

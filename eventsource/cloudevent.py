@@ -7,8 +7,8 @@ Attributes: ``type`` ``dev.knative.apiserver.{ref|resource}.{add|update|delete}`
 Reference mode ``{"kind", "namespace", "name", "apiVersion"}``, in Resource mode the whole object.
 
 Ours only, additive (a receiver that does not know them sees ApiServerSource's event): with a key to sign with, the
-data of an event about a JobFlow or one of its vcjobs also holds ``snapshot`` (:mod:`jobflow_core.routing.snapshots`), and
-the extension ``jobflowsig`` its signature over the body; ``jobflowreply: "true"`` says this sender reads the
+data of an event about a JobFlow or one of its vcjobs also holds ``snapshot`` (:mod:`jobflow_core.routing.snapshots`),
+and the extension ``jobflowsig`` its signature over the body; ``jobflowreply: "true"`` says this sender reads the
 handler's answer (only when it sends straight to the handler: a Broker in between answers for itself).
 """
 
@@ -25,8 +25,8 @@ from cloudevents.core.bindings.http import to_binary_event
 from cloudevents.core.v1.event import CloudEvent
 
 from jobflow_core.routing import snapshots
-from jobflow_core.vocabulary.api import JOBFLOW, JOBFLOW_EXTENSION, VCJOB, ApiType
 from jobflow_core.routing.relevance import jobflow_of_change, may_wait
+from jobflow_core.vocabulary.api import JOBFLOW, JOBFLOW_EXTENSION, VCJOB, ApiType
 
 
 class Mode(StrEnum):

@@ -7,10 +7,11 @@ same key replaces it in place (the handler re-reads everything, so only "this ch
 still delivered as the newest change). A change that may wait (``Envelope.may_wait``: a vcjob not in a final phase)
 is held up to ``hold`` seconds (:data:`DEFAULT_HOLD_SECONDS`) for the next one; an urgent change for the same key
 ends the hold. So a vcjob's ``Pending`` and ``Running`` show in its JobFlow's status (and satisfy a task-status
-probe) up to that much later, while its end, which can start a dependent, never waits. A failing sink (connection error, an answer
-that is not HTTP, 5xx, 404, 408, 409, 429) is retried with exponential backoff, capped; a 4xx that says the event is
-bad is logged and dropped, because sending it again cannot help. A retry sends the very same event (same ``id`` and
-``time``), as ApiServerSource's sender does, so a sink can recognise the duplicate when an earlier attempt did arrive.
+probe) up to that much later, while its end, which can start a dependent, never waits. A failing sink (connection error,
+an answer that is not HTTP, 5xx, 404, 408, 409, 429) is retried with exponential backoff, capped; a 4xx that says the
+event is bad is logged and dropped, because sending it again cannot help. A retry sends the very same event (same ``id``
+and ``time``), as ApiServerSource's sender does, so a sink can recognise the duplicate when an earlier attempt did
+arrive.
 """
 
 from __future__ import annotations

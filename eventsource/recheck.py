@@ -17,9 +17,9 @@ import time
 
 from eventsource.cloudevent import Change, Envelope
 from eventsource.outbox import Outbox
-from jobflow_core.vocabulary.api import JOBFLOW
 from jobflow_core.planning.notifications import DELIVERY_RECHECK_SECONDS
 from jobflow_core.routing.concerns import has_pending_notifications
+from jobflow_core.vocabulary.api import JOBFLOW
 
 
 def recheck_seconds(obj: dict) -> float | None:

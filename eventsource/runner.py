@@ -9,8 +9,8 @@ and calls it, and the tests call it with a short ``watch_seconds`` to run the re
         └── every change goes to the WatchCache ◀── snapshots, answers ─────────┘
 
 With a key (``snapshot_key``), each event about a JobFlow or one of its vcjobs carries that JobFlow's snapshot from
-the cache, signed (:mod:`jobflow_core.routing.snapshots`). With ``replies`` (only when the sink is the handler itself), the
-handler's answers are read: the JobFlows it wrote go into the cache, and the JobFlows it handed back (a JobTemplate
+the cache, signed (:mod:`jobflow_core.routing.snapshots`). With ``replies`` (only when the sink is the handler itself),
+the handler's answers are read: the JobFlows it wrote go into the cache, and the JobFlows it handed back (a JobTemplate
 event's) are queued, one event each (:mod:`handlers.dispatch`).
 
 Every thread is a daemon and ends soon after :meth:`EventSource.stop`: the senders after the POST in hand, the
@@ -34,8 +34,8 @@ from eventsource.outbox import DEFAULT_HOLD_SECONDS, Outbox
 from eventsource.recheck import Rechecker
 from eventsource.wakeup import Waker
 from eventsource.watcher import WATCH_SECONDS, WATCHED, Watcher
-from jobflow_core.vocabulary.api import JOBFLOW, JOBFLOWTEMPLATE
 from jobflow_core.routing.snapshots import SIGNATURE_EXTENSION
+from jobflow_core.vocabulary.api import JOBFLOW, JOBFLOWTEMPLATE
 
 log = logging.getLogger("eventsource")
 

@@ -25,13 +25,13 @@ from kubernetes import client, watch
 from kubernetes.client.rest import ApiException
 from urllib3.exceptions import HTTPError
 
+from eventsource import metrics
 from eventsource.cache import WatchCache
 from eventsource.cloudevent import Change, Envelope
 from eventsource.outbox import Outbox
-from eventsource import metrics
+from jobflow_core.routing.relevance import fingerprint, phase_of
 from jobflow_core.vocabulary.api import JOBFLOW, JOBFLOWTEMPLATE, JOBTEMPLATE, VCJOB, ApiType
 from jobflow_core.vocabulary.naming import FLOW_JOBS_SELECTOR
-from jobflow_core.routing.relevance import fingerprint, phase_of
 
 log = logging.getLogger("eventsource.watcher")
 

@@ -7,9 +7,10 @@ re-reads them and what they own from the API server, plans (``jobflow_core``), a
 
 Replies follow the Knative delivery contract: 2xx with an empty body when done (a body carrying an event would be
 re-injected by a Broker; only our event source, which says so with the ``jobflowreply`` extension, gets a JSON
-body: the JobFlows written and those handed back to it, :mod:`handlers.dispatch`), 400 with a JSON error for an event that retrying cannot fix, 409 or 503 for a
-transient fault (a lost write race, the API server unreachable) so the event bus delivers it again: 503 for both,
-the one code every delivery path retries (Knative's ApiServerSource adapter drops a 409).
+body: the JobFlows written and those handed back to it, :mod:`handlers.dispatch`), 400 with a JSON error for an event
+that retrying cannot fix, 409 or 503 for a transient fault (a lost write race, the API server unreachable) so the event
+bus delivers it again: 503 for both, the one code every delivery path retries (Knative's ApiServerSource adapter drops a
+409).
 """
 
 from __future__ import annotations
@@ -61,8 +62,8 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
 
     app.config.update(NOTIFIER=Notifier.from_environment(os.environ), WRITES=Writes())
     app.config.update(config or {})
-    from handlers.webhooks import bp as admission
     from handlers.routes import bp
+    from handlers.webhooks import bp as admission
 
     app.register_blueprint(bp)
     app.register_blueprint(admission)

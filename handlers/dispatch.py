@@ -19,8 +19,8 @@ plus the vcjob LIST that finds orphans), no reconcile at all, or at most :data:`
 JobFlow handed out.
 
 What only JobFlowTemplates need (their runs, schedules and triggers: :mod:`handlers.jobflowtemplates`,
-:mod:`jobflow_core.schedules.triggers`, the JobFlowTemplate model) is imported when an event first needs it, not at start: a
-handler woken from zero for a JobFlow's event does not pay for it (``tests/unit/test_cold_start_imports.py``).
+:mod:`jobflow_core.schedules.triggers`, the JobFlowTemplate model) is imported when an event first needs it, not at
+start: a handler woken from zero for a JobFlow's event does not pay for it (``tests/unit/test_cold_start_imports.py``).
 
 A vcjob's event finds its JobFlow with one GET when the event names it (``controller``: our event source's
 extension, or a Resource-mode payload's ownerReference), else a GET of the vcjob to read its controller; only a
@@ -38,17 +38,17 @@ from typing import TYPE_CHECKING
 from kubernetes.client.rest import ApiException
 from pydantic import ValidationError
 
-from handlers.kube import Conflict, Gone, Rejected, Unavailable
 from handlers.jobflows import Outcome, Reconciler
+from handlers.kube import Conflict, Gone, Rejected, Unavailable
 from handlers.writes import Writes
 from jobflow_core import UpdateTemplate
+from jobflow_core.models import JobFlowPhase, VcJob
+from jobflow_core.planning.template_status import template_status
+from jobflow_core.routing.concerns import (can_change, controller_name, flows_of_job, jobflows_of_job,
+                                           orphan_to_release, waits_for_template)
 from jobflow_core.vocabulary.api import RECORD_FINALIZER, RUN_OF
 from jobflow_core.vocabulary.kube_events import Event, EventType, Reason
-from jobflow_core.models import JobFlowPhase, VcJob
 from jobflow_core.vocabulary.naming import FLOW_JOBS_SELECTOR, jobs_of_template_selector
-from jobflow_core.routing.concerns import (can_change, controller_name, flows_of_job, jobflows_of_job, orphan_to_release,
-                                  waits_for_template)
-from jobflow_core.planning.template_status import template_status
 
 if TYPE_CHECKING:
     from handlers.jobflowtemplates import Runs, RunsOutcome
@@ -113,7 +113,8 @@ class Dispatcher:
 
     def cloudevent(self, event: Incoming) -> Result:
         """Any other CloudEvent (``POST /trigger``): each JobFlowTemplate of the served namespaces whose triggers
-        match it starts a run (:mod:`jobflow_core.schedules.triggers`); the run's name makes a repeated event start one."""
+        match it starts a run (:mod:`jobflow_core.schedules.triggers`); the run's name makes a repeated event start
+        one."""
         from handlers.jobflowtemplates import RunsOutcome
         from jobflow_core.models import JobFlowTemplate
         from jobflow_core.schedules.triggers import matches

@@ -14,11 +14,11 @@ subdomain (what the API server allows), so an event naming namespace ``..`` cann
 cluster-wide one.
 
 The identity is all that is taken from an event, with one exception: a *snapshot* (the JobFlow and its vcjobs, in
-the data under ``snapshot``; :mod:`jobflow_core.routing.snapshots`) that our event source signed with the key this handler
-shares (``SNAPSHOT_KEY``), over the exact body of a binary-mode event. An unsigned or badly signed snapshot is
-ignored, and the reconciler reads the API server as for any other event: events can be duplicated, reordered or
-forged, and a forged one does no harm. Even a signed snapshot is only as new as the event source's watch, which is
-why every write the reconciler makes from it is guarded (``handlers/jobflows.py``).
+the data under ``snapshot``; :mod:`jobflow_core.routing.snapshots`) that our event source signed with the key this
+handler shares (``SNAPSHOT_KEY``), over the exact body of a binary-mode event. An unsigned or badly signed snapshot is
+ignored, and the reconciler reads the API server as for any other event: events can be duplicated, reordered or forged,
+and a forged one does no harm. Even a signed snapshot is only as new as the event source's watch, which is why every
+write the reconciler makes from it is guarded (``handlers/jobflows.py``).
 """
 
 from __future__ import annotations
@@ -31,9 +31,9 @@ from typing import Any
 from cloudevents.core.bindings.http import HTTPMessage, from_http_event
 from cloudevents.core.exceptions import BaseCloudEventException
 
-from jobflow_core.vocabulary.api import API_TYPES, JOBFLOW, JOBFLOW_EXTENSION, VCJOB, ApiType, api_type_of
 from jobflow_core.routing.concerns import controller_name
 from jobflow_core.routing.snapshots import REPLY_EXTENSION, SIGNATURE_EXTENSION, signed
+from jobflow_core.vocabulary.api import API_TYPES, JOBFLOW, JOBFLOW_EXTENSION, VCJOB, ApiType, api_type_of
 
 RESYNC_TYPES = frozenset({"dev.knative.sources.ping", "dev.volcano.jobflow.resync"})
 DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")

@@ -35,10 +35,10 @@ from handlers.queues import QueueReader
 from handlers.reads import Read, Reader, Source
 from handlers.writes import Replan, Writes
 from jobflow_core import Abort, Create, Delete, Event, Plan, Release, UpdateTemplate, WriteStatus
-from jobflow_core.planning import notifications
 from jobflow_core import Memoize, plan_observation
-from jobflow_core.vocabulary.api import RECORD_FINALIZER
 from jobflow_core.models import JobFlow, JobFlowPhase, VcJob
+from jobflow_core.planning import notifications
+from jobflow_core.vocabulary.api import RECORD_FINALIZER
 from jobflow_core.vocabulary.phase import regresses
 
 log = logging.getLogger("handlers.jobflows")
@@ -195,8 +195,8 @@ class Reconciler:
         reconcile sends them again, with the same ids).
 
         Notifications that another reconcile wrote (``held``: in the status read) less than
-        :data:`~jobflow_core.planning.notifications.SENDER_GRACE_SECONDS` ago are left to it for now, in order: the one that
-        wrote them is sending them at this moment, and a second sender would only duplicate them."""
+        :data:`~jobflow_core.planning.notifications.SENDER_GRACE_SECONDS` ago are left to it for now, in order: the one
+        that wrote them is sending them at this moment, and a second sender would only duplicate them."""
         if self.notifier is None:
             return
         queued = list(takewhile(lambda n: notifications.due(n, now=now, ours=n.id not in held),

@@ -8,10 +8,10 @@ Event come at once; a run by hand, made by ``kubectl jobflow run`` itself, waits
 per attempt of the handler's one write loop (:func:`handlers.writes.rewrite`, at most
 :data:`handlers.writes.MAX_ATTEMPTS`):
 
-1. **read**: LIST the template's runs (label :data:`jobflow_core.vocabulary.api.RUN_OF`), *then* GET the template. In this
-   order a run missing from the list was never created, or was deleted after a status write that recorded its
-   time (runs are pruned or replaced only after that write), which the template read afterwards shows: so a run
-   deleted by the history limits is never started again.
+1. **read**: LIST the template's runs (label :data:`jobflow_core.vocabulary.api.RUN_OF`), *then* GET the template. In
+   this order a run missing from the list was never created, or was deleted after a status write that recorded its time
+   (runs are pruned or replaced only after that write), which the template read afterwards shows: so a run deleted by
+   the history limits is never started again.
 2. **plan**: :func:`jobflow_core.schedules.firing.plan_schedule` with the handler's clock (tests hand in one they move).
 3. **act**: delete the runs ``Replace`` stops; create the due run (409 AlreadyExists is done: a duplicated tick,
    or another handler, made it); write the status if it changed, guarded by the resourceVersion read (a lost race
@@ -34,10 +34,10 @@ from pydantic import ValidationError
 
 from handlers.kube import Conflict, Exists, Gone, KubeApi, Rejected, Unavailable
 from handlers.writes import rewrite
-from jobflow_core.vocabulary.kube_events import Event, EventType, Reason
 from jobflow_core.models import JobFlowTemplate
-from jobflow_core.schedules.runs import Run, Start, run_from, run_manifest, run_of_template_selector
 from jobflow_core.schedules.firing import ScheduleDecision, plan_schedule, with_active
+from jobflow_core.schedules.runs import Run, Start, run_from, run_manifest, run_of_template_selector
+from jobflow_core.vocabulary.kube_events import Event, EventType, Reason
 
 log = logging.getLogger("handlers.jobflowtemplates")
 
@@ -134,8 +134,8 @@ class Runs:
         schedule's, as for a CronJob's jobs made by ``kubectl create job --from``); the run's name is the
         idempotency key. (its name, whether this call created it). A run created is followed by a look at the
         template (:meth:`template`), which writes ``lastRun`` and ``active`` and tells every run not told yet by a
-        ``RunStarted`` Event (this one, and runs by hand before it: :func:`jobflow_core.schedules.firing.unseen`); a look
-        that fails is left to the next one, which does the same."""
+        ``RunStarted`` Event (this one, and runs by hand before it: :func:`jobflow_core.schedules.firing.unseen`); a
+        look that fails is left to the next one, which does the same."""
         raw = self.kube.get_jobflowtemplate(namespace, name)
         if raw is None:
             raise Gone(f"JobFlowTemplate {namespace}/{name} does not exist")

@@ -25,9 +25,9 @@ from cloudevents.core.bindings.http import to_binary_event
 from cloudevents.core.v1.event import CloudEvent
 
 from handlers import metrics
-from jobflow_core.vocabulary.api import JOBFLOW
 from jobflow_core.models import Notification
 from jobflow_core.planning.notifications import source
+from jobflow_core.vocabulary.api import JOBFLOW
 
 HAND_OUT_SOURCE = "/apis/flow.volcano.sh/v1alpha1/handler"
 """The ``source`` of the events the handler hands out (the sender is the handler, not an API server)."""

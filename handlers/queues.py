@@ -33,10 +33,10 @@ from collections.abc import Callable, Mapping
 from kubernetes.client.rest import ApiException
 
 from handlers.kube import KubeApi
-from jobflow_core.vocabulary import resources
 from jobflow_core.models import JobTemplate, VcJobPhase
 from jobflow_core.planning.observation import Observation
 from jobflow_core.queueing.line import DEFAULT_QUEUE, PRIORITY_CLASS, InLine, QueueView, in_line, queue_of
+from jobflow_core.vocabulary import resources
 
 log = logging.getLogger("handlers.queues")
 

@@ -30,11 +30,11 @@ from handlers.kube import KubeApi
 from handlers.probing import Prober
 from jobflow_core import Observation, observe, templates_needed
 from jobflow_core.flows.conditions import result_of_pods
+from jobflow_core.flows.memo import Entry, entries_of
 from jobflow_core.models import JobFlow, JobTemplate, VcJob
-from jobflow_core.vocabulary.naming import jobs_of_jobflow_selector, pods_of_job_selector
 from jobflow_core.queueing.line import InLine, line_of_wire
 from jobflow_core.vocabulary.api import MEMO_CACHE
-from jobflow_core.flows.memo import Entry, entries_of
+from jobflow_core.vocabulary.naming import jobs_of_jobflow_selector, pods_of_job_selector
 
 LIST_TEMPLATES_FROM = 3
 """A plan that needs this many JobTemplates or more reads them with one LIST of the namespace's, not a GET each."""

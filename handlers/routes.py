@@ -12,10 +12,10 @@ from pydantic import ValidationError
 from jobflow_core.vocabulary.api import JOBFLOW, JOBFLOWTEMPLATE, JOBTEMPLATE, VCJOB
 
 from handlers import metrics
-from handlers.hints import BadEvent, Hint, data_of, hint_from_request, parse_cloudevent
-from handlers.kube import Conflict, KubeApi, Unavailable, shared_client
 from handlers.dispatch import Dispatcher, PartlyFailed, Result
+from handlers.hints import BadEvent, Hint, data_of, hint_from_request, parse_cloudevent
 from handlers.jobflows import Reconciler
+from handlers.kube import Conflict, KubeApi, Unavailable, shared_client
 from handlers.writes import Replan
 from jobflow_core.routing.snapshots import trim_jobflow
 

@@ -66,8 +66,8 @@ def _capacity_warnings(body: dict) -> list[str]:
     from handlers.kube import KubeApi, shared_client
     from handlers.queues import QueueReader
     from jobflow_core.models import JobFlow, JobTemplate
-    from jobflow_core.vocabulary.naming import template_name
     from jobflow_core.queueing.line import queue_of, unschedulable
+    from jobflow_core.vocabulary.naming import template_name
 
     admission = body.get("request") or {}
     if admission.get("operation") not in ("CREATE", "UPDATE"):

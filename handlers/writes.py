@@ -7,8 +7,8 @@ Two kinds of write, told apart by what a lost race (409) means for them:
 * **A change**: a function of the object as it is when written: a JobTemplate's statistics and
   ``jobDependsOnList`` (:class:`jobflow_core.UpdateTemplate`, :meth:`Writes.template`), a JobFlow's notifications
   once the sink took them (:meth:`Writes.flow_change`), a run stored in the memoization cache (:meth:`Writes.memo`),
-  a JobFlowTemplate's schedule (:meth:`handlers.jobflowtemplates.Runs.template`). Losing means someone else wrote in between:
-  :func:`rewrite` reads again and applies the change anew, at most :data:`MAX_ATTEMPTS` times, then raises
+  a JobFlowTemplate's schedule (:meth:`handlers.jobflowtemplates.Runs.template`). Losing means someone else wrote in
+  between: :func:`rewrite` reads again and applies the change anew, at most :data:`MAX_ATTEMPTS` times, then raises
   ``Conflict`` (answered 503: the event is delivered again). A change that changes nothing writes nothing.
 
 **Changes to one JobTemplate are written together** (group commit, :meth:`Writes.template`). Two hundred JobFlows
@@ -37,10 +37,10 @@ from typing import TypeVar
 
 from handlers import metrics
 from handlers.kube import Conflict, Exists, Gone, KubeApi
-from jobflow_core.vocabulary.api import MEMO_CACHE
 from jobflow_core.flows.memo import Entry, with_entry
 from jobflow_core.models import JobFlow, JobFlowStatus, JobTemplate, JobTemplateStatus
 from jobflow_core.routing.snapshots import newer
+from jobflow_core.vocabulary.api import MEMO_CACHE
 
 log = logging.getLogger("handlers.writes")
 

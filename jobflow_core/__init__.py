@@ -3,8 +3,9 @@
 A JobFlow (``flow.volcano.sh/v1alpha1``) is a DAG of flows; each flow runs one Volcano job (vcjob) made from
 the JobTemplate of the same name, once the vcjobs of the flows it depends on are Completed. This package
 decides *what should happen*; the shell (``handlers/``) reads the cluster, plans (:func:`observe`, then
-:func:`plan_observation`), and carries out the plan's actions in order. Nothing here imports a web framework or a Kubernetes client, reads a clock, or draws random
-numbers, so every decision can be tested from YAML alone and repeated safely.
+:func:`plan_observation`), and carries out the plan's actions in order. Nothing here imports a web framework or a
+Kubernetes client, reads a clock, or draws random numbers, so every decision can be tested from YAML alone and repeated
+safely.
 
 Where each fact is decided: every module of the package, with the one decision it owns (the same list as
 docs/architecture.md's table; ``tests/unit/test_decision_maps.py`` fails when a module is missing from either).
@@ -29,12 +30,15 @@ Checking a spec:
 * :mod:`~jobflow_core.vocabulary.spec_errors`: what a spec error says: what is wrong and what to do.
 * :mod:`~jobflow_core.validation.jobtemplates`: whether a JobTemplate would make a vcjob Volcano accepts.
 * :mod:`~jobflow_core.validation.review`: the admission webhooks' answer, an AdmissionReview in and out.
-* :mod:`~jobflow_core.validation.update_warnings`: which spec updates warn, because vcjobs created earlier will not see them.
+* :mod:`~jobflow_core.validation.update_warnings`: which spec updates warn, because vcjobs created earlier will not see
+  them.
 
 Observing a JobFlow:
 
-* :mod:`~jobflow_core.planning.observation`: each flow next to its vcjob and its previous record, gathered once per attempt.
-* :mod:`~jobflow_core.flows.units`: what a flow is made of: its units (a vcjob and its attempts) and its node in the DAG.
+* :mod:`~jobflow_core.planning.observation`: each flow next to its vcjob and its previous record, gathered once per
+  attempt.
+* :mod:`~jobflow_core.flows.units`: what a flow is made of: its units (a vcjob and its attempts) and its node in the
+  DAG.
 * :mod:`~jobflow_core.flows.parameters`: ``spec.parameters`` and placeholders: the values one run uses.
 * :mod:`~jobflow_core.flows.items`: a ``forEach`` flow's items: how they are worked out, named and counted.
 * :mod:`~jobflow_core.flows.loops`: a ``repeat`` flow's iterations: whether another one runs.
@@ -61,28 +65,33 @@ Deciding:
 * :mod:`~jobflow_core.queueing.line`: when a JobFlow may start on a Volcano queue it shares: started JobFlows and older
   ones first, what can never run never started.
 * :mod:`~jobflow_core.flows.outputs`: which targets' results a patch reads, where they may go, how big they may be.
-* :mod:`~jobflow_core.flows.memo`: a memoized flow's cache key, whether a recent Completed run is reused, what is stored.
+* :mod:`~jobflow_core.flows.memo`: a memoized flow's cache key, whether a recent Completed run is reused, what is
+  stored.
 
 Writing it down:
 
 * :mod:`~jobflow_core.planning.status`: the status, from one observation.
 * :mod:`~jobflow_core.queueing.status`: ``status.queue`` (Waiting, Admitted), and the vcjobs a queue can no longer hold.
 * :mod:`~jobflow_core.vocabulary.kube_events`: the Kubernetes Events a plan records, and every reason word.
-* :mod:`~jobflow_core.insight.eta`: when each waiting flow is expected to start, the expected completion and the critical
-  path.
+* :mod:`~jobflow_core.insight.eta`: when each waiting flow is expected to start, the expected completion and the
+  critical path.
 * :mod:`~jobflow_core.insight.cost`: what a run cost: its gang's requests x the seconds it ran, per vcjob, JobFlow and
   JobTemplate.
-* :mod:`~jobflow_core.insight.template_stats`: a JobTemplate's statistics (runs, failure rate, durations), each run counted once.
+* :mod:`~jobflow_core.insight.template_stats`: a JobTemplate's statistics (runs, failure rate, durations), each run
+  counted once.
 * :mod:`~jobflow_core.planning.template_status`: a JobTemplate's ``jobDependsOnList``.
-* :mod:`~jobflow_core.planning.notifications`: which transitions become CloudEvents out, kept in the status until delivered.
-* :mod:`~jobflow_core.planning.planner`: all of the above as a list of actions for the shell: ``plan``, ``plan_observation``.
+* :mod:`~jobflow_core.planning.notifications`: which transitions become CloudEvents out, kept in the status until
+  delivered.
+* :mod:`~jobflow_core.planning.planner`: all of the above as a list of actions for the shell: ``plan``,
+  ``plan_observation``.
 
 Around the planner:
 
 * :mod:`~jobflow_core.routing.relevance`: which changes to an object can matter to the engine, which may wait a moment,
   which JobFlow a vcjob's change is about.
 * :mod:`~jobflow_core.routing.concerns`: which JobFlows an incoming event concerns, and what a resync looks at.
-* :mod:`~jobflow_core.routing.snapshots`: what an event's snapshot of a JobFlow holds, how big it may be, how it is signed.
+* :mod:`~jobflow_core.routing.snapshots`: what an event's snapshot of a JobFlow holds, how big it may be, how it is
+  signed.
 * :mod:`~kubectl_jobflow.conversion`: JobTemplate <-> vcjob, the same spec under two kinds, for the CLI.
 
 Runs that start themselves (JobFlowTemplates):
@@ -94,8 +103,7 @@ Runs that start themselves (JobFlowTemplates):
 * :mod:`~jobflow_core.validation.jobflowtemplates`: whether a JobFlowTemplate's schedule, triggers and run are valid.
 """
 
-from jobflow_core.planning.starts import templates_needed
-from jobflow_core.vocabulary.kube_events import Event, EventType, Reason
+from jobflow_core.dag.probes import CheckKind, CheckResult, NetworkCheck
 from jobflow_core.planning.observation import Observation, observe
 from jobflow_core.planning.planner import (
     Abort,
@@ -109,7 +117,8 @@ from jobflow_core.planning.planner import (
     plan,
     plan_observation,
 )
-from jobflow_core.dag.probes import CheckKind, CheckResult, NetworkCheck
+from jobflow_core.planning.starts import templates_needed
+from jobflow_core.vocabulary.kube_events import Event, EventType, Reason
 
 __all__ = ["Abort", "CheckKind", "CheckResult", "Create", "Delete", "Event", "EventType", "Memoize", "NetworkCheck",
            "Observation",

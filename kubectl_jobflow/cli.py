@@ -18,8 +18,8 @@ from functools import cached_property
 from typing import TextIO
 
 from jobflow_core.vocabulary.api import JOBFLOW, JOBTEMPLATE
-from kubectl_jobflow.conversion import ConversionError
 from kubectl_jobflow import control, convert, dashboard, graph, plan, resources, runs, status, timeline, validate
+from kubectl_jobflow.conversion import ConversionError
 from kubectl_jobflow.documents import DocumentError
 from kubectl_jobflow.errors import CommandError
 from kubectl_jobflow.kube import Cluster, KubeError, Target, default_namespace

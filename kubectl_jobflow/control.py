@@ -27,10 +27,10 @@ import secrets
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from jobflow_core.vocabulary.api import JOBFLOW, JOBFLOWTEMPLATE, RECORD_FINALIZER, RERUN, RERUN_FLOWS, VCJOB, ApiType
 from jobflow_core.models import JobFlowTemplate
-from jobflow_core.vocabulary.naming import FLOW_JOBS_SELECTOR
 from jobflow_core.schedules.firing import resume_outlook
+from jobflow_core.vocabulary.api import JOBFLOW, JOBFLOWTEMPLATE, RECORD_FINALIZER, RERUN, RERUN_FLOWS, VCJOB, ApiType
+from jobflow_core.vocabulary.naming import FLOW_JOBS_SELECTOR
 from kubectl_jobflow.errors import CommandError
 from kubectl_jobflow.output import utc_now
 

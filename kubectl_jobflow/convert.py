@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kubectl_jobflow.conversion import ConversionError, convert
 from kubectl_jobflow import documents
+from kubectl_jobflow.conversion import ConversionError, convert
 from kubectl_jobflow.errors import CommandError
 from kubectl_jobflow.output import dump_all
 

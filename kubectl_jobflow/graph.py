@@ -20,9 +20,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from jobflow_core.vocabulary.api import JOBFLOW
 from jobflow_core.dag.graph import FlowGraph, flow_graph
 from jobflow_core.models import JobFlow
+from jobflow_core.vocabulary.api import JOBFLOW
 from kubectl_jobflow import documents, svg
 from kubectl_jobflow.errors import CommandError
 from kubectl_jobflow.snapshot import take

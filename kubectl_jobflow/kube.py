@@ -23,8 +23,8 @@ from typing import Any
 import yaml
 
 from apiclient import ConnectError, connect, kubeconfig_files
-from jobflow_core.vocabulary.api import JOBFLOW, VCJOB, ApiType
 from jobflow_core.models import DEFAULT_NAMESPACE
+from jobflow_core.vocabulary.api import JOBFLOW, VCJOB, ApiType
 from jobflow_core.vocabulary.naming import jobs_of_jobflow_selector
 
 CONNECT_TIMEOUT = 5

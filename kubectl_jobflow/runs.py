@@ -2,8 +2,8 @@
 
 ``run NAME [-p K=V ...]`` creates the JobFlow a run of JobFlowTemplate ``NAME`` is (its ``spec.jobFlow``, the
 parameters given set; naming one it does not declare is an error that lists those it does), named
-``<NAME>-m<seconds since epoch>``, labelled and owned as the engine's own runs are (:mod:`jobflow_core.schedules.runs`): the
-same JobFlow the engine would make, so the engine runs it at once and the template's history, limits and
+``<NAME>-m<seconds since epoch>``, labelled and owned as the engine's own runs are (:mod:`jobflow_core.schedules.runs`):
+the same JobFlow the engine would make, so the engine runs it at once and the template's history, limits and
 ``status.lastRun`` count it. As for ``kubectl create job --from=cronjob/x``, the schedule's ``suspend`` and
 ``concurrencyPolicy`` do not hold a run by hand.
 
@@ -16,10 +16,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from jobflow_core.vocabulary.api import JOBFLOW, JOBFLOWTEMPLATE
 from jobflow_core.models import JobFlowTemplate, format_time
 from jobflow_core.schedules.runs import Cause, Run, Start, UnknownParameter, manual_run_name, run_from, run_manifest
 from jobflow_core.schedules.runs import run_of_template_selector
+from jobflow_core.vocabulary.api import JOBFLOW, JOBFLOWTEMPLATE
 from kubectl_jobflow.errors import CommandError
 from kubectl_jobflow.output import age, columns, dump, human_duration, utc_now
 from kubectl_jobflow.run_options import parse_parameters

@@ -15,8 +15,9 @@ from datetime import datetime
 from typing import Any
 
 from jobflow_core import Observation, observe
-from jobflow_core.insight.cost import total
 from jobflow_core.dag.graph import flow_graph
+from jobflow_core.flows.units import FlowNode
+from jobflow_core.insight.cost import total
 from jobflow_core.models import (
     Cost,
     QueueStatus,
@@ -31,7 +32,6 @@ from jobflow_core.models import (
 )
 from jobflow_core.vocabulary.naming import is_owned_by
 from jobflow_core.vocabulary.phase import is_final
-from jobflow_core.flows.units import FlowNode
 
 WAITING = "Waiting"
 """The phase shown for a flow whose vcjob does not exist yet."""

@@ -12,16 +12,16 @@
 
 A ``forEach`` flow is one line, its vcjobs ``<jobflow>-<flow>-[0-<n-1>]``, its items counted by phase
 (``items: 4/6 Completed, 2/6 Running``); ``--items`` adds a table per such flow, one line per item (iteration):
-index, vcjob, phase. A flow is indented by its level in the DAG (the longest chain of flows before it) and ``AFTER`` names what it
-depends on. ``DETAIL`` is the vcjob's pods per task and phase (``taskStatusCount``), how long a finished vcjob ran
-(Volcano drops its pod counts), or, for a flow without a vcjob, what it waits for, in the engine's words
-(``status.waitingFlows``), with when it is expected to start; a line under the header says when the JobFlow is
-expected to end and its critical path, when earlier runs of its JobTemplates tell (``status.expectedCompletion``). A
-line under the header gives the JobFlow's ``state.reason`` and ``message`` when there
-is one, and another its Volcano queue (``status.queue``): Waiting with its place in line and what its first stages
-need, or Admitted with what its unfinished vcjobs reserve; another the cost of its ended vcjobs (``status.cost``:
-requests x seconds run), and then a ``COST`` column gives each flow's (``jobStatusList[].cost``, a ``forEach`` or
-``repeat`` flow's items added up; ``-`` while nothing is charged); a vcjob that no longer exists (``jobRetainPolicy: delete``) is marked ``(deleted)``.
+index, vcjob, phase. A flow is indented by its level in the DAG (the longest chain of flows before it) and ``AFTER``
+names what it depends on. ``DETAIL`` is the vcjob's pods per task and phase (``taskStatusCount``), how long a finished
+vcjob ran (Volcano drops its pod counts), or, for a flow without a vcjob, what it waits for, in the engine's words
+(``status.waitingFlows``), with when it is expected to start; a line under the header says when the JobFlow is expected
+to end and its critical path, when earlier runs of its JobTemplates tell (``status.expectedCompletion``). A line under
+the header gives the JobFlow's ``state.reason`` and ``message`` when there is one, and another its Volcano queue
+(``status.queue``): Waiting with its place in line and what its first stages need, or Admitted with what its unfinished
+vcjobs reserve; another the cost of its ended vcjobs (``status.cost``: requests x seconds run), and then a ``COST``
+column gives each flow's (``jobStatusList[].cost``, a ``forEach`` or ``repeat`` flow's items added up; ``-`` while
+nothing is charged); a vcjob that no longer exists (``jobRetainPolicy: delete``) is marked ``(deleted)``.
 
 ``--watch`` reads the JobFlow and its vcjobs every ``--interval`` seconds until it is Succeed (exit 0) or Failed
 (exit 1). On a terminal the view is redrawn in place; otherwise a new view is printed only when something other
@@ -34,9 +34,9 @@ import time
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from jobflow_core.vocabulary.api import JOBFLOW
 from jobflow_core.models import Cost, QueueStatus
 from jobflow_core.queueing.line import ordinal
+from jobflow_core.vocabulary.api import JOBFLOW
 from jobflow_core.vocabulary.resources import describe, of_wire
 from kubectl_jobflow.errors import CommandError
 from kubectl_jobflow.kube import KubeError

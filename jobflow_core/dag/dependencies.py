@@ -28,10 +28,10 @@ probe that should be looked at again, what can never pass as written, and why a 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from jobflow_core.vocabulary.kube_events import Reason
-from jobflow_core.models import AwaitedOutcome, Flow, VcJob
-from jobflow_core.vocabulary.phase import FlowOutcome
 from jobflow_core.dag.probes import CheckResult, NetworkCheck, evaluate
+from jobflow_core.models import AwaitedOutcome, Flow, VcJob
+from jobflow_core.vocabulary.kube_events import Reason
+from jobflow_core.vocabulary.phase import FlowOutcome
 
 
 @dataclass(frozen=True)

@@ -27,14 +27,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from jobflow_core.flows.conditions import evaluate, parse_result, reads_results
-from jobflow_core.flows.parameters import values
 from jobflow_core.dag.dependencies import Readiness
 from jobflow_core.dag.graph import flow_graph
-from jobflow_core.models import AwaitedOutcome, FailurePolicy, Flow, JobFlow, VcJob, VcJobPhase
-from jobflow_core.vocabulary.phase import FlowOutcome, outcome_of_phase
 from jobflow_core.dag.probes import CheckResult, NetworkCheck
 from jobflow_core.dag.skips import ConditionCheck, SkipFacts, settle_readiness
+from jobflow_core.flows.conditions import evaluate, parse_result, reads_results
+from jobflow_core.flows.parameters import values
+from jobflow_core.models import AwaitedOutcome, FailurePolicy, Flow, JobFlow, VcJob, VcJobPhase
+from jobflow_core.vocabulary.phase import FlowOutcome, outcome_of_phase
 
 
 @dataclass(frozen=True)

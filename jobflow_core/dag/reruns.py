@@ -22,9 +22,9 @@ create repeated after a lost write finds the vcjob it made.
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from jobflow_core.vocabulary.api import RERUN, RERUN_FLOWS
 from jobflow_core.dag.graph import flow_graph
 from jobflow_core.models import JobFlow, Rerun
+from jobflow_core.vocabulary.api import RERUN, RERUN_FLOWS
 from jobflow_core.vocabulary.phase import FlowOutcome
 
 

@@ -3,8 +3,8 @@
 A flow that still needs a vcjob is *Skipped* when what it waits for can no longer happen: it never gets a vcjob, it
 is listed in ``status.skippedFlows`` with the reason word of its row, and it counts as ended. Skipping propagates,
 because the flows that wait for a Skipped flow are put to the same table (:mod:`jobflow_core.dag.outcomes` settles the
-flows in dependency order). :data:`SKIP_RULES`, read top to bottom, the way :data:`jobflow_core.planning.starts.START_RULES`
-decides whether a flow starts:
+flows in dependency order). :data:`SKIP_RULES`, read top to bottom, the way
+:data:`jobflow_core.planning.starts.START_RULES` decides whether a flow starts:
 
 ==========================================================================  ================
 when                                                                        reason
@@ -23,12 +23,12 @@ otherwise: it is not skipped
 
 A ``Finished`` dependency is never skipped (every end is what it waits for). A probe that can never pass as
 written (a task its target does not have) is not a skip but a blocker for the user to fix
-(:data:`~jobflow_core.planning.starts.START_RULES`, ``ProbeTaskNotFound``), so the probe rows leave it alone. What a flow
-that is not skipped waits for, and whether it is ready, is :mod:`jobflow_core.dag.dependencies`'s to say (with
+(:data:`~jobflow_core.planning.starts.START_RULES`, ``ProbeTaskNotFound``), so the probe rows leave it alone. What a
+flow that is not skipped waits for, and whether it is ready, is :mod:`jobflow_core.dag.dependencies`'s to say (with
 :mod:`jobflow_core.dag.probes`), and a ``when`` condition that cannot be evaluated yet leaves it waiting or blocked.
 
-A new way for a flow to become Skipped is a new row here, with its reason word in :mod:`jobflow_core.vocabulary.kube_events` and
-its example in ``tests/unit/test_skips.py``.
+A new way for a flow to become Skipped is a new row here, with its reason word in
+:mod:`jobflow_core.vocabulary.kube_events` and its example in ``tests/unit/test_skips.py``.
 """
 
 from collections.abc import Callable, Mapping
@@ -37,12 +37,12 @@ from datetime import datetime
 from functools import cached_property
 from typing import Final
 
-from jobflow_core.flows.deadlines import passed, probe_deadline
 from jobflow_core.dag.dependencies import OutcomeOf, Readiness, check_dependencies, check_probe, describe_ended
-from jobflow_core.vocabulary.kube_events import Reason
-from jobflow_core.models import AwaitedOutcome, Flow, VcJob
-from jobflow_core.vocabulary.phase import FlowOutcome
 from jobflow_core.dag.probes import CheckResult, NetworkCheck
+from jobflow_core.flows.deadlines import passed, probe_deadline
+from jobflow_core.models import AwaitedOutcome, Flow, VcJob
+from jobflow_core.vocabulary.kube_events import Reason
+from jobflow_core.vocabulary.phase import FlowOutcome
 
 
 @dataclass(frozen=True)

@@ -29,11 +29,11 @@ import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from jobflow_core.models import Flow, JobFlow
-from jobflow_core.vocabulary.naming import attempt_job_name, is_job_of_flow, job_name
 from jobflow_core.flows.parameters import Item, values
-from jobflow_core.vocabulary.spec_errors import SpecError
+from jobflow_core.models import Flow, JobFlow
 from jobflow_core.vocabulary.name_rules import MAX_NAME_LENGTH, is_dns1123_label
+from jobflow_core.vocabulary.naming import attempt_job_name, is_job_of_flow, job_name
+from jobflow_core.vocabulary.spec_errors import SpecError
 
 MAX_ITEMS = 2000
 """At most this many items per flow: each is a vcjob the JobFlow's status accounts for."""

@@ -29,13 +29,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from jobflow_core.flows.conditions import compile_error, evaluate, parse_result
-from jobflow_core.models import Flow, JobFlow, VcJobPhase
-from jobflow_core.vocabulary.naming import attempt_job_name
 from jobflow_core.flows.parameters import Item
+from jobflow_core.flows.units import FlowView
+from jobflow_core.models import Flow, JobFlow, VcJobPhase
+from jobflow_core.vocabulary.name_rules import MAX_NAME_LENGTH, is_dns1123_label
+from jobflow_core.vocabulary.naming import attempt_job_name
 from jobflow_core.vocabulary.phase import is_final
 from jobflow_core.vocabulary.spec_errors import SpecError
-from jobflow_core.vocabulary.name_rules import MAX_NAME_LENGTH, is_dns1123_label
-from jobflow_core.flows.units import FlowView
 
 MAX_ITERATIONS = 2000
 

@@ -1,25 +1,25 @@
 """``flows[].memoize``: a flow that is not run again when a Completed run with the same key is recent enough.
 
 A memoized flow's key is, by default, a hash of the vcjob it would create, as rendered: the JobTemplate's spec with
-the flow's patch, parameters, item and targets' results put in (:mod:`jobflow_core.flows.vcjobs`), and the namespace. What
-differs from run to run of the same work is left out, or it would never hit: the JobFlow's name and UID, the vcjob's
-name, labels, annotations and owner reference live in its metadata, which is not hashed, and the pod annotations
-the engine adds (attempt, item index, iteration) are dropped from the spec first. ``memoize.key`` (CEL, with
-``params``, ``targets`` and ``jobflow`` as in a condition) gives the key instead; it is hashed with the namespace
-and the JobTemplate's name.
+the flow's patch, parameters, item and targets' results put in (:mod:`jobflow_core.flows.vcjobs`), and the namespace.
+What differs from run to run of the same work is left out, or it would never hit: the JobFlow's name and UID, the
+vcjob's name, labels, annotations and owner reference live in its metadata, which is not hashed, and the pod annotations
+the engine adds (attempt, item index, iteration) are dropped from the spec first. ``memoize.key`` (CEL, with ``params``,
+``targets`` and ``jobflow`` as in a condition) gives the key instead; it is hashed with the namespace and the
+JobTemplate's name.
 
-The cache is one ConfigMap per namespace, ``jobflow-memo`` (:data:`~jobflow_core.vocabulary.api.MEMO_CACHE`): readable with
-``kubectl get cm jobflow-memo -o yaml``, cleared by deleting it, kept across handler restarts, never read from
-another namespace. Each entry, under its key, is the run that filled it (:class:`Entry`): the vcjob, when it
-Completed, its result. At most :data:`MAX_ENTRIES` entries, the oldest dropped first (:func:`with_entry`), and a
-result of at most 4 KiB (a termination message's own limit), so the ConfigMap stays far below its 1 MiB.
+The cache is one ConfigMap per namespace, ``jobflow-memo`` (:data:`~jobflow_core.vocabulary.api.MEMO_CACHE`): readable
+with ``kubectl get cm jobflow-memo -o yaml``, cleared by deleting it, kept across handler restarts, never read from
+another namespace. Each entry, under its key, is the run that filled it (:class:`Entry`): the vcjob, when it Completed,
+its result. At most :data:`MAX_ENTRIES` entries, the oldest dropped first (:func:`with_entry`), and a result of at most
+4 KiB (a termination message's own limit), so the ConfigMap stays far below its 1 MiB.
 
 When a memoized flow is about to start, an entry of its key that Completed within ``maxAge`` (default 24h) is
 reused: no vcjob is created, the status records the flow as Completed with the entry's result, ``reason: Cached``
 and ``cachedFrom`` naming the reused vcjob (:func:`cached_record`), and a Normal event ``Cached`` says so. A
 vcjob of a memoized flow that Completed is stored under the key it was created with (its annotation
-:data:`~jobflow_core.vocabulary.api.MEMO_KEY`), once its result has been read and before its end is recorded, so a handler
-killed in between stores it on the next event. Reruns use the cache like any start. ``forEach`` and ``repeat``
+:data:`~jobflow_core.vocabulary.api.MEMO_KEY`), once its result has been read and before its end is recorded, so a
+handler killed in between stores it on the next event. Reruns use the cache like any start. ``forEach`` and ``repeat``
 flows cannot be memoized (admission says so).
 """
 
@@ -31,10 +31,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Final
 
-from jobflow_core.vocabulary.api import ATTEMPT, ITEM_INDEX, ITERATION, MEMO_KEY
 from jobflow_core.flows.conditions import compile_error, evaluate_value
-from jobflow_core.vocabulary.durations import parse_go_duration
 from jobflow_core.models import Flow, FlowJobStatus, JobFlow, VcJobPhase, format_time
+from jobflow_core.vocabulary.api import ATTEMPT, ITEM_INDEX, ITERATION, MEMO_KEY
+from jobflow_core.vocabulary.durations import parse_go_duration
 from jobflow_core.vocabulary.spec_errors import SpecError
 
 if TYPE_CHECKING:

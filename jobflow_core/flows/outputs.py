@@ -49,7 +49,8 @@ OUTCOME_FIELDS = ("outcome", "failedFlows", "firstError")
 """What only a ``finally`` flow may read: the rest of the JobFlow has ended when it starts."""
 FAN_IN_FIELDS = ("results", "total", "succeeded", "failed")
 MAX_VALUE_LENGTH = 16384
-"""One substituted value, in characters: the same bound as a parameter's value (:mod:`jobflow_core.flows.parameters`)."""
+"""One substituted value, in characters: the same bound as a parameter's value
+(:mod:`jobflow_core.flows.parameters`)."""
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 
@@ -144,7 +145,8 @@ def clean(text: str) -> str:
 
 def value_of(ref: Reference, variables: Mapping[str, Any]) -> tuple[str | None, str | None]:
     """The text ``ref`` stands for, from its target's variables as a condition sees them
-    (:func:`jobflow_core.dag.outcomes.target_variables`), or why there is none: ``(value, None)`` or ``(None, error)``."""
+    (:func:`jobflow_core.dag.outcomes.target_variables`), or why there is none: ``(value, None)`` or
+    ``(None, error)``."""
     if ref.field is not None and ref.field.startswith("jobflow."):
         field = ref.field.removeprefix("jobflow.")
         if field not in variables:

@@ -30,8 +30,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from jobflow_core.models import Flow, JobFlow
 from jobflow_core.flows.outputs import ANY_TARGET_PLACEHOLDER, may_hold_results
+from jobflow_core.models import Flow, JobFlow
 from jobflow_core.vocabulary.spec_errors import SpecError
 
 PLACEHOLDER = re.compile(r"\{\{\s*(params\.[A-Za-z_][A-Za-z0-9_-]*|item(?:\.[A-Za-z_][A-Za-z0-9_-]*)?|index)\s*\}\}")

@@ -33,9 +33,9 @@ import math
 from datetime import datetime, timedelta
 from typing import Final
 
-from jobflow_core.vocabulary.durations import parse_go_duration
 from jobflow_core.models import (Backoff, BackoffType, Flow, JobFlow, Retry, RetryPolicy, RetryStrategy,
                                  VcJobPhase)
+from jobflow_core.vocabulary.durations import parse_go_duration
 from jobflow_core.vocabulary.spec_errors import SpecError
 
 DEFAULT_DELAY_SECONDS: Final = 10

@@ -15,11 +15,11 @@ for instance deleted by ``ttlSecondsAfterFinished``.
 from dataclasses import dataclass
 from datetime import datetime
 
+from jobflow_core.flows.parameters import Item
+from jobflow_core.flows.retries import retries
 from jobflow_core.models import Flow, FlowCondition, FlowJobStatus, VcJob, VcJobPhase
 from jobflow_core.vocabulary.naming import attempt_job_name
-from jobflow_core.flows.parameters import Item
 from jobflow_core.vocabulary.phase import JobCategory, category_of, is_final
-from jobflow_core.flows.retries import retries
 
 
 def unit_key(flow: str, item: Item | None) -> str:

@@ -41,12 +41,12 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from jobflow_core.flows.parameters import Item, substitute, values
+from jobflow_core.flows.patching import merge_job_spec
 from jobflow_core.models import Flow, JobFlow, JobTemplate, VcJob
 from jobflow_core.vocabulary import resources
 from jobflow_core.vocabulary.api import ATTEMPT, COMMAND, GANG_REQUESTS, ITEM_INDEX, ITERATION, RECORD_FINALIZER, VCJOB
 from jobflow_core.vocabulary.naming import attempt_job_name, created_by, owner_reference
-from jobflow_core.flows.parameters import Item, substitute, values
-from jobflow_core.flows.patching import merge_job_spec
 
 
 def build_job(jobflow: JobFlow, *, flow: str, template: JobTemplate, attempt: int = 1,

@@ -1,8 +1,8 @@
 """What a run cost: requested CPU, memory and GPU times seconds, per vcjob, summed per JobFlow and per JobTemplate.
 
 What a platform team charges back is what a vcjob held, not what it used: the requests of its gang (the
-``minAvailable`` pods Volcano must place together, :mod:`jobflow_core.vocabulary.resources`; recorded on each vcjob the engine
-creates, annotation ``flow.volcano.sh/gang-requests``) for as long as it ran: from the moment Volcano first said
+``minAvailable`` pods Volcano must place together, :mod:`jobflow_core.vocabulary.resources`; recorded on each vcjob the
+engine creates, annotation ``flow.volcano.sh/gang-requests``) for as long as it ran: from the moment Volcano first said
 Running (its ``status.conditions``) to its end (``status.state.lastTransitionTime``); a vcjob that never ran costs
 nothing. Units: CPU cores x seconds, memory GiB x seconds, GPUs (``nvidia.com/gpu``) x seconds.
 

@@ -2,8 +2,8 @@
 critical path, from how long earlier runs of the same JobTemplates took.
 
 **Estimates.** The first time the handler sees a flow, it reads its JobTemplate's median run time
-(``durationP50Seconds``, :mod:`jobflow_core.insight.template_stats`) and records it in ``status.estimates`` (a flow whose
-template never ran is recorded without ``seconds``: unknown). An estimate is never read again: it describes the
+(``durationP50Seconds``, :mod:`jobflow_core.insight.template_stats`) and records it in ``status.estimates`` (a flow
+whose template never ran is recorded without ``seconds``: unknown). An estimate is never read again: it describes the
 runs *before* this JobFlow, and the status only changes when the JobFlow does.
 
 **Expected times**, in dependency order, without reading a clock (so a status changes only when something happens):
@@ -25,9 +25,9 @@ from datetime import datetime, timedelta
 from math import ceil
 
 from jobflow_core.dag.graph import flow_graph
+from jobflow_core.flows.units import FlowNode
 from jobflow_core.models import AwaitedOutcome, Estimate, JobFlow
 from jobflow_core.vocabulary.phase import FlowOutcome
-from jobflow_core.flows.units import FlowNode
 
 
 @dataclass(frozen=True)

@@ -21,9 +21,9 @@ from datetime import datetime
 from math import ceil
 from typing import TYPE_CHECKING
 
+from jobflow_core.flows.vcjobs import gang_of
 from jobflow_core.insight.cost import job_cost
 from jobflow_core.insight.cost import total as total_cost
-from jobflow_core.flows.vcjobs import gang_of
 from jobflow_core.models import Cost, JobTemplateStatus, LastFailure, RecentRun, VcJob
 from jobflow_core.vocabulary.naming import template_name, template_of
 from jobflow_core.vocabulary.phase import FlowOutcome, is_final, outcome_of_phase

@@ -162,7 +162,8 @@ class Range(WireModel):
 
 
 class ForEach(WireModel):
-    """Ours: run the flow once per item, each item its own vcjob (:mod:`jobflow_core.flows.items`); exactly one source."""
+    """Ours: run the flow once per item, each item its own vcjob (:mod:`jobflow_core.flows.items`); exactly one
+    source."""
 
     items: list[Any] | None = None
     """A literal list: strings, numbers or objects."""
@@ -184,7 +185,8 @@ class Repeat(WireModel):
 
 
 class Memoize(WireModel):
-    """Ours: reuse a Completed run of this flow whose key is the same, within ``maxAge`` (:mod:`jobflow_core.flows.memo`)."""
+    """Ours: reuse a Completed run of this flow whose key is the same, within ``maxAge``
+    (:mod:`jobflow_core.flows.memo`)."""
 
     key: str | None = None
     """A CEL expression whose value (a string) is the key; unset: a hash of the rendered vcjob spec."""
@@ -311,7 +313,8 @@ class WaitingFlow(WireModel):
     message: str | None = None
     recheck_seconds: int | None = Field(None, alias="recheckSeconds")
     expected_start: Timestamp | None = Field(None, alias="expectedStart")
-    """Ours: when it is expected to start, from earlier runs of the JobTemplates before it (:mod:`jobflow_core.insight.eta`)."""
+    """Ours: when it is expected to start, from earlier runs of the JobTemplates before it
+    (:mod:`jobflow_core.insight.eta`)."""
 
 
 class Estimate(WireModel):
@@ -394,8 +397,9 @@ class JobFlowStatus(WireModel):
 
     Ours, additive: ``progress`` (``"<ended flows>/<flows>"``, e.g. ``"3/5"``, for a printer column: flows that
     Completed, were Skipped, or failed and were handled), ``waitingFlows`` (see :class:`WaitingFlow`),
-    ``skippedFlows`` (see :class:`SkippedFlow`), ``fanOuts`` (see :class:`FanOutStatus`), ``observedGeneration`` (the ``metadata.generation`` this status
-    was computed from), and ``state.reason``/``state.message`` (see :class:`FlowState`).
+    ``skippedFlows`` (see :class:`SkippedFlow`), ``fanOuts`` (see :class:`FanOutStatus`), ``observedGeneration`` (the
+    ``metadata.generation`` this status was computed from), and ``state.reason``/``state.message`` (see
+    :class:`FlowState`).
     """
 
     pending_jobs: list[str] | None = Field(None, alias="pendingJobs")

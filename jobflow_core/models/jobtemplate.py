@@ -13,7 +13,8 @@ from jobflow_core.models.vcjob import Cost, JobSpec
 
 
 class RecentRun(WireModel):
-    """Ours: one finished vcjob made from the template, kept in a bounded window (:mod:`jobflow_core.insight.template_stats`)."""
+    """Ours: one finished vcjob made from the template, kept in a bounded window
+    (:mod:`jobflow_core.insight.template_stats`)."""
 
     name: str
     uid: str

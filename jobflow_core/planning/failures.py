@@ -26,11 +26,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
+from jobflow_core.flows.units import FlowNode
+from jobflow_core.planning.observation import Observation
 from jobflow_core.vocabulary.api import RERUN
 from jobflow_core.vocabulary.kube_events import Reason
-from jobflow_core.planning.observation import Observation
 from jobflow_core.vocabulary.phase import FlowOutcome, JobCategory, category_of
-from jobflow_core.flows.units import FlowNode
 
 
 def rerun_advice(*, name: str, namespace: str) -> str:

@@ -7,8 +7,8 @@ spec is validated once, here; everything below is derived from this one value.
 
 Each flow of the spec (the first of each name, in spec order) becomes a :class:`~jobflow_core.flows.units.FlowNode`
 with its *units* (:mod:`jobflow_core.flows.units`): one per plain flow, one per item of a ``forEach`` flow
-(:mod:`jobflow_core.flows.items`), one per iteration so far of a ``repeat`` flow (:mod:`jobflow_core.flows.loops`). Each unit
-pairs its attempts' live vcjobs (those this JobFlow controls, by owner reference UID) with what the previous status
+(:mod:`jobflow_core.flows.items`), one per iteration so far of a ``repeat`` flow (:mod:`jobflow_core.flows.loops`). Each
+unit pairs its attempts' live vcjobs (those this JobFlow controls, by owner reference UID) with what the previous status
 recorded about them; a live vcjob someone else owns under a unit's next name blocks it (a name conflict).
 
 From these follow each flow's effective phase, its outcome and, for each flow that still needs a vcjob, its
@@ -21,9 +21,19 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from datetime import datetime
 
+from jobflow_core.dag.dependencies import Readiness
+from jobflow_core.dag.outcomes import FlowFate, Outcomes, decide_outcomes
+from jobflow_core.dag.probes import CheckResult, NetworkCheck, network_checks
+from jobflow_core.dag.reruns import new_request, record, rerun_from
 from jobflow_core.flows.conditions import reads_results
 from jobflow_core.flows.deadlines import jobflow_deadline, passed
-from jobflow_core.dag.dependencies import Readiness
+from jobflow_core.flows.items import expand
+from jobflow_core.flows.loops import iterate
+from jobflow_core.flows.memo import memo_results_needed
+from jobflow_core.flows.outputs import results_read
+from jobflow_core.flows.parameters import Item, values
+from jobflow_core.flows.retries import due, with_retry_policies
+from jobflow_core.flows.units import Attempt, FlowNode, FlowView, unit_key
 from jobflow_core.models import (
     FailurePolicy,
     Flow,
@@ -35,20 +45,10 @@ from jobflow_core.models import (
     VcJob,
     VcJobPhase,
 )
-from jobflow_core.flows.items import expand
-from jobflow_core.flows.loops import iterate
+from jobflow_core.validation.jobflows import SpecError, validate
 from jobflow_core.vocabulary.naming import attempt_job_name, has_record_finalizer, is_owned_by
-from jobflow_core.flows.parameters import Item, values
-from jobflow_core.dag.outcomes import FlowFate, Outcomes, decide_outcomes
-from jobflow_core.flows.memo import memo_results_needed
-from jobflow_core.flows.outputs import results_read
 from jobflow_core.vocabulary.phase import (FlowOutcome, JobCategory, category_of, decide_flow_phase, is_final,
                                 outdated_by_record)
-from jobflow_core.dag.probes import CheckResult, NetworkCheck, network_checks
-from jobflow_core.dag.reruns import new_request, record, rerun_from
-from jobflow_core.flows.retries import due, with_retry_policies
-from jobflow_core.validation.jobflows import SpecError, validate
-from jobflow_core.flows.units import Attempt, FlowNode, FlowView, unit_key
 
 MAX_ATTEMPTS = 1000
 """Attempts of one flow looked for (retries and reruns together); far more than any JobFlow's status could hold."""
@@ -87,7 +87,8 @@ class Observation:
     first: Mapping[str, int] = field(default_factory=dict)
     """The first attempt that counts, per flow (a rerun's), as :func:`observe` decided."""
     recorded_phase: JobFlowPhase | None = None
-    """The phase the status records, for the phase table's memory of an ended JobFlow (:mod:`jobflow_core.vocabulary.phase`);
+    """The phase the status records, for the phase table's memory of an ended JobFlow
+    (:mod:`jobflow_core.vocabulary.phase`);
     None when a rerun was just accepted (the one way out of Succeed or Failed)."""
     no_free_slot: Mapping[str, str] = field(default_factory=dict)
     """Units (by :attr:`FlowView.next_job_name`) of ``forEach`` flows that would start now but for ``parallelism``,
@@ -150,8 +151,8 @@ class Observation:
     def results_needed(self) -> list[str]:
         """The vcjobs whose result (their pods' termination message) is needed now and not known yet: the ended,
         live vcjobs of the targets of candidates whose ``when`` condition reads results, of the flows whose results
-        their patch reads (:mod:`jobflow_core.flows.outputs`), of the targets a ``forEach`` takes its items from, the last
-        iteration of a ``repeat`` flow, whose ``until`` reads it, and the Completed vcjobs of memoized flows, whose
+        their patch reads (:mod:`jobflow_core.flows.outputs`), of the targets a ``forEach`` takes its items from, the
+        last iteration of a ``repeat`` flow, whose ``until`` reads it, and the Completed vcjobs of memoized flows, whose
         result is stored with them (:mod:`jobflow_core.flows.memo`)."""
         nodes = {node.name: node for node in self.nodes}
         needed: dict[str, None] = {}
@@ -173,8 +174,8 @@ class Observation:
         return list(needed)
 
     def estimates_needed(self) -> list[str]:
-        """The flows whose run time the status does not estimate yet (:mod:`jobflow_core.insight.eta`): their JobTemplates
-        are read once, on the first reconcile of a JobFlow that is not over."""
+        """The flows whose run time the status does not estimate yet (:mod:`jobflow_core.insight.eta`): their
+        JobTemplates are read once, on the first reconcile of a JobFlow that is not over."""
         if self.starts_nothing or self.phase in (JobFlowPhase.SUCCEED, JobFlowPhase.FAILED):
             return []
         known = {entry.flow for entry in self.previous.estimates or ()}

@@ -12,13 +12,14 @@ plan, so the shell may re-plan whenever anything happens. The shell's part, per 
 
 :func:`plan` does 1 to 4 for callers that have everything at hand (the command line, tests).
 
-Where each decision lives: the JobFlow phase in :mod:`jobflow_core.vocabulary.phase` (one table); whether each flow starts,
-waits or is blocked in :mod:`jobflow_core.planning.starts` (one table); the status in :mod:`jobflow_core.planning.status`; the
-events in :mod:`jobflow_core.vocabulary.kube_events`. This module only puts them together:
+Where each decision lives: the JobFlow phase in :mod:`jobflow_core.vocabulary.phase` (one table); whether each flow
+starts, waits or is blocked in :mod:`jobflow_core.planning.starts` (one table); the status in
+:mod:`jobflow_core.planning.status`; the events in :mod:`jobflow_core.vocabulary.kube_events`. This module only puts
+them together:
 
-* JobFlow-level blockers come first (why it failed, from :mod:`jobflow_core.planning.failures`), then each blocked flow's reason, grouped in
-  the order of the start table; the first blocker's reason is ``status.state.reason``, all messages joined its
-  ``message``;
+* JobFlow-level blockers come first (why it failed, from :mod:`jobflow_core.planning.failures`), then each blocked
+  flow's reason, grouped in the order of the start table; the first blocker's reason is ``status.state.reason``, all
+  messages joined its ``message``;
 * the actions, in the order the shell carries them out: :class:`UpdateTemplate` with the runs that ended (counted
   in their JobTemplates' statistics before the status records the end, so none is lost), :class:`WriteStatus`
   (only when the status changed, with the events of what is new), :class:`Create` (each with upstream's
@@ -41,16 +42,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
 
+from jobflow_core.dag.probes import DEFAULT_RECHECK_SECONDS, CheckResult, NetworkCheck
 from jobflow_core.flows.deadlines import attempt_deadline, passed
 from jobflow_core.flows.deadlines import recheck_seconds as deadline_recheck
-from jobflow_core.planning.starts import NO_ROOM, START_RULES, FlowDecision, Verdict, decide_all
-from jobflow_core.vocabulary.kube_events import Event, EventType, Reason, job_created, phase_changed
-from jobflow_core.planning.failures import why_failed
-from jobflow_core.planning import notifications
-from jobflow_core.flows.vcjobs import abort_command
-from jobflow_core.queueing.status import never_scheduled, queue_events, queue_status
-from jobflow_core.queueing.line import QueueView
 from jobflow_core.flows.memo import Entry, cached_record, newly_memoized
+from jobflow_core.flows.vcjobs import abort_command
+from jobflow_core.insight.eta import Forecast, estimates_of, forecast
+from jobflow_core.insight.template_stats import Run, expected_seconds, newly_ended, record_runs
 from jobflow_core.models import (
     Estimate,
     Flow,
@@ -67,14 +65,17 @@ from jobflow_core.models import (
     VcJobPhase,
     WaitingFlow,
 )
-from jobflow_core.vocabulary.naming import has_record_finalizer, template_name, template_of
+from jobflow_core.planning import notifications
+from jobflow_core.planning.failures import why_failed
 from jobflow_core.planning.observation import Observation, observe
-from jobflow_core.vocabulary.phase import JobCategory, category_of, is_final
-from jobflow_core.dag.probes import DEFAULT_RECHECK_SECONDS, CheckResult, NetworkCheck
-from jobflow_core.insight.eta import Forecast, estimates_of, forecast
-from jobflow_core.insight.template_stats import Run, expected_seconds, newly_ended, record_runs
-from jobflow_core.planning.template_status import template_status_with
+from jobflow_core.planning.starts import NO_ROOM, START_RULES, FlowDecision, Verdict, decide_all
 from jobflow_core.planning.status import build_status
+from jobflow_core.planning.template_status import template_status_with
+from jobflow_core.queueing.line import QueueView
+from jobflow_core.queueing.status import never_scheduled, queue_events, queue_status
+from jobflow_core.vocabulary.kube_events import Event, EventType, Reason, job_created, phase_changed
+from jobflow_core.vocabulary.naming import has_record_finalizer, template_name, template_of
+from jobflow_core.vocabulary.phase import JobCategory, category_of, is_final
 
 
 @dataclass(frozen=True)
@@ -113,8 +114,8 @@ class Delete:
 class UpdateTemplate:
     """A change to JobTemplate ``name``'s status, applied to whatever that status is when written (on a fresh read
     after a lost race; changes of several reconciles to one template may be written together): ``runs`` (vcjobs
-    that ended) counted in its statistics (:mod:`jobflow_core.insight.template_stats`), each once per UID; vcjobs just created
-    (``added``) and deleted now (``removed``) applied to ``jobDependsOnList``. The list change is applied to the
+    that ended) counted in its statistics (:mod:`jobflow_core.insight.template_stats`), each once per UID; vcjobs just
+    created (``added``) and deleted now (``removed``) applied to ``jobDependsOnList``. The list change is applied to the
     list as stored (no LIST of the template's vcjobs: with N JobFlows sharing a template, that would cost N objects
     per vcjob created)."""
 

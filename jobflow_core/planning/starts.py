@@ -1,9 +1,9 @@
 """When a flow starts: one ordered table of rules, the first that holds decides.
 
 Every flow that still needs a vcjob (none yet, or one that vanished before it finished) is put to
-:data:`START_RULES`, top to bottom, the way :data:`jobflow_core.vocabulary.phase.FLOW_PHASE_RULES` decides the JobFlow phase.
-The first rule that holds gives the flow's :class:`Verdict` and, for a blocker, the reason word that the status and
-a Warning event carry:
+:data:`START_RULES`, top to bottom, the way :data:`jobflow_core.vocabulary.phase.FLOW_PHASE_RULES` decides the JobFlow
+phase. The first rule that holds gives the flow's :class:`Verdict` and, for a blocker, the reason word that the status
+and a Warning event carry:
 
 ======================================================================  =======  ====================
 when                                                                    verdict  reason
@@ -53,23 +53,23 @@ from functools import cached_property
 from typing import Any, Final
 
 from jobflow_core.dag.dependencies import Readiness
-from jobflow_core.vocabulary.kube_events import Reason
-from jobflow_core.vocabulary import resources
+from jobflow_core.dag.outcomes import unread
+from jobflow_core.flows.memo import Entry, declared_key, key_value, lookup, spec_key
+from jobflow_core.flows.outputs import flow_references, referenced_targets, resolve, results_read
+from jobflow_core.flows.parameters import values
+from jobflow_core.flows.retries import delay_seconds, due, max_attempts, recheck_seconds
+from jobflow_core.flows.units import FlowView
 from jobflow_core.flows.vcjobs import build_job
+from jobflow_core.models import JobSpec, JobTemplate, format_time
+from jobflow_core.planning.observation import Observation
 from jobflow_core.queueing.line import (RECHECK_SECONDS, Admission, QueueView, first_stages_admission, never_fits,
                                    queue_of)
-from jobflow_core.models import JobSpec, JobTemplate, format_time
-from jobflow_core.vocabulary.naming import template_name
-from jobflow_core.vocabulary.api import MEMO_KEY
-from jobflow_core.flows.memo import Entry, declared_key, key_value, lookup, spec_key
-from jobflow_core.planning.observation import Observation
-from jobflow_core.flows.parameters import values
-from jobflow_core.dag.outcomes import unread
-from jobflow_core.flows.outputs import flow_references, referenced_targets, resolve, results_read
-from jobflow_core.flows.units import FlowView
-from jobflow_core.flows.retries import delay_seconds, due, max_attempts, recheck_seconds
-from jobflow_core.validation.jobtemplates import validate_template
 from jobflow_core.validation.jobflows import SpecError
+from jobflow_core.validation.jobtemplates import validate_template
+from jobflow_core.vocabulary import resources
+from jobflow_core.vocabulary.api import MEMO_KEY
+from jobflow_core.vocabulary.kube_events import Reason
+from jobflow_core.vocabulary.naming import template_name
 
 
 class Verdict(StrEnum):
@@ -420,7 +420,8 @@ QUEUE_RULES: Final = (
     NO_ROOM := StartRule("its JobFlow has not started, and its queue has no room for it yet", Verdict.WAIT, None,
                          _no_room, lambda facts: RECHECK_SECONDS),
 )
-"""The rules that read the flow's Volcano queue (:mod:`jobflow_core.queueing.line`); without a queue read, none holds."""
+"""The rules that read the flow's Volcano queue (:mod:`jobflow_core.queueing.line`); without a queue read, none
+holds."""
 
 START: Final = StartRule("otherwise", Verdict.START, None, lambda facts: "starts now")
 

@@ -8,11 +8,11 @@ For each vcjob the JobFlow knows (the flows' jobs in spec order, then jobs of fl
 
 * it is named in exactly one list, by its effective phase (:data:`JOB_LIST_OF_PHASE`). A vcjob that is gone
   keeps the list of its recorded phase; a vcjob being created by this plan is pending.
-* ``jobStatusList`` has its record (with its ``result`` once a condition needed it): ``startTimestamp`` is the vcjob's creation time; ``endTimestamp`` is its
-  ``status.state.lastTransitionTime`` once its phase is final, otherwise absent (upstream sends ``null``);
-  ``restartCount`` is ``status.retryCount``; ``runningHistories`` is derived from the vcjob's own
-  ``status.conditions`` (each condition opens a span that the next one closes), not from when we happened to
-  look. Records of vcjobs that are gone are kept: they are the only trace of them.
+* ``jobStatusList`` has its record (with its ``result`` once a condition needed it): ``startTimestamp`` is the vcjob's
+  creation time; ``endTimestamp`` is its ``status.state.lastTransitionTime`` once its phase is final, otherwise absent
+  (upstream sends ``null``); ``restartCount`` is ``status.retryCount``; ``runningHistories`` is derived from the vcjob's
+  own ``status.conditions`` (each condition opens a span that the next one closes), not from when we happened to look.
+  Records of vcjobs that are gone are kept: they are the only trace of them.
 * ``conditions[<vcjob>]`` has its phase, ``createTime``, ``runningDuration`` (the vcjob's own, or for a finished
   vcjob ``lastTransitionTime - creationTimestamp`` in Go's duration format) and ``taskStatusCount``.
 
@@ -23,9 +23,10 @@ so a fan-out of a thousand succeeded items costs about 30 bytes each. (The obser
 from ``completedJobs``.)
 
 ``cost`` adds up each ended vcjob's ``jobStatusList[].cost``, its gang's requests x the seconds it ran
-(:mod:`jobflow_core.insight.cost`), worked out when its end is recorded. ``failureRate`` is failed vcjobs over those that ended, every attempt, item and iteration counted. ``estimates``,
-``expectedCompletion``, ``criticalPath`` and ``waitingFlows[].expectedStart`` are the forecast of
-:mod:`jobflow_core.insight.eta` (the completion and the path only while the JobFlow has not ended).
+(:mod:`jobflow_core.insight.cost`), worked out when its end is recorded. ``failureRate`` is failed vcjobs over those
+that ended, every attempt, item and iteration counted. ``estimates``, ``expectedCompletion``, ``criticalPath`` and
+``waitingFlows[].expectedStart`` are the forecast of :mod:`jobflow_core.insight.eta` (the completion and the path only
+while the JobFlow has not ended).
 
 Then the state (decided by the planner), ``progress`` (flows that ended: Completed, Skipped, or failed and
 handled, over all flows; the same two numbers in ``flowsEnded`` and ``flowsTotal``, for kube-state-metrics, which
@@ -38,10 +39,10 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Final
 
+from jobflow_core.flows.units import FlowNode
+from jobflow_core.flows.vcjobs import gang_of
 from jobflow_core.insight.cost import job_cost
 from jobflow_core.insight.cost import total as total_cost
-from jobflow_core.vocabulary.durations import go_duration
-from jobflow_core.flows.vcjobs import gang_of
 from jobflow_core.insight.eta import Forecast
 from jobflow_core.models import (
     Estimate,
@@ -59,8 +60,8 @@ from jobflow_core.models import (
     WaitingFlow,
 )
 from jobflow_core.planning.observation import Observation
+from jobflow_core.vocabulary.durations import go_duration
 from jobflow_core.vocabulary.phase import FlowOutcome, JobCategory, category_of, is_final
-from jobflow_core.flows.units import FlowNode
 
 JOB_LIST_OF_PHASE: Final = MappingProxyType(
     {

@@ -38,10 +38,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final
 
-from jobflow_core.vocabulary import resources
 from jobflow_core.dag.graph import flow_graph
 from jobflow_core.flows.vcjobs import build_job
 from jobflow_core.models import Flow, JobFlow, JobTemplate
+from jobflow_core.vocabulary import resources
 from jobflow_core.vocabulary.naming import template_name
 from jobflow_core.vocabulary.resources import Resources
 
@@ -128,8 +128,8 @@ def counts_for(entry: InLine, *, asking: InLine) -> bool:
 
 
 def line_to_wire(entry: InLine) -> dict[str, Any]:
-    """One JobFlow of the line as an event carries it (:mod:`jobflow_core.routing.snapshots`); :func:`line_of_wire` reads
-    it back."""
+    """One JobFlow of the line as an event carries it (:mod:`jobflow_core.routing.snapshots`); :func:`line_of_wire`
+    reads it back."""
     return {"namespace": entry.namespace, "name": entry.name,
             "created": entry.created.isoformat() if entry.created else None, "queue": entry.queue,
             "started": entry.started, "ended": entry.ended, "reserved": resources.to_wire(entry.reserved),

@@ -18,15 +18,15 @@ is reported with the flows blocked as ``Unschedulable`` (:func:`never_scheduled`
 from collections.abc import Mapping, Sequence
 from typing import Final
 
-from jobflow_core.vocabulary import resources
-from jobflow_core.planning.starts import NO_ROOM, FlowDecision, Verdict
-from jobflow_core.vocabulary.kube_events import Event, EventType, Reason
 from jobflow_core.flows.vcjobs import gang_of
 from jobflow_core.models import JobFlowPhase, QueueStatus, VcJobPhase
 from jobflow_core.planning.observation import Observation
+from jobflow_core.planning.starts import NO_ROOM, FlowDecision, Verdict
+from jobflow_core.queueing.line import (ADMITTED, DEFAULT_QUEUE, PRIORITY_CLASS, WAITING, QueueView, never_fits,
+                                        queue_of, reserved_of)
+from jobflow_core.vocabulary import resources
+from jobflow_core.vocabulary.kube_events import Event, EventType, Reason
 from jobflow_core.vocabulary.phase import is_final
-from jobflow_core.queueing.line import (ADMITTED, DEFAULT_QUEUE, PRIORITY_CLASS, WAITING, QueueView, never_fits, queue_of,
-                                   reserved_of)
 
 NO_PRIORITY_CLASS: Final = (
     f"PriorityClass {PRIORITY_CLASS} is not installed (or cannot be read): this JobFlow's next vcjobs get no priority "

@@ -4,8 +4,8 @@ An event only names an object; the shell re-reads the truth. But it must know *w
 
 * a vcjob changed: the JobFlow that controls it. A Resource-mode payload names its controller (a hint, since
   payloads can be forged: it only narrows the search); otherwise, every JobFlow of the namespace that has a flow
-  whose vcjob (or one of its retries) would carry that name (:func:`jobflows_of_job`). When the vcjob came or went, the JobTemplates of
-  those flows get their ``jobDependsOnList`` refreshed (:func:`flows_of_job`);
+  whose vcjob (or one of its retries) would carry that name (:func:`jobflows_of_job`). When the vcjob came or went, the
+  JobTemplates of those flows get their ``jobDependsOnList`` refreshed (:func:`flows_of_job`);
 * a JobTemplate appeared or changed: the JobFlows of its namespace with a flow of that name that has no vcjob
   yet (:func:`waits_for_template`): a flow that has its vcjob no longer depends on its template, and this keeps
   our own writes of the template's status from setting off a reconcile of every JobFlow that uses it;
@@ -20,8 +20,8 @@ a field of the wrong type counts as absent.
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
-from jobflow_core.vocabulary.api import JOBFLOW
 from jobflow_core.models import JobFlowPhase, RetainPolicy, VcJob
+from jobflow_core.vocabulary.api import JOBFLOW
 from jobflow_core.vocabulary.naming import controller_uid, has_record_finalizer, is_job_of_flow
 
 Json = Mapping[str, Any]
@@ -108,7 +108,8 @@ def can_change(jobflow: Json) -> bool:
 
 
 def has_pending_notifications(jobflow: Json) -> bool:
-    """Whether the JobFlow's status holds CloudEvents out not delivered yet (:mod:`jobflow_core.planning.notifications`)."""
+    """Whether the JobFlow's status holds CloudEvents out not delivered yet
+    (:mod:`jobflow_core.planning.notifications`)."""
     return bool(_list(_get(_get(_get(jobflow, "status"), "notifications"), "pending")))
 
 

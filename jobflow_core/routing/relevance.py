@@ -37,10 +37,10 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from jobflow_core.vocabulary.api import JOBFLOW, VCJOB, ApiType
 from jobflow_core.models import VcJobPhase
-from jobflow_core.vocabulary.phase import is_final
 from jobflow_core.routing.concerns import controller_name
+from jobflow_core.vocabulary.api import JOBFLOW, VCJOB, ApiType
+from jobflow_core.vocabulary.phase import is_final
 
 BOOKKEEPING = frozenset({"resourceVersion", "managedFields", "generation"})
 VCJOB_STATUS_READ = ("state", "conditions", "taskStatusCount", "retryCount", "runningDuration")

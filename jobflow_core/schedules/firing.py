@@ -40,10 +40,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 
-from jobflow_core.schedules.cron import CronError, Schedule, parse
-from jobflow_core.vocabulary.kube_events import Event, EventType, Reason
 from jobflow_core.models import ConcurrencyPolicy, JobFlowPhase, JobFlowTemplate, JobFlowTemplateStatus, LastRun
+from jobflow_core.schedules.cron import CronError, Schedule, parse
 from jobflow_core.schedules.runs import Cause, Run, Start, scheduled_run_name
+from jobflow_core.vocabulary.kube_events import Event, EventType, Reason
 
 DEFAULT_SUCCESSFUL_HISTORY = 3
 DEFAULT_FAILED_HISTORY = 1

@@ -13,8 +13,8 @@ by hand           ``<template>-m<seconds since epoch>``  each ``kubectl jobflow 
 ================  ====================================  ===================================================
 
 Each run carries the label :data:`~jobflow_core.vocabulary.api.RUN_OF` (the template's name; ``kubectl jobflow history``
-lists by it), annotations saying what started it (:data:`~jobflow_core.vocabulary.api.RUN_CAUSE`, the scheduled time, the
-trigger and the event's id and source), and a controller owner reference to the template: deleting the template
+lists by it), annotations saying what started it (:data:`~jobflow_core.vocabulary.api.RUN_CAUSE`, the scheduled time,
+the trigger and the event's id and source), and a controller owner reference to the template: deleting the template
 deletes its runs, and their vcjobs with them.
 """
 
@@ -25,9 +25,9 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
-from jobflow_core.vocabulary.api import (EVENT_ID, EVENT_SOURCE, JOBFLOW, JOBFLOWTEMPLATE, RUN_CAUSE, RUN_OF, RUN_TRIGGER,
-                              SCHEDULED_TIME)
 from jobflow_core.models import JobFlowPhase, JobFlowTemplate, Parameter, format_time
+from jobflow_core.vocabulary.api import (EVENT_ID, EVENT_SOURCE, JOBFLOW, JOBFLOWTEMPLATE, RUN_CAUSE, RUN_OF,
+                                         RUN_TRIGGER, SCHEDULED_TIME)
 
 LONGEST_SUFFIX = "-m9999999999"
 """The longest suffix a run's name gets (by hand, until the year 2286): admission checks the template's flows

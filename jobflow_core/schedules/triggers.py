@@ -13,8 +13,8 @@ there is none) it starts one run whose ``parameters`` are the values of the trig
 
 ``condition: data.size > 0`` and ``parameters: {date: data.date}`` read as written. A value that is not a string
 becomes compact JSON (``2``, ``true``, ``{"a":1}``). The run is named after the trigger, the event's ``source`` and
-``id`` (:func:`jobflow_core.schedules.runs.event_run_name`): the same event delivered twice starts one run. A trigger with
-``enabled: false`` starts nothing; a condition or parameter that cannot be evaluated over this event starts
+``id`` (:func:`jobflow_core.schedules.runs.event_run_name`): the same event delivered twice starts one run. A trigger
+with ``enabled: false`` starts nothing; a condition or parameter that cannot be evaluated over this event starts
 nothing, and says why (the shell reports it on the template as a Warning).
 """
 

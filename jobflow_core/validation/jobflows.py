@@ -11,7 +11,8 @@ their errors are listed:
 3. no two flows share a name (upstream silently kept the last one and then never finished, issue #5868);
 4. the label value ``<namespace>.<jobflow>`` fits in 63 characters;
 5. for each flow, in spec order: its vcjob name ``<jobflow>-<flow>`` (and, with ``retry``, its last retry's
-   ``<jobflow>-<flow>-r<limit>``) is a DNS-1123 label (it also names the vcjob's pods and services), and the label value ``<namespace>.<flow>`` fits in 63 characters;
+   ``<jobflow>-<flow>-r<limit>``) is a DNS-1123 label (it also names the vcjob's pods and services), and the label value
+   ``<namespace>.<flow>`` fits in 63 characters;
 6. for each flow's ``dependsOn.probe``, in spec order: every item names a task (a DNS-1123 label, as vcjob task
    names are), HTTP and TCP probes have a port from 1 to 65535, and a taskStatus probe names a pod phase
    (the phases ``taskStatusCount`` counts). A probe that breaks these rules could never pass, so its flow would
@@ -28,12 +29,12 @@ their errors are listed:
    named like one of its items, no ``finally`` fan-out, no probe on a fan-out;
 10. each ``repeat`` (:func:`jobflow_core.flows.loops.errors`): ``until`` compiles, a limit from 1 to 2,000, not with
     ``forEach`` nor ``finally``, a valid vcjob name for its last iteration's last retry;
-0. (first) ``retryPolicy`` (:func:`jobflow_core.flows.retries.policy_errors`): durations Kubernetes can read, at most 100
-   retries; then every check sees each flow's retries as ``retryPolicy`` gives them;
+0. (first) ``retryPolicy`` (:func:`jobflow_core.flows.retries.policy_errors`): durations Kubernetes can read, at most
+   100 retries; then every check sees each flow's retries as ``retryPolicy`` gives them;
 11. each ``{{targets...}}`` placeholder of a patch (:func:`jobflow_core.flows.outputs.errors`): it names a field we
     know of a flow among the flow's targets (directly or through them), and stands where a result may go;
-12. each ``memoize`` (:func:`jobflow_core.flows.memo.errors`): not on a fan-out or a loop, a key that is CEL, a maxAge that
-    is a duration.
+12. each ``memoize`` (:func:`jobflow_core.flows.memo.errors`): not on a fan-out or a loop, a key that is CEL, a maxAge
+    that is a duration.
 
 The admission webhook (:mod:`jobflow_core.validation.review`) rejects a JobFlow with any of these errors; the planner
 fails a JobFlow that slipped past it, with the same messages.
@@ -53,16 +54,16 @@ JobTemplate specs are checked by :mod:`jobflow_core.validation.jobtemplates`.
 from collections.abc import Sequence
 from graphlib import CycleError, TopologicalSorter
 
-from jobflow_core.vocabulary.api import CREATED_BY_JOBFLOW, CREATED_BY_JOBTEMPLATE
 from jobflow_core.flows import loops, memo, outputs, parameters
-from jobflow_core.flows.items import errors as for_each_errors
 from jobflow_core.flows.conditions import compile_error
+from jobflow_core.flows.items import errors as for_each_errors
 from jobflow_core.flows.retries import policy_errors, with_retry_policies
 from jobflow_core.models import Flow, JobFlow, Probe
-from jobflow_core.vocabulary.spec_errors import SpecError
+from jobflow_core.vocabulary.api import CREATED_BY_JOBFLOW, CREATED_BY_JOBTEMPLATE
 from jobflow_core.vocabulary.name_rules import MAX_NAME_LENGTH, is_dns1123_label, is_dns1123_subdomain
 from jobflow_core.vocabulary.naming import (attempt_job_name, job_name, jobflow_label_value, jobtemplate_label_value,
                                  template_name)
+from jobflow_core.vocabulary.spec_errors import SpecError
 
 
 MAX_PORT = 65535

@@ -4,8 +4,9 @@ Checked at admission (:mod:`jobflow_core.validation.review`), with the same mess
 
 * ``spec.schedule`` parses as a cron schedule and fires at least once in five years (``0 0 30 2 *`` never does),
   ``spec.timeZone`` is an IANA zone name (:mod:`jobflow_core.schedules.cron`);
-* ``spec.jobFlow`` is a valid JobFlow spec (:func:`jobflow_core.validation.jobflows.validate`), checked as the run with the
-  longest name (:data:`jobflow_core.schedules.runs.LONGEST_SUFFIX`), so that every run's vcjob names and labels are valid;
+* ``spec.jobFlow`` is a valid JobFlow spec (:func:`jobflow_core.validation.jobflows.validate`), checked as the run with
+  the longest name (:data:`jobflow_core.schedules.runs.LONGEST_SUFFIX`), so that every run's vcjob names and labels are
+  valid;
 * each trigger has a unique name and a type, its ``condition`` and each ``parameters`` expression compile as CEL,
   and it sets only parameters ``spec.jobFlow.spec.parameters`` declares.
 """
@@ -13,11 +14,11 @@ Checked at admission (:mod:`jobflow_core.validation.review`), with the same mess
 from datetime import UTC, datetime
 
 from jobflow_core.flows.conditions import compile_error
-from jobflow_core.schedules.cron import CronError, parse
 from jobflow_core.models import JobFlow, JobFlowTemplate
+from jobflow_core.schedules.cron import CronError, parse
 from jobflow_core.schedules.runs import LONGEST_SUFFIX
-from jobflow_core.vocabulary.spec_errors import SpecError
 from jobflow_core.validation.jobflows import validate
+from jobflow_core.vocabulary.spec_errors import SpecError
 
 EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
 

@@ -23,9 +23,9 @@ name ``<jobflow>-<name>-<task>-<index>`` fits in 63 characters, pod template val
 from collections.abc import Sequence
 
 from jobflow_core.models import JobTemplate, LifecyclePolicy, TaskSpec
+from jobflow_core.validation.jobflows import MAX_NAME_LENGTH, SpecError, is_dns1123_label, label_too_long
 from jobflow_core.vocabulary.api import CREATED_BY_JOBTEMPLATE
 from jobflow_core.vocabulary.naming import jobtemplate_label_value
-from jobflow_core.validation.jobflows import MAX_NAME_LENGTH, SpecError, is_dns1123_label, label_too_long
 
 VALID_EVENTS = ("*", "PodPending", "PodFailed", "PodEvicted", "Unknown", "TaskCompleted", "TaskFailed", "JobUpdated")
 """Policy events Volcano's webhook accepts from users; ``PodRunning``, ``OutOfSync``, ``CommandIssued`` are internal."""

@@ -1,8 +1,8 @@
 """The admission webhooks' decisions, over plain JSON: an AdmissionReview in, an AdmissionReview out.
 
 The API server sends ``admission.k8s.io/v1`` AdmissionReviews for every CREATE and UPDATE of a JobFlow,
-JobTemplate or JobFlowTemplate (``manifests/webhook/``). :func:`review` answers one, with the same checks the planner uses, so
-what the webhook rejects and what the planner fails are one set of rules with one set of messages:
+JobTemplate or JobFlowTemplate (``manifests/webhook/``). :func:`review` answers one, with the same checks the planner
+uses, so what the webhook rejects and what the planner fails are one set of rules with one set of messages:
 
 * JobFlows: :func:`jobflow_core.validation.jobflows.validate` (a DAG of defined, unique, well-named flows; probes);
 * JobTemplates: :func:`jobflow_core.validation.jobtemplates.validate_template` (Volcano's vcjob rules);
@@ -32,15 +32,15 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from jobflow_core.validation.jobflowtemplates import validate_jobflowtemplate
 from jobflow_core.models import JobFlow, JobFlowTemplate, JobTemplate
+from jobflow_core.validation.jobflows import SpecError, validate
+from jobflow_core.validation.jobflowtemplates import validate_jobflowtemplate
+from jobflow_core.validation.jobtemplates import validate_template
+from jobflow_core.validation.update_warnings import jobflow_update_warnings, jobtemplate_update_warnings
 from jobflow_core.vocabulary.api import JOBFLOW as JOBFLOW_TYPE
 from jobflow_core.vocabulary.api import JOBFLOWTEMPLATE as JOBFLOWTEMPLATE_TYPE
 from jobflow_core.vocabulary.api import JOBTEMPLATE as JOBTEMPLATE_TYPE
 from jobflow_core.vocabulary.api import ApiType
-from jobflow_core.validation.jobtemplates import validate_template
-from jobflow_core.validation.update_warnings import jobflow_update_warnings, jobtemplate_update_warnings
-from jobflow_core.validation.jobflows import SpecError, validate
 
 REVIEW_VERSIONS = ("admission.k8s.io/v1", "admission.k8s.io/v1beta1")
 """The AdmissionReview versions answered (in the version asked); the manifests ask for v1 only."""

@@ -94,7 +94,8 @@ POD_TASK_SPEC: Final = "volcano.sh/task-spec"
 """Label Volcano puts on a vcjob's pods: the name of the task the pod belongs to."""
 
 RUN_OF: Final = "flow.volcano.sh/jobflow-template"
-"""Ours, a label of a JobFlow a JobFlowTemplate started (a run): the template's name (:mod:`jobflow_core.schedules.runs`)."""
+"""Ours, a label of a JobFlow a JobFlowTemplate started (a run): the template's name
+(:mod:`jobflow_core.schedules.runs`)."""
 RUN_CAUSE: Final = "flow.volcano.sh/run-cause"
 """Ours, an annotation of a run: what started it, ``schedule``, ``manual`` or ``event``."""
 SCHEDULED_TIME: Final = "flow.volcano.sh/scheduled-time"

@@ -16,6 +16,7 @@ label mix-up). Labels only narrow a LIST: the label selectors every component us
 import re
 from typing import Any
 
+from jobflow_core.models import Flow, JobFlow, VcJob
 from jobflow_core.vocabulary.api import (
     CREATED_BY_JOBFLOW,
     CREATED_BY_JOBTEMPLATE,
@@ -24,7 +25,6 @@ from jobflow_core.vocabulary.api import (
     POD_TASK_SPEC,
     RECORD_FINALIZER,
 )
-from jobflow_core.models import Flow, JobFlow, VcJob
 
 FLOW_JOBS_SELECTOR = CREATED_BY_JOBFLOW
 """Selects every vcjob some JobFlow created (the label exists), in a namespace or cluster-wide."""

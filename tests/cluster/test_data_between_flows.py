@@ -117,7 +117,8 @@ metadata: {name: NAME}
 spec:
   flows:
   - name: train
-    patch: {jobSpec: {tasks: [{name: main, template: {metadata: {annotations: {kwok.jobflow.dev/fail: "SHOULD_FAIL"}}}}]}}
+    patch: {jobSpec: {tasks: [{name: main, template: {metadata: {annotations: {kwok.jobflow.dev/fail:
+    "SHOULD_FAIL"}}}}]}}
   - name: notify
     finally: true
     when: jobflow.outcome == "Failed"

@@ -3,10 +3,10 @@
 The cluster is the install tier's own (``pods_cluster``): a node with a real kubelet and containerd running the
 image that ``make image`` built from this tree, kube-scheduler, kube-controller-manager's Deployment, ReplicaSet
 and endpoints controllers, kube-proxy routing Service IPs, and a vc-controller-manager configured as
-docs/install.md tells users of an upstream Volcano to configure theirs. No engine runs but the installed pods: nothing from the Procfile, nothing
-in-process. So the manifests' command, args, env, ports, probes, securityContext and ServiceAccount are what
-decides whether a JobFlow runs; a missing import or a wrong command, port or probe stops the install's roll-out
-(the fixture), with each pod's state and log in the failure.
+docs/install.md tells users of an upstream Volcano to configure theirs. No engine runs but the installed pods: nothing
+from the Procfile, nothing in-process. So the manifests' command, args, env, ports, probes, securityContext and
+ServiceAccount are what decides whether a JobFlow runs; a missing import or a wrong command, port or probe stops the
+install's roll-out (the fixture), with each pod's state and log in the failure.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ import pytest
 from kubernetes.client.rest import ApiException
 
 from devcluster import image
-from devcluster.podman import podman
 from devcluster.pod_node import VOLCANO_CONTROLLERS
+from devcluster.podman import podman
 from devcluster.testing import LocalCluster
 from installation import (CYCLE, DEPLOYMENTS, KUBECTL, NAMESPACE, REPO, describe_pods, exec_in, install,
                           pods, uninstall, wait_gone, wait_rolled_out)

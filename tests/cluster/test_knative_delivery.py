@@ -26,8 +26,8 @@ from devcluster.processes import free_port
 from devcluster.testing import LocalCluster
 from engine import RacedKube, serve
 from eventsource import cloudevent
-from jobflow_core.vocabulary.api import JOBFLOW, VCJOB, ApiType
 from handlers.kube import KubeApi
+from jobflow_core.vocabulary.api import JOBFLOW, VCJOB, ApiType
 from objects import apply, jobflow, template
 from test_knative_events import ping_event
 

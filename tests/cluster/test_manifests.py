@@ -36,8 +36,8 @@ from devcluster import cluster as devcluster
 from devcluster.testing import LocalCluster
 from eventsource.outbox import Outbox
 from eventsource.watcher import WATCHED, Watcher
-from handlers.kube import Conflict, KubeApi
 from handlers.jobflows import Reconciler
+from handlers.kube import Conflict, KubeApi
 from jobflow_core.flows.vcjobs import abort_command
 from jobflow_core.models import VcJob
 from jobflow_core.vocabulary.naming import FLOW_JOBS_SELECTOR

@@ -68,7 +68,8 @@ def test_keep_going_runs_the_branch_that_does_not_need_the_failure_where_fail_fa
     assert "fast-after-slow" not in vcjobs(cluster, namespace)  # FailFast started nothing after the failure
     assert fast["status"]["state"]["reason"] == "JobFailed"
 
-    # Both runs counted (needs-bad never ran: its columns are empty) in the JobTemplates' statistics, as `kubectl get jt` shows them.
+    # Both runs counted (needs-bad never ran: its columns are empty) in the JobTemplates' statistics, as `kubectl get
+    # jt` shows them.
     def columns() -> dict[str, list[str]]:
         shown = kubectl(cluster, "get", "jt", "-n", namespace)
         assert shown.returncode == 0, shown.stderr

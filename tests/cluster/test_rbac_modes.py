@@ -2,9 +2,10 @@
 asked of the real API server as the engine's accounts, cluster-wide and namespaced.
 
 Each mode's RBAC is rendered with kustomize as a user would get it (``manifests/`` alone, and ``manifests/`` with the
-component ``manifests/namespaced/``; in both, the webhook's ``manifests/webhook/``, the same in both), then installed under names of this test: the ServiceAccounts in a fresh
-namespace standing for ``volcano-jobflow``, cluster-scoped names suffixed, and the example's served namespaces
-``team-a`` and ``team-b`` mapped to fresh namespaces (a third one is "other").
+component ``manifests/namespaced/``; in both, the webhook's ``manifests/webhook/``, the same in both), then installed
+under names of this test: the ServiceAccounts in a fresh namespace standing for ``volcano-jobflow``, cluster-scoped
+names suffixed, and the example's served namespaces ``team-a`` and ``team-b`` mapped to fresh namespaces (a third one is
+"other").
 """
 
 from __future__ import annotations

@@ -27,8 +27,8 @@ from devcluster.processes import Component
 from devcluster.testing import LocalCluster
 from engine import Arrivals, Handler, post, serve, serve_app
 from eventsource import cloudevent
-from handlers.kube import Conflict, KubeApi
 from handlers.jobflows import MAX_ATTEMPTS
+from handlers.kube import Conflict, KubeApi
 from test_knative_events import OneNamespace, ping_event
 from objects import DIAMOND, VcjobUids, apply, diamond_templates, jobflow, template, vcjobs, wait_for_phase
 

@@ -28,8 +28,8 @@ from devcluster.knative_eventing import Eventing
 from devcluster.knative_standins import Receiver
 from devcluster.testing import LocalCluster
 from engine import Arrivals, serve_app
-from handlers.kube import KubeApi
 from handlers.jobflows import MAX_ATTEMPTS
+from handlers.kube import KubeApi
 from objects import apply, jobflow, template, vcjobs, wait_for_phase
 from test_real_apiserversource import LosesRaces, run_through_an_api_server_outage
 
@@ -192,7 +192,8 @@ spec:
       parameters: [{name: date, value: none}]
       flows:
       - name: load
-        patch: {jobSpec: {tasks: [{name: main, template: {metadata: {annotations: {example.com/date: "{{params.date}}"}}}}]}}
+        patch: {jobSpec: {tasks: [{name: main, template: {metadata: {annotations: {example.com/date:
+        "{{params.date}}"}}}}]}}
 """)
     event_id = str(uuid.uuid4())
     proxied = urllib.request.build_opener(urllib.request.ProxyHandler({"http": knative.eventing.dns.url}))

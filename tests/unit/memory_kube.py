@@ -30,8 +30,8 @@ from typing import Any
 
 
 from handlers.kube import Conflict, Exists, Gone, Rejected
-from jobflow_core.vocabulary.api import COMMAND, JOBFLOW, JOBFLOWTEMPLATE, JOBTEMPLATE, VCJOB, ApiType
 from jobflow_core.models import format_time
+from jobflow_core.vocabulary.api import COMMAND, JOBFLOW, JOBFLOWTEMPLATE, JOBTEMPLATE, VCJOB, ApiType
 
 T0 = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 Key = tuple[str, str, str]  # (kind, namespace, name)

@@ -2,9 +2,9 @@
 
 import pytest
 
+from jobflow_core.validation.jobflows import validate
 from jobflow_core.validation.review import JOBFLOW, decide
 from jobflow_core.validation.update_warnings import jobflow_update_warnings
-from jobflow_core.validation.jobflows import validate
 from scenario import jobflow
 
 PROBED = """

@@ -3,9 +3,9 @@
 import pytest
 import yaml
 
-from jobflow_core.validation.review import JOBFLOWTEMPLATE, decide
-from jobflow_core.validation.jobflowtemplates import validate_jobflowtemplate
 from jobflow_core.models import JobFlowTemplate
+from jobflow_core.validation.jobflowtemplates import validate_jobflowtemplate
+from jobflow_core.validation.review import JOBFLOWTEMPLATE, decide
 
 
 def template(spec: str, name: str = "nightly") -> JobFlowTemplate:

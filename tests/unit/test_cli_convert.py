@@ -5,8 +5,8 @@ import io
 import pytest
 import yaml
 
-from kubectl_jobflow.conversion import ConversionError, convert
 from kubectl_jobflow.cli import run
+from kubectl_jobflow.conversion import ConversionError, convert
 
 TEMPLATE = """
 apiVersion: flow.volcano.sh/v1alpha1

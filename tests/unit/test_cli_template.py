@@ -5,8 +5,8 @@ import json
 
 import yaml
 
-from jobflow_core.vocabulary.api import JOBTEMPLATE, ApiType
 from jobflow_core.models import JobTemplate
+from jobflow_core.vocabulary.api import JOBTEMPLATE, ApiType
 from kubectl_jobflow import cli
 
 TEMPLATE = """

@@ -1,13 +1,14 @@
-"""What a run cost (``jobflow_core.insight.cost``): its gang's requests x the seconds it ran, per vcjob, JobFlow, JobTemplate."""
+"""What a run cost (``jobflow_core.insight.cost``): its gang's requests x the seconds it ran, per vcjob, JobFlow,
+JobTemplate."""
 
 from __future__ import annotations
 
 from datetime import timedelta
 
 from jobflow_core import plan
-from jobflow_core.vocabulary.api import GANG_REQUESTS
-from jobflow_core.models import Cost, VcJobPhase
 from jobflow_core.insight.template_stats import record_runs, run_of
+from jobflow_core.models import Cost, VcJobPhase
+from jobflow_core.vocabulary.api import GANG_REQUESTS
 from scenario import T0, jobflow, templates_for, vcjob
 
 P = VcJobPhase

@@ -18,9 +18,9 @@ from dashboard.layout import NODE_HEIGHT, NODE_WIDTH, place
 from dashboard.pages import Pages
 from dashboard.store import Store
 from dashboard.views import STATES, items_view, jobflow_view
-from jobflow_core.vocabulary.api import CREATED_BY_JOBTEMPLATE, JOBFLOW, JOBFLOWTEMPLATE, JOBTEMPLATE, RUN_OF, VCJOB
 from jobflow_core.dag.graph import flow_graph
 from jobflow_core.models import JobFlow, VcJobPhase
+from jobflow_core.vocabulary.api import CREATED_BY_JOBTEMPLATE, JOBFLOW, JOBFLOWTEMPLATE, JOBTEMPLATE, RUN_OF, VCJOB
 from kubectl_jobflow.snapshot import CACHED, CREATED, SKIPPED, WAITING
 
 NOW = datetime(2026, 11, 25, 9, 0, 0, tzinfo=UTC)

@@ -6,10 +6,11 @@ import pytest
 from hypothesis import given
 
 from jobflow_core import observe, plan
-from jobflow_core.planning.starts import QUEUE_RULES, READINESS_RULES, START_RULES, TEMPLATE_RULES, FlowFacts, Verdict, decide
-from jobflow_core.vocabulary.kube_events import Reason
 from jobflow_core.models import VcJobPhase
+from jobflow_core.planning.starts import (QUEUE_RULES, READINESS_RULES, START_RULES, TEMPLATE_RULES, FlowFacts, Verdict,
+                                          decide)
 from jobflow_core.queueing.line import InLine, QueueView
+from jobflow_core.vocabulary.kube_events import Reason
 from scenario import T0, jobflow, template, templates_for, vcjob
 from test_planner_properties import any_worlds
 from test_probes import BOCLOUD, templates as tf_templates, tf_job

@@ -4,9 +4,9 @@ verdict of the skip table, ``jobflow_core.dag.skips``, which ``skip_of`` asks as
 import pytest
 
 from jobflow_core.dag.dependencies import check_dependencies
+from jobflow_core.dag.skips import ConditionCheck, SkipFacts, settle_readiness
 from jobflow_core.models import Flow
 from jobflow_core.vocabulary.phase import FlowOutcome
-from jobflow_core.dag.skips import ConditionCheck, SkipFacts, settle_readiness
 
 S, F, K = FlowOutcome.SUCCEEDED, FlowOutcome.FAILED, FlowOutcome.SKIPPED
 

@@ -11,8 +11,8 @@ import yaml
 from devcluster.processes import free_port
 from handlers.dispatch import INLINE_LIMIT, Dispatcher
 from handlers.hints import hint_from_request
-from handlers.notify import Notifier
 from handlers.jobflows import Reconciler
+from handlers.notify import Notifier
 from jobflow_core.vocabulary.api import JOBFLOW, VCJOB
 from memory_kube import MemoryKube
 from test_shell_reconciler import A_THEN_B, NS, template

@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 from jobflow_core import plan
-from jobflow_core.models import VcJobPhase
 from jobflow_core.insight.template_stats import Run, record_runs
+from jobflow_core.models import VcJobPhase
 from jobflow_core.vocabulary.phase import FlowOutcome
 from scenario import T0, Cluster, jobflow, template
 

@@ -1,4 +1,5 @@
-"""Why a JobFlow failed (``jobflow_core.planning.failures``): one example per row, and advice a user can follow as written."""
+"""Why a JobFlow failed (``jobflow_core.planning.failures``): one example per row, and advice a user can follow as
+written."""
 
 import re
 import shlex
@@ -6,8 +7,8 @@ import shlex
 import pytest
 
 from jobflow_core import plan
-from jobflow_core.planning.failures import FAILURE_RULES, rerun_advice
 from jobflow_core.models import JobFlowPhase, VcJobPhase
+from jobflow_core.planning.failures import FAILURE_RULES, rerun_advice
 from scenario import T0, Cluster, jobflow, templates_for, vcjob
 
 P = VcJobPhase

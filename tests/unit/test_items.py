@@ -7,11 +7,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jobflow_core.flows.items import MAX_ITEMS, expand
-from jobflow_core.models import JobFlowPhase, VcJobPhase
-from jobflow_core.vocabulary.naming import is_job_of_flow
 from jobflow_core.flows.parameters import Item
-from jobflow_core.vocabulary.phase import JobCategory, category_of
+from jobflow_core.models import JobFlowPhase, VcJobPhase
 from jobflow_core.validation.jobflows import validate, is_dns1123_label
+from jobflow_core.vocabulary.naming import is_job_of_flow
+from jobflow_core.vocabulary.phase import JobCategory, category_of
 from scenario import Cluster, jobflow, template
 
 P = VcJobPhase

@@ -1,7 +1,7 @@
 """The cost gauges of the kube-state-metrics configuration (``manifests/kube-state-metrics/``) read the fields the
 engine writes: each gauge's ``path`` leads, in a JobFlow or JobTemplate serialised by our models, to the figure
-:mod:`jobflow_core.insight.cost` worked out. A renamed field (or a typo in the path) would otherwise export zeros for ever,
-since the gauges say ``nilIsZero``."""
+:mod:`jobflow_core.insight.cost` worked out. A renamed field (or a typo in the path) would otherwise export zeros for
+ever, since the gauges say ``nilIsZero``."""
 
 from typing import Any
 

@@ -10,13 +10,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jobflow_core import WriteStatus, plan
-from jobflow_core.vocabulary.api import MEMO_KEY
-from jobflow_core.flows.vcjobs import build_job
 from jobflow_core.flows.memo import MAX_ENTRIES, Entry, entries_of, spec_key, with_entry
+from jobflow_core.flows.vcjobs import build_job
 from jobflow_core.models import VcJobPhase
-from jobflow_core.vocabulary.naming import attempt_job_name
 from jobflow_core.planning.planner import Memoize
 from jobflow_core.validation.jobflows import validate
+from jobflow_core.vocabulary.api import MEMO_KEY
+from jobflow_core.vocabulary.naming import attempt_job_name
 from scenario import T0, TEMPLATE_SPEC, jobflow, template, templates_for, vcjob
 
 pytestmark = pytest.mark.filterwarnings("ignore:The recursion limit will not be reset")

@@ -8,12 +8,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from jobflow_core import plan
-from jobflow_core.planning.starts import Verdict
-from jobflow_core.vocabulary.kube_events import Reason
-from jobflow_core.models import VcJobPhase
 from jobflow_core.flows.outputs import MAX_VALUE_LENGTH, clean, may_hold_results
 from jobflow_core.flows.parameters import substitute
+from jobflow_core.models import VcJobPhase
+from jobflow_core.planning.starts import Verdict
 from jobflow_core.validation.jobflows import validate
+from jobflow_core.vocabulary.kube_events import Reason
 from scenario import T0, jobflow, templates_for, vcjob
 
 PIPELINE = """

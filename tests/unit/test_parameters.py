@@ -5,8 +5,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from jobflow_core import plan
-from jobflow_core.models import VcJobPhase
 from jobflow_core.flows.parameters import Item, placeholders, substitute
+from jobflow_core.models import VcJobPhase
 from jobflow_core.validation.jobflows import validate
 from scenario import T0, jobflow, templates_for, vcjob
 

@@ -6,8 +6,8 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from jobflow_core.flows.vcjobs import build_job
 from jobflow_core.flows.patching import merge_job_spec
+from jobflow_core.flows.vcjobs import build_job
 from scenario import jobflow, template
 
 TEMPLATE = yaml.safe_load("""

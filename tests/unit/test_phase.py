@@ -4,8 +4,8 @@ from datetime import timedelta
 
 import pytest
 
-from jobflow_core.vocabulary.durations import go_duration
 from jobflow_core.models import JobFlowPhase, VcJobPhase
+from jobflow_core.vocabulary.durations import go_duration
 from jobflow_core.vocabulary.phase import (
     FLOW_PHASE_RULES,
     JOB_PHASE_CATEGORY,

@@ -17,8 +17,8 @@ from jobflow_core.models import (
     VcJob,
     VcJobPhase,
 )
-from jobflow_core.vocabulary.naming import is_owned_by, job_name
 from jobflow_core.validation.jobflows import validate
+from jobflow_core.vocabulary.naming import is_owned_by, job_name
 from scenario import T0, jobflow, template, vcjob
 
 LISTS = ["pendingJobs", "runningJobs", "completedJobs", "failedJobs", "terminatedJobs", "unKnowJobs"]

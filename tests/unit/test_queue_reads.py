@@ -12,8 +12,8 @@ import yaml
 
 from eventsource.cache import WatchCache
 from handlers.jobflows import Reconciler
-from jobflow_core.vocabulary.api import JOBFLOW
 from jobflow_core.queueing.line import PRIORITY_CLASS
+from jobflow_core.vocabulary.api import JOBFLOW
 from memory_kube import MemoryKube
 from scenario import T0
 

@@ -1,5 +1,6 @@
-"""Started JobFlows first on a shared Volcano queue (``jobflow_core.queueing.line``, ``jobflow_core.vocabulary.resources``): the
-gang a vcjob needs, the line, the room, and the status and manifests the planner makes of them."""
+"""Started JobFlows first on a shared Volcano queue (``jobflow_core.queueing.line``,
+``jobflow_core.vocabulary.resources``): the gang a vcjob needs, the line, the room, and the status and manifests the
+planner makes of them."""
 
 from __future__ import annotations
 
@@ -10,10 +11,10 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from jobflow_core import plan
-from jobflow_core.vocabulary.api import GANG_REQUESTS
 from jobflow_core.models import VcJobPhase
 from jobflow_core.queueing.line import (PRIORITY_CLASS, InLine, QueueView, admit, counts_for, in_line, line_key,
                                    line_of_wire, line_to_wire, never_fits)
+from jobflow_core.vocabulary.api import GANG_REQUESTS
 from jobflow_core.vocabulary.resources import QuantityError, describe, gang_requests, quantity, to_wire
 from scenario import T0, jobflow, template, vcjob
 

@@ -37,13 +37,13 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from handlers.kube import Conflict
 from handlers.dispatch import Dispatcher, PartlyFailed
 from handlers.jobflows import Reconciler
+from handlers.kube import Conflict
 from handlers.writes import Writes
 from interleaving import Interleaving, SteppedKube
-from jobflow_core.vocabulary.api import JOBFLOW, JOBTEMPLATE, VCJOB
 from jobflow_core.routing.snapshots import trim
+from jobflow_core.vocabulary.api import JOBFLOW, JOBTEMPLATE, VCJOB
 from memory_kube import MemoryKube
 from scenario import TEMPLATE_SPEC
 

@@ -10,8 +10,8 @@ import copy
 
 import pytest
 
-from jobflow_core.vocabulary.api import JOBFLOW, JOBTEMPLATE, VCJOB
 from jobflow_core.routing.relevance import fingerprint, jobflow_of_change, may_wait, relevant_part
+from jobflow_core.vocabulary.api import JOBFLOW, JOBTEMPLATE, VCJOB
 
 VCJOB_OBJ = {
     "apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",

@@ -8,10 +8,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from jobflow_core import plan
-from jobflow_core.vocabulary.durations import parse_go_duration
-from jobflow_core.models import RetryPolicy, VcJobPhase
 from jobflow_core.flows.retries import delay_seconds, effective_retry, with_retry_policies
+from jobflow_core.models import RetryPolicy, VcJobPhase
 from jobflow_core.validation.jobflows import validate
+from jobflow_core.vocabulary.durations import parse_go_duration
 from scenario import T0, jobflow, templates_for, vcjob
 
 P = VcJobPhase

@@ -7,10 +7,10 @@ from datetime import timedelta
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from jobflow_core import observe
+from jobflow_core.insight.template_stats import WINDOW, Run, newly_ended, record_runs
 from jobflow_core.models import VcJobPhase
 from jobflow_core.vocabulary.phase import FlowOutcome
-from jobflow_core.insight.template_stats import WINDOW, Run, newly_ended, record_runs
-from jobflow_core import observe
 from scenario import T0, Cluster, jobflow
 
 P = VcJobPhase

@@ -6,9 +6,9 @@ import yaml
 
 from handlers import create_app
 from handlers.jobflows import Reconciler
-from jobflow_core.vocabulary.api import JOBFLOW, JOBFLOWTEMPLATE, JOBTEMPLATE, MEMO_CACHE, VCJOB
 from jobflow_core.models import JobFlowTemplate
 from jobflow_core.schedules.runs import Cause, Start, manual_run_name, run_manifest
+from jobflow_core.vocabulary.api import JOBFLOW, JOBFLOWTEMPLATE, JOBTEMPLATE, MEMO_CACHE, VCJOB
 from memory_kube import T0, MemoryKube
 from scenario import TEMPLATE_SPEC
 

@@ -9,11 +9,11 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jobflow_core.schedules.cron import parse
-from jobflow_core.vocabulary.kube_events import Reason
 from jobflow_core.models import JobFlowPhase, JobFlowTemplate
-from jobflow_core.schedules.runs import Run, scheduled_run_name
+from jobflow_core.schedules.cron import parse
 from jobflow_core.schedules.firing import SCHEDULE_RULES, Verdict, plan_schedule, resume_outlook
+from jobflow_core.schedules.runs import Run, scheduled_run_name
+from jobflow_core.vocabulary.kube_events import Reason
 
 CREATED = datetime(2026, 11, 24, 9, 0, 30, tzinfo=UTC)
 

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from jobflow_core import plan
-from jobflow_core.vocabulary.kube_events import Reason
-from jobflow_core.models import Flow, VcJobPhase
-from jobflow_core.vocabulary.phase import FlowOutcome
 from jobflow_core.dag.skips import SKIP_RULES, ConditionCheck, SkipFacts, decide_skip
+from jobflow_core.models import Flow, VcJobPhase
+from jobflow_core.vocabulary.kube_events import Reason
+from jobflow_core.vocabulary.phase import FlowOutcome
 from scenario import T0, jobflow, templates_for, vcjob
 
 P = VcJobPhase

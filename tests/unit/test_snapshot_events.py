@@ -12,8 +12,8 @@ from eventsource.cache import WatchCache
 from eventsource.runner import Encoder, answered
 from handlers import create_app
 from handlers.metrics import SNAPSHOTS
-from jobflow_core.vocabulary.api import JOBFLOW, JOBTEMPLATE, VCJOB
 from jobflow_core.routing.snapshots import MAX_BYTES, trim
+from jobflow_core.vocabulary.api import JOBFLOW, JOBTEMPLATE, VCJOB
 from memory_kube import MemoryKube
 from test_shell_reconciler import A_THEN_B, NS, template
 

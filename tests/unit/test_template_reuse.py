@@ -2,9 +2,9 @@
 (the flow runs the JobTemplate of its own name) holds."""
 
 from jobflow_core import observe, plan, templates_needed
+from jobflow_core.insight.template_stats import newly_ended
 from jobflow_core.models import VcJobPhase
 from jobflow_core.routing.concerns import waits_for_template
-from jobflow_core.insight.template_stats import newly_ended
 from jobflow_core.validation.jobflows import validate
 from scenario import T0, jobflow, template, vcjob
 

@@ -13,12 +13,12 @@ import yaml
 from handlers.kube import Conflict
 from handlers.writes import MAX_ATTEMPTS, REMEMBERED_TEMPLATES, Replan, Writes, rewrite
 from jobflow_core import UpdateTemplate
+from jobflow_core.flows.memo import Entry, entries_of
+from jobflow_core.insight.template_stats import Run
+from jobflow_core.models import FlowState, JobFlowStatus
 from jobflow_core.planning import notifications
 from jobflow_core.vocabulary.api import JOBFLOW, JOBTEMPLATE, MEMO_CACHE
-from jobflow_core.flows.memo import Entry, entries_of
-from jobflow_core.models import FlowState, JobFlowStatus
 from jobflow_core.vocabulary.phase import FlowOutcome
-from jobflow_core.insight.template_stats import Run
 from memory_kube import T0, MemoryKube
 from scenario import TEMPLATE_SPEC
 
