@@ -1,1 +1,6 @@
-"""jobflow_core.insight."""
+"""What the engine can tell about a JobFlow beyond what it must do: when each waiting flow is expected to
+start and the JobFlow to end (and its critical path), what each run cost, and each JobTemplate's statistics.
+
+Nothing here changes what runs. May import the rooms below :mod:`jobflow_core.planning` except its siblings
+:mod:`jobflow_core.queueing` and :mod:`jobflow_core.routing`.
+"""

@@ -1,7 +1,7 @@
 """Pydantic models of the API objects the core reads and writes: JobFlow, JobTemplate and the vcjob.
 
 They mirror the CRDs field for field (``alias`` = JSON name); :mod:`jobflow_core.models.base` explains how
-they parse, dump and round-trip.
+they parse, dump and round-trip. The bottom room: it imports nothing of the rest of the core.
 
 The JobFlowTemplate's models are built on first use (``from jobflow_core.models import JobFlowTemplate`` works as
 for the others, :func:`__getattr__`): building them takes some milliseconds that a handler woken from zero for a

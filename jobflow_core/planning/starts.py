@@ -454,6 +454,15 @@ class FlowDecision:
     def reason(self) -> Reason | None:
         return self.rule.reason
 
+    @property
+    def starts(self) -> bool:
+        return self.rule.verdict is Verdict.START
+
+    @property
+    def no_room(self) -> bool:
+        """Held by :data:`NO_ROOM`: its JobFlow waits in its queue's line (``status.queue`` says where)."""
+        return self.rule is NO_ROOM
+
 
 def decide(facts: FlowFacts, rules: tuple[StartRule, ...] = START_RULES) -> FlowDecision | None:
     """The decision of the first rule of ``rules`` that holds for the flow (None if none does)."""

@@ -15,18 +15,22 @@ A vcjob still Pending whose gang its queue can no longer ever hold (the capabili
 is reported with the flows blocked as ``Unschedulable`` (:func:`never_scheduled`).
 """
 
+from __future__ import annotations
+
 from collections.abc import Mapping, Sequence
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from jobflow_core.flows.vcjobs import gang_of
 from jobflow_core.models import JobFlowPhase, QueueStatus, VcJobPhase
-from jobflow_core.planning.observation import Observation
-from jobflow_core.planning.starts import NO_ROOM, FlowDecision, Verdict
 from jobflow_core.queueing.line import (ADMITTED, DEFAULT_QUEUE, PRIORITY_CLASS, WAITING, QueueView, never_fits,
                                         queue_of, reserved_of)
 from jobflow_core.vocabulary import resources
 from jobflow_core.vocabulary.kube_events import Event, EventType, Reason
 from jobflow_core.vocabulary.phase import is_final
+
+if TYPE_CHECKING:  # the planner's values, taken as arguments: planning is the room above this one
+    from jobflow_core.planning.observation import Observation
+    from jobflow_core.planning.starts import FlowDecision
 
 NO_PRIORITY_CLASS: Final = (
     f"PriorityClass {PRIORITY_CLASS} is not installed (or cannot be read): this JobFlow's next vcjobs get no priority "
@@ -41,11 +45,11 @@ def queue_status(observation: Observation, decisions: Sequence[FlowDecision], *,
     queue is the one its vcjobs join; without any, the one recorded before (none for a JobFlow no queue was read
     for, as upstream's)."""
     previous = observation.previous.queue
-    admission = next((d.admission for d in decisions if d.rule is NO_ROOM and d.admission is not None), None)
+    admission = next((d.admission for d in decisions if d.no_room and d.admission is not None), None)
     if admission is not None:
         return QueueStatus(name=admission.queue, state=WAITING, position=admission.position,
                            requests=resources.to_wire(admission.needs) or None, message=admission.message)
-    creating = [d.manifest for d in decisions if d.verdict is Verdict.START and d.manifest is not None]
+    creating = [d.manifest for d in decisions if d.starts and d.manifest is not None]
     live = [job for job in observation.owned if not is_final(job.phase)]
     names = [queue_of(m["spec"]) for m in creating] + [job.spec.queue or DEFAULT_QUEUE for job in live if job.spec]
     name = names[0] if names else (previous.name if previous else None)
