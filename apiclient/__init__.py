@@ -1,70 +1,19 @@
-"""The one way every program here connects to the Kubernetes API server.
+"""The client layer: how every program here talks to the Kubernetes API server, and to an event sink.
 
-The handler, the event source, the command line, the demo and the tests all call :func:`connect`, and so find
-their cluster by the same rules, kubectl's:
+The handler, the event source, the command line and the dashboard use it; none of them imports the Kubernetes
+client, or another program's insides (``.importlinter``). What it holds, one concern per module:
 
-1. the kubeconfig file(s) passed in, else ``$KUBECONFIG`` (a list of files separated by ``:``, merged: the first
-   file to set a value wins), else ``~/.kube/config``; only files that exist count;
-2. with none of those, inside a pod (``KUBERNETES_SERVICE_HOST`` set) and no kubeconfig asked for explicitly: the
-   pod's service account, as Knative Serving and a Deployment run the handler and the event source;
-3. otherwise :class:`ConnectError`, saying what was tried.
+* :mod:`apiclient.kubeconfig`: finding the cluster by kubectl's rules (kubeconfig files, contexts, the pod's
+  service account), and the namespace a context names.
+* :mod:`apiclient.rest`: requests by path, plain JSON in and out, and what their errors mean (one table).
+* :mod:`apiclient.cluster`: a connection as a person's command makes it (``kubectl jobflow``, the dashboard):
+  failures that say what to do.
+* :mod:`apiclient.steering`: the writes a person asks for: suspend, resume, retry.
+* :mod:`apiclient.watch`: list, then watch, one type of object, forever: resumed after a cut, re-listed after
+  410 Gone and on every resync; :mod:`apiclient.watch_cache`: what the watches have seen of each JobFlow and its
+  vcjobs, the source of the snapshots events carry.
+* :mod:`apiclient.cloudevents`: the CloudEvents envelope, exactly as Knative's ApiServerSource sends it, and
+  ``K_CE_OVERRIDES``; :mod:`apiclient.snapshot_key`: the key snapshots are signed with.
 
-``context`` picks a kubeconfig context other than the current one, ``server`` overrides the server URL (vcctl's
-``--master``), and ``retries`` bounds urllib3's retries (a command line should say "unreachable" within seconds).
+It may import the core (:mod:`jobflow_core`), never a program.
 """
-
-from __future__ import annotations
-
-import os
-from pathlib import Path
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from kubernetes import client
-
-DEFAULT_KUBECONFIG = "~/.kube/config"
-
-
-class ConnectError(RuntimeError):
-    """No usable configuration: the message names the kubeconfig files and context tried, and what to do.
-
-    ``problem`` is what was wrong with the kubeconfig that was found, or None when none was found at all."""
-
-    def __init__(self, message: str, *, problem: str | None = None) -> None:
-        super().__init__(message)
-        self.problem = problem
-
-
-def kubeconfig_files(kubeconfig: str | os.PathLike[str] | None = None) -> list[Path]:
-    """The kubeconfig files to read, in kubectl's order (rule 1 of the module docstring), existing or not."""
-    listed = str(kubeconfig or os.environ.get("KUBECONFIG") or DEFAULT_KUBECONFIG)
-    return [Path(part).expanduser() for part in listed.split(os.pathsep) if part]
-
-
-def connect(kubeconfig: str | os.PathLike[str] | None = None, *, context: str | None = None,
-            server: str | None = None, retries: int | None = None) -> client.ApiClient:
-    """An API client configured by the rules of the module docstring."""
-    from kubernetes import client, config  # here, so that kubeconfig_files alone never loads the client
-
-    configuration = client.Configuration()
-    files = [path for path in kubeconfig_files(kubeconfig) if path.exists()]
-    tried = f"kubeconfig {os.pathsep.join(map(str, kubeconfig_files(kubeconfig)))}"
-    try:
-        if files:
-            config.load_kube_config(config_file=os.pathsep.join(map(str, files)), context=context,
-                                    client_configuration=configuration, persist_config=False)
-        elif os.environ.get("KUBERNETES_SERVICE_HOST") and kubeconfig is None:
-            config.load_incluster_config(client_configuration=configuration)
-        else:
-            raise ConnectError(
-                f"no kubeconfig found ({tried}) and not running in a pod: pass a kubeconfig or set KUBECONFIG "
-                "(for the local cluster of this repository: export KUBECONFIG=$PWD/.devcluster/kubeconfig)")
-    except config.ConfigException as error:
-        where = f"{tried}, context {context}" if context else tried
-        raise ConnectError(f"cannot use {where}: {error} (fix the file, or pick another context)",
-                           problem=str(error)) from error
-    if server:
-        configuration.host = server
-    if retries is not None:
-        configuration.retries = retries
-    return client.ApiClient(configuration)

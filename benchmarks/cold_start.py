@@ -41,13 +41,13 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from apiclient import cloudevents
 from benchmarks.common import (REPO, chain_jobflow, connect, cpu_seconds, create, gunicorn_processes, job_template,
                                machine, new_namespace, proc_status, procfile_command, spawn, summary_ms, table,
                                write_result)
 from benchmarks.throughput import event, post, steady_flow
 from devcluster.processes import free_port
 from devcluster.testing import LocalCluster
-from eventsource import cloudevent
 from jobflow_core.vocabulary.api import JOBFLOW, VCJOB
 
 APP = "'handlers:create_app()'"
@@ -56,7 +56,7 @@ from cloudevents.core.bindings.http import HTTPMessage, from_http_event
 from flask import Flask, request
 from kubernetes import client
 
-from apiclient import connect
+from apiclient.kubeconfig import connect
 
 app = Flask(__name__)
 custom = []
@@ -130,8 +130,8 @@ def one_start(local: LocalCluster, command: str, message: tuple[dict[str, str], 
 def new_flow_event(local: LocalCluster, namespace: str, name: str) -> tuple[dict[str, str], bytes]:
     """Create JobFlow ``name`` (a -> b) with no handler running, and the ``ref.add`` event that announces it."""
     created = create(local, namespace, chain_jobflow(name, ["a", "b"]))
-    envelope = cloudevent.Envelope(JOBFLOW, cloudevent.Change.ADD, created)
-    return cloudevent.encode(envelope, mode=cloudevent.Mode.REFERENCE, source=local.api.configuration.host,
+    envelope = cloudevents.Envelope(JOBFLOW, cloudevents.Change.ADD, created)
+    return cloudevents.encode(envelope, mode=cloudevents.Mode.REFERENCE, source=local.api.configuration.host,
                              overrides={})
 
 

@@ -33,11 +33,12 @@ if __package__ in (None, ""):
 
 from werkzeug.serving import make_server
 
+from apiclient.rest import Conflict
 from benchmarks.common import (chain_jobflow, connect, create, flow_phase, job_template, machine, new_namespace,
                                procfile_command, spawn, table, write_result)
 from devcluster.processes import free_port
 from handlers import create_app
-from handlers.kube import Conflict, KubeApi
+from handlers.kube import KubeApi
 
 _current = threading.local()
 READS = ("GET", "LIST")

@@ -6,7 +6,7 @@ shared cluster may still watch every namespace; ``machine.other_engine_processes
 
 Then, for each worker kind, the Procfile's ``web`` command is started fresh on a free port: as written (``gthread``,
 its ``--threads``) and with ``--threads 1`` (gunicorn's ``sync`` worker). After 50 warm-up events, ``--events``
-ApiServerSource-format events (``eventsource.cloudevent.encode``, Reference mode, each with its own id) are POSTed by
+ApiServerSource-format events (``apiclient.cloudevents.encode``, Reference mode, each with its own id) are POSTed by
 ``--concurrency`` client threads, one connection per request as the event source's sender does. Two event kinds:
 ``JobFlow update`` (a reconcile reads the JobFlow and LISTs its vcjobs) and ``Job update`` of one of its vcjobs
 (LIST of the namespace's JobFlows, then the same). Reported: events per second, client-side latency p50/p99, the
@@ -30,12 +30,12 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from apiclient import cloudevents
 from benchmarks.common import (chain_jobflow, connect, cpu_seconds, create, flow_phase, gunicorn_processes,
                                job_template, machine, new_namespace, procfile_command, spawn, summary_ms, table,
                                wait_healthy, write_result)
 from devcluster.processes import free_port
 from devcluster.testing import LocalCluster
-from eventsource import cloudevent
 from jobflow_core.vocabulary.api import JOBFLOW, VCJOB
 from jobflow_core.vocabulary.naming import job_name
 
@@ -65,9 +65,9 @@ def steady_flow(local: LocalCluster) -> str:
 def event(kind: str, namespace: str, source: str) -> tuple[dict[str, str], bytes]:
     """One ApiServerSource ``ref.update`` event for the steady JobFlow or for its first vcjob, with a fresh id."""
     api_type, name = (JOBFLOW, FLOW_NAME) if kind == JOBFLOW.kind else (VCJOB, job_name(jobflow=FLOW_NAME, flow="a"))
-    envelope = cloudevent.Envelope(api_type, cloudevent.Change.UPDATE,
+    envelope = cloudevents.Envelope(api_type, cloudevents.Change.UPDATE,
                                    {"metadata": {"namespace": namespace, "name": name}})
-    return cloudevent.encode(envelope, mode=cloudevent.Mode.REFERENCE, source=source, overrides={})
+    return cloudevents.encode(envelope, mode=cloudevents.Mode.REFERENCE, source=source, overrides={})
 
 
 def post(url: str, message: tuple[dict[str, str], bytes]) -> tuple[int, float]:

@@ -37,11 +37,11 @@ def main(argv: list[str] | None = None) -> int:
     from gevent.pool import Pool
     from gevent.pywsgi import WSGIServer
 
+    from apiclient.cluster import Cluster, KubeError, Target
     from dashboard.actions import actor, events_reader
     from dashboard.app import Settings, create_app
     from dashboard.pages import Pages
     from dashboard.store import Store, watch
-    from kubectl_jobflow.kube import Cluster, KubeError, Target
 
     args = parse(sys.argv[1:] if argv is None else argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     namespace = args.namespace or _namespace_allowed(cluster)
     store = Store()
     stop = threading.Event()
-    watch(cluster.api, store, namespace=namespace, stop=stop)
+    watch(cluster.rest.api, store, namespace=namespace, stop=stop)
     server = WSGIServer((args.address, args.port), None, spawn=Pool(CONNECTIONS), log=None)
     server.init_socket()
     port = server.socket.getsockname()[1]
@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     settings = Settings(act=act, user_header=args.user_header, hosts=hosts)
-    server.application = create_app(store, Pages(store, events_reader(cluster.api)), settings)
+    server.application = create_app(store, Pages(store, events_reader(cluster)), settings)
     shown = "127.0.0.1" if loopback else args.address
     where = namespace or "every namespace"
     mode = "read-only" if act is None else f"acting as {cluster.target.describe()}"
@@ -84,8 +84,9 @@ def main(argv: list[str] | None = None) -> int:
 def _namespace_allowed(cluster) -> str | None:
     """None (every namespace) when the user may list JobFlows everywhere; else their context's namespace, saying so
     (a user with a namespaced Role still gets a dashboard, of what they may see)."""
+    from apiclient.cluster import KubeError
+    from apiclient.kubeconfig import default_namespace
     from jobflow_core.vocabulary.api import JOBFLOW
-    from kubectl_jobflow.kube import KubeError, default_namespace
 
     try:
         cluster.list(JOBFLOW, None, label_selector="flow.volcano.sh/none-such")  # an empty answer, or 403
@@ -93,7 +94,7 @@ def _namespace_allowed(cluster) -> str | None:
     except KubeError as error:
         if error.status != 403:
             raise
-    namespace = default_namespace(cluster.target)
+    namespace = default_namespace(cluster.target.kubeconfig, context=cluster.target.context)
     print(f"dashboard: you may not list JobFlows in every namespace; showing namespace {namespace} "
           "(-n to choose another)", file=sys.stderr, flush=True)
     return namespace

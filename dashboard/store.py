@@ -1,11 +1,10 @@
 """What the dashboard knows of the cluster: one watch per type for the whole server, kept in memory, and a version
 that every open page waits on.
 
-The watches are the event source's own (:class:`eventsource.watcher.Watcher`: list, watch, resume, re-list on
-410 Gone, back off on errors), noting every change here instead of forwarding it. So a server with 50 open pages
-still sends the API server four watch requests, not 50 polls; pages ask this store, and each change bumps
-:attr:`Store.version` and wakes the pages' streams (:meth:`Store.wait`), which send a new view only if theirs
-changed.
+The watches are the client layer's, as the event source's are (:class:`apiclient.watch.ListWatch`: list, watch,
+resume, re-list on 410 Gone, back off on errors), noting every change here instead of forwarding it. So a server with 50
+open pages still sends the API server four watch requests, not 50 polls; pages ask this store, and each change bumps
+:attr:`Store.version` and wakes the pages' streams (:meth:`Store.wait`), which send a new view only if theirs changed.
 
 Kubernetes Events are not watched (there are many, of every kind): a JobFlow page reads the events of its JobFlow
 when the JobFlow changes, shared by every page showing it (:mod:`dashboard.views`).
@@ -15,13 +14,15 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from eventsource.cache import WatchCache
-from eventsource.cloudevent import Envelope
-from eventsource.watcher import WATCHED, Watcher
+from apiclient.watch import WATCHED, Change, ListWatch
+from apiclient.watch_cache import WatchCache
 from jobflow_core.routing.snapshots import trim_jobflow
 from jobflow_core.vocabulary.api import JOBFLOW, JOBFLOWTEMPLATE, JOBTEMPLATE, ApiType
+
+if TYPE_CHECKING:
+    from apiclient.kubeconfig import Connection
 
 RESYNC_SECONDS = 600.0
 """How often the watches re-list everything (a safety net; a watch loses nothing between)."""
@@ -85,30 +86,31 @@ class Store(WatchCache):
         self.bump()
 
 
-class _Nowhere:
-    """The watchers' outbox: forwards nothing (the store has noted the change as the watcher's cache)."""
+class _Watch(ListWatch):
+    """One watch, noting every change in the store (and, after each list, marking its type listed)."""
 
-    def put(self, envelope: Envelope) -> None:
-        del envelope
+    def __init__(self, api: Connection, api_type: ApiType, namespace: str | None, store: Store, *,
+                 stop: threading.Event, label_selector: str | None) -> None:
+        super().__init__(api, api_type, namespace, resync_seconds=RESYNC_SECONDS, stop=stop,
+                         label_selector=label_selector)
+        self.store = store
 
-
-class _Watcher(Watcher):
-    """The event source's watcher, marking its type listed (and waking the pages) after each list."""
+    def seen(self, change: Change, obj: dict[str, Any], *, key: str, listed: bool) -> None:
+        self.store.note(self.api_type, obj, deleted=change is Change.DELETE)
 
     def relist(self) -> str:
         version = super().relist()
-        self.cache.synced.add(self.api_type)
-        self.cache.bump()
+        self.store.synced.add(self.api_type)
+        self.store.bump()
         return version
 
 
-def watch(api, store: Store, *, namespace: str | None, stop: threading.Event) -> list[threading.Thread]:
+def watch(api: Connection, store: Store, *, namespace: str | None, stop: threading.Event) -> list[threading.Thread]:
     """Start one watch per type the event source watches (vcjobs: only the JobFlows' own), in ``namespace`` (None:
     all); their threads (greenlets under the dashboard's server) run until ``stop`` is set."""
     threads = []
     for api_type, selector in WATCHED.items():
-        watcher = _Watcher(api, api_type, namespace, _Nowhere(), resync_seconds=RESYNC_SECONDS,
-                           stop=stop, label_selector=selector, cache=store)
+        watcher = _Watch(api, api_type, namespace, store, stop=stop, label_selector=selector)
         thread = threading.Thread(target=watcher.run, name=f"dashboard-watch-{api_type.plural}", daemon=True)
         thread.start()
         threads.append(thread)

@@ -1,8 +1,8 @@
 """What each page shows, as JSON: pure functions of the objects the store holds and the clock.
 
-The facts are the command line's (:mod:`kubectl_jobflow.snapshot` for a JobFlow's flows, waits, forecasts and
+The facts are the command line's (:mod:`display.facts` for a JobFlow's flows, waits, forecasts and
 fan-out counts; :mod:`kubectl_jobflow.timeline` for the Gantt chart and its critical path), so the page and
-``kubectl jobflow status`` never disagree. What is added here is where things go: :mod:`dashboard.layout`
+``kubectl jobflow status`` never disagree. What is added here is where things go: :mod:`display.layout`
 places the nodes, and a state's colour, glyph and words come from :data:`STATES` (colour is never the only sign).
 """
 
@@ -12,16 +12,15 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
-from dashboard.layout import place
+from display import drawing
+from display import timeline
+from display.facts import FlowRow, JobFlowFacts, cost_text, queue_line, take, tasks_text
+from display.layout import place
+from display.times import age, expected, parse_time
 from jobflow_core.dag.graph import flow_graph
 from jobflow_core.models import JobFlow, JobTemplate
 from jobflow_core.vocabulary.api import RUN_OF
 from jobflow_core.vocabulary.naming import template_name
-from kubectl_jobflow import graph as drawing
-from kubectl_jobflow import timeline
-from kubectl_jobflow.output import age, expected, parse_time
-from kubectl_jobflow.snapshot import FlowRow, Snapshot, take
-from kubectl_jobflow.status import cost_text, queue_line, tasks_text
 
 STATES: Mapping[str, tuple[str, str]] = {
     "Completed": ("done", "✓"), "Cached": ("done", "✓"),
@@ -121,7 +120,7 @@ def jobflow_view(jobflow: dict[str, Any], jobs: list[dict[str, Any]], events: li
     }
 
 
-def _header(snap: Snapshot, flow: JobFlow, *, critical_path: list[str], now: datetime) -> dict[str, Any]:
+def _header(snap: JobFlowFacts, flow: JobFlow, *, critical_path: list[str], now: datetime) -> dict[str, Any]:
     return {
         "phase": snap.phase or "", "progress": snap.progress, "reason": snap.reason, "message": snap.message,
         "age": age(snap.created, now=now) if snap.created else "-", "created": when(snap.created),

@@ -30,7 +30,7 @@ from pathlib import Path
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from apiclient import connect
+from apiclient.kubeconfig import connect
 from devcluster import objects, pki, pod_node, processes
 from devcluster.build import ensure_binaries, module_source_dir
 from devcluster.components import module_named

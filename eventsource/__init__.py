@@ -12,10 +12,12 @@ It does what ApiServerSource does not, because a stateless reconciler depends on
   for the same object are coalesced (events are hints: the handler re-reads the truth), so memory stays bounded
   by the number of objects, never by the length of an outage.
 
-Modules: ``cloudevent`` (the event format), ``outbox`` (coalescing and delivery), ``watcher`` (what is watched;
-list, watch, relist, resync), ``recheck`` (probe wake-ups), ``runner`` (:func:`start`: all of them in threads, for
-``__main__`` and the tests), ``__main__`` (configuration from the environment). The types watched and their names
-on the wire are :mod:`jobflow_core.vocabulary.api`'s.
+Modules: ``outbox`` (coalescing and delivery), ``watcher`` (what a change becomes: an event, or nothing),
+``recheck`` (probe wake-ups), ``wakeup`` (JobFlowTemplate wake-ups), ``runner`` (:func:`start`: all of them in
+threads, for ``__main__`` and the tests), ``__main__`` (configuration from the environment). The event format, the
+watch loop, what is watched and the cache of what it saw are the client layer's (:mod:`apiclient.cloudevents`,
+:mod:`apiclient.watch`, :mod:`apiclient.watch_cache`); the types watched and their names on the wire are
+:mod:`jobflow_core.vocabulary.api`'s.
 """
 
 from eventsource.runner import EventSource, start

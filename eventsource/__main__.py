@@ -13,8 +13,8 @@ Configuration (environment, as Knative's SinkBinding/ContainerSource injects it)
   JobFlow (default 0.5; 0 sends every change at once; :mod:`eventsource.outbox`).
 - JobFlows waiting for a probe are also re-announced as often as their ``waitingFlows[].recheckSeconds`` asks
   (``eventsource.recheck``).
-- ``KUBECONFIG``: the API server is found by kubectl's rules (:func:`apiclient.connect`): ``KUBECONFIG``, else
-  ``~/.kube/config``, else the in-cluster service account.
+- ``KUBECONFIG``: the API server is found by kubectl's rules (:func:`apiclient.kubeconfig.connect`): ``KUBECONFIG``,
+  else ``~/.kube/config``, else the in-cluster service account.
 - ``LOG_LEVEL``: the logging level (default ``INFO``).
 - ``SNAPSHOT_KEY_FILE`` (a mounted Secret's file) or ``SNAPSHOT_KEY``: the key the handler shares, to sign the
   snapshots events carry (:mod:`jobflow_core.routing.snapshots`); unset, events carry none and the handler reads the API
@@ -38,12 +38,12 @@ import sys
 import threading
 import urllib.parse
 
-import apiclient
 import eventsource
-from eventsource import cloudevent
+from apiclient import cloudevents
+from apiclient.kubeconfig import ConnectError, connect
+from apiclient.snapshot_key import snapshot_key
 from eventsource import metrics as eventsource_metrics
 from eventsource.outbox import DEFAULT_HOLD_SECONDS
-from handlers import snapshot_key
 
 
 def main() -> int:
@@ -58,8 +58,8 @@ def main() -> int:
         print(f"eventsource: K_SINK must be an http:// or https:// URL, got {sink!r}", file=sys.stderr)
         return 2
     try:
-        overrides = cloudevent.parse_overrides(os.environ.get("K_CE_OVERRIDES"))
-        mode = cloudevent.Mode(os.environ.get("EVENT_MODE", "Reference"))
+        overrides = cloudevents.parse_overrides(os.environ.get("K_CE_OVERRIDES"))
+        mode = cloudevents.Mode(os.environ.get("EVENT_MODE", "Reference"))
         resync = float(os.environ.get("RESYNC_SECONDS", "300"))
         if not resync > 0:  # 0 would re-list in a busy loop
             raise ValueError(f"RESYNC_SECONDS must be a positive number of seconds, got {resync}")
@@ -79,8 +79,8 @@ def main() -> int:
         return 2
     namespaces = [n.strip() for n in os.environ.get("NAMESPACES", "").split(",") if n.strip()]
     try:
-        api = apiclient.connect()
-    except apiclient.ConnectError as error:
+        api = connect()
+    except ConnectError as error:
         print(f"eventsource: {error}", file=sys.stderr)
         return 2
 

@@ -26,8 +26,8 @@ import urllib.request
 from collections import OrderedDict
 from collections.abc import Callable
 
+from apiclient.cloudevents import Envelope
 from eventsource import metrics
-from eventsource.cloudevent import Envelope
 
 log = logging.getLogger("eventsource.outbox")
 

@@ -15,7 +15,8 @@ from __future__ import annotations
 import threading
 import time
 
-from eventsource.cloudevent import Change, Envelope
+from apiclient.cloudevents import Envelope
+from apiclient.watch import Change
 from eventsource.outbox import Outbox
 from jobflow_core.planning.notifications import DELIVERY_RECHECK_SECONDS
 from jobflow_core.routing.concerns import has_pending_notifications

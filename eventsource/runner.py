@@ -26,16 +26,21 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from kubernetes import client
+from typing import TYPE_CHECKING
 
-from eventsource import cloudevent, metrics
-from eventsource.cache import WatchCache
+from apiclient import cloudevents
+from apiclient.watch import WATCH_SECONDS, WATCHED
+from apiclient.watch_cache import WatchCache
+from eventsource import metrics
 from eventsource.outbox import DEFAULT_HOLD_SECONDS, Outbox
 from eventsource.recheck import Rechecker
 from eventsource.wakeup import Waker
-from eventsource.watcher import WATCH_SECONDS, WATCHED, Watcher
+from eventsource.watcher import Watcher
 from jobflow_core.routing.snapshots import SIGNATURE_EXTENSION
 from jobflow_core.vocabulary.api import JOBFLOW, JOBFLOWTEMPLATE
+
+if TYPE_CHECKING:
+    from apiclient.kubeconfig import Connection
 
 log = logging.getLogger("eventsource")
 
@@ -62,16 +67,16 @@ class Encoder:
     """Encodes an envelope for the sink, with its JobFlow's signed snapshot when there is a key and the cache
     knows that JobFlow."""
 
-    def __init__(self, *, mode: cloudevent.Mode, source: str, overrides: Mapping[str, str], cache: WatchCache,
+    def __init__(self, *, mode: cloudevents.Mode, source: str, overrides: Mapping[str, str], cache: WatchCache,
                  key: bytes | None, replies: bool) -> None:
         self.mode, self.source, self.overrides = mode, source, dict(overrides)
         self.cache, self.key, self.replies = cache, key, replies
 
-    def __call__(self, envelope: cloudevent.Envelope) -> tuple[dict[str, str], bytes]:
+    def __call__(self, envelope: cloudevents.Envelope) -> tuple[dict[str, str], bytes]:
         namespace = (envelope.obj.get("metadata") or {}).get("namespace", "")
         jobflow = envelope.jobflow
         snapshot = self.cache.snapshot(namespace, jobflow) if self.key and jobflow else None
-        headers, body = cloudevent.encode(envelope, mode=self.mode, source=self.source, overrides=self.overrides,
+        headers, body = cloudevents.encode(envelope, mode=self.mode, source=self.source, overrides=self.overrides,
                                           snapshot=snapshot, key=self.key, replies=self.replies)
         if self.key and jobflow:
             outcome = "not_cached" if snapshot is None else (
@@ -92,16 +97,16 @@ def answered(cache: WatchCache, outbox: Outbox, body: bytes) -> None:
     for item in answer.get("handed") or ():
         if isinstance(item, list) and len(item) == 2 and all(isinstance(part, str) for part in item):
             metrics.ANSWERS.labels("handed").inc()
-            outbox.put(cloudevent.Envelope(JOBFLOW, cloudevent.Change.UPDATE,
+            outbox.put(cloudevents.Envelope(JOBFLOW, cloudevents.Change.UPDATE,
                                            {"metadata": {"namespace": item[0], "name": item[1]}}))
 
 
-def start(api: client.ApiClient, *, sink: str, namespaces: Sequence[str], mode: cloudevent.Mode,
+def start(api: Connection, *, sink: str, namespaces: Sequence[str], mode: cloudevents.Mode,
           resync_seconds: float, senders: int, overrides: Mapping[str, str] | None = None,
           ca_certs: str | None = None, watch_seconds: int = WATCH_SECONDS,
           hold: float = DEFAULT_HOLD_SECONDS, snapshot_key: bytes | None = None,
           replies: bool = False, clock: Callable[[], float] = time.time) -> EventSource:
-    """Watch :data:`~eventsource.watcher.WATCHED` in ``namespaces`` (none: all namespaces) through ``api`` and POST
+    """Watch :data:`~apiclient.watch.WATCHED` in ``namespaces`` (none: all namespaces) through ``api`` and POST
     every change to ``sink`` as ApiServerSource would, with ``senders`` events in flight at most.
 
     ``overrides`` are extensions added to every event, ``ca_certs`` the PEM of an https sink's CA, ``resync_seconds``

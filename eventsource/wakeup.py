@@ -17,7 +17,8 @@ import time
 from collections.abc import Callable
 from datetime import datetime
 
-from eventsource.cloudevent import Change, Envelope
+from apiclient.cloudevents import Envelope
+from apiclient.watch import Change
 from eventsource.outbox import Outbox
 from jobflow_core.vocabulary.api import JOBFLOWTEMPLATE
 

@@ -17,25 +17,10 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # imported in create_app: gunicorn's master imports this package for its config only
     from flask import Flask
-
-
-def snapshot_key(environ: Mapping[str, str]) -> bytes | None:
-    """The key snapshots are signed with: the contents of ``SNAPSHOT_KEY_FILE`` (a mounted Secret's key, optional:
-    no file, no key), else ``SNAPSHOT_KEY``; none: no snapshot is ever believed, or sent, and every reconcile reads
-    the API server (:mod:`jobflow_core.routing.snapshots`)."""
-    path = environ.get("SNAPSHOT_KEY_FILE")
-    if path:
-        try:
-            with open(path, "rb") as file:
-                return file.read().strip() or None
-        except FileNotFoundError:
-            return None
-    return environ.get("SNAPSHOT_KEY", "").encode() or None
 
 
 def create_app(config: dict[str, Any] | None = None) -> Flask:
@@ -46,9 +31,12 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     ``K_SINK``/``K_CE_OVERRIDES``: where to send CloudEvents of each JobFlow's transitions (``handlers.notify``;
     ``config`` may set ``NOTIFIER`` instead), ``NAMESPACES``: the namespaces served, comma-separated (the namespaced
     install, whose Roles allow no more; an event about another namespace gets a 400); empty (the default): all.
-    ``SNAPSHOT_KEY_FILE`` or ``SNAPSHOT_KEY``: the key the event source signs snapshots with (:func:`snapshot_key`).
+    ``SNAPSHOT_KEY_FILE`` or ``SNAPSHOT_KEY``: the key the event source signs snapshots with
+    (:mod:`apiclient.snapshot_key`).
     """
     from flask import Flask
+
+    from apiclient.snapshot_key import snapshot_key
 
     if not logging.getLogger().handlers:
         logging.basicConfig(level=os.environ.get("LOG_LEVEL", "INFO"), format="%(asctime)s %(name)s %(message)s")
@@ -63,8 +51,8 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     app.config.update(NOTIFIER=Notifier.from_environment(os.environ), WRITES=Writes())
     app.config.update(config or {})
     from handlers.routes import bp
-    from handlers.webhooks import bp as admission
+    from handlers.webhooks import bp as webhooks
 
     app.register_blueprint(bp)
-    app.register_blueprint(admission)
+    app.register_blueprint(webhooks)
     return app

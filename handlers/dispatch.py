@@ -35,11 +35,10 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from kubernetes.client.rest import ApiException
 from pydantic import ValidationError
 
+from apiclient.rest import ApiError, Conflict, Gone, Rejected, Unavailable
 from handlers.jobflows import Outcome, Reconciler
-from handlers.kube import Conflict, Gone, Rejected, Unavailable
 from handlers.writes import Writes
 from jobflow_core import UpdateTemplate
 from jobflow_core.models import JobFlowPhase, VcJob
@@ -224,7 +223,7 @@ class Dispatcher:
             except Gone as error:  # the JobFlow, or its whole namespace, went while we worked: nothing to do
                 log.info("JobFlow %s/%s went during its reconcile: %s", namespace, name, error)
                 continue
-            except ApiException as error:
+            except ApiError as error:
                 why = f"the API server answered {error.status} {error.reason}: {error.body or ''}"[:512]
             except ValidationError as error:
                 why = f"an object does not match the JobFlow API: {error.errors()[:3]}"
@@ -241,7 +240,7 @@ class Dispatcher:
         try:
             self.kube.record_event(raw, type_="Warning", reason="ReconcileFailed", message=message,
                                    now=self.reconciler.clock())
-        except (ApiException, Conflict, Gone, Unavailable) as error:
+        except (ApiError, Conflict, Gone, Unavailable) as error:
             log.warning("could not record the failure on JobFlow %s: %s", raw["metadata"].get("name"), error)
 
     def _release_orphan(self, raw: dict | None, *, jobflow_uids: Collection[str]) -> None:

@@ -28,8 +28,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from itertools import takewhile
 
+from apiclient.rest import Conflict, Exists, Rejected
 from handlers import metrics
-from handlers.kube import Conflict, Exists, KubeApi, Rejected
+from handlers.kube import KubeApi
 from handlers.notify import Notifier
 from handlers.queues import QueueReader
 from handlers.reads import Read, Reader, Source

@@ -29,10 +29,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from kubernetes.client.rest import ApiException
 from pydantic import ValidationError
 
-from handlers.kube import Conflict, Exists, Gone, KubeApi, Rejected, Unavailable
+from apiclient.rest import ApiError, Conflict, Exists, Gone, Rejected, Unavailable
+from handlers.kube import KubeApi
 from handlers.writes import rewrite
 from jobflow_core.models import JobFlowTemplate
 from jobflow_core.schedules.firing import ScheduleDecision, plan_schedule, with_active
@@ -125,7 +125,7 @@ class Runs:
             meta = raw["metadata"]
             try:
                 outcomes.append(self.template(meta["namespace"], meta["name"]))
-            except (ApiException, Conflict, Gone, ValidationError) as error:
+            except (ApiError, Conflict, Gone, ValidationError) as error:
                 log.warning("could not look at JobFlowTemplate %s/%s: %s", meta["namespace"], meta["name"], error)
         return outcomes
 
@@ -172,5 +172,5 @@ class Runs:
             try:
                 self.kube.record_event(dict(raw), type_=event.type.value, reason=event.reason.value,
                                        message=event.message, now=self.clock())
-            except (ApiException, Conflict, Gone, Unavailable) as error:  # a courtesy: never fail a look for one
+            except (ApiError, Conflict, Gone, Unavailable) as error:  # a courtesy: never fail a look for one
                 log.warning("could not record %s on %s: %s", event.reason, raw["metadata"]["name"], error)

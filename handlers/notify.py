@@ -45,8 +45,8 @@ class Notifier:
         sink = (env.get("K_SINK") or "").strip()
         if not sink:
             return None
-        # Imported only with a sink: eventsource's package brings its watch loop, which a handler never runs.
-        from eventsource.cloudevent import parse_overrides
+        # Imported only with a sink: the CloudEvents envelope (and its SDK) is of no use to a handler without one.
+        from apiclient.cloudevents import parse_overrides
 
         return cls(sink, overrides=parse_overrides(env.get("K_CE_OVERRIDES")),
                    timeout=float(env.get("K_SINK_TIMEOUT_SECONDS", "2")))
@@ -72,8 +72,8 @@ class Notifier:
     def hand_out(self, jobflows: Sequence[tuple[str, str]]) -> None:
         """POST one event per JobFlow, each as ApiServerSource announces a JobFlow's update (Reference mode), so
         every bus routes it to the handler as it routes those; raises Unavailable at the first the sink refuses."""
-        from eventsource.cloudevent import Change, Envelope, Mode, encode
-        from handlers.kube import Unavailable
+        from apiclient.cloudevents import Change, Envelope, Mode, encode
+        from apiclient.rest import Unavailable
 
         for namespace, name in jobflows:
             headers, body = encode(Envelope(JOBFLOW, Change.UPDATE, {"metadata": {"namespace": namespace,

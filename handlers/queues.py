@@ -8,7 +8,7 @@ Only a plan that would create vcjobs asks (:func:`queues_needed`). For each queu
 * **the line**: the other JobFlows, for a JobFlow that has not started yet and would start now (only it can be held
   back), and only when a queue it joins has a known capacity (otherwise nothing is held back: the line could change
   no answer). Taken from the event's snapshot when it carries one (our event source keeps every JobFlow's place in
-  line from its watch, :mod:`eventsource.cache`); else listed: the JobFlows the engine serves (every namespace, or
+  line from its watch, :mod:`apiclient.watch_cache`); else listed: the JobFlows the engine serves (every namespace, or
   those it is limited to);
 * **the PriorityClass** ``volcano-jobflow-started``: whether it is installed (a vcjob naming a PriorityClass that
   does not exist would get no pods at all: Kubernetes refuses them).
@@ -30,8 +30,8 @@ import time
 import weakref
 from collections.abc import Callable, Mapping
 
-from kubernetes.client.rest import ApiException
 
+from apiclient.rest import ApiError
 from handlers.kube import KubeApi
 from jobflow_core.models import JobTemplate, VcJobPhase
 from jobflow_core.planning.observation import Observation
@@ -106,14 +106,14 @@ class QueueReader:
     def _priority_class_installed(self) -> bool:
         try:
             return self.kube.get_priority_class(PRIORITY_CLASS) is not None
-        except ApiException as error:  # 403: this install may not read PriorityClasses
+        except ApiError as error:  # 403: this install may not read PriorityClasses
             log.info("PriorityClass %s cannot be read (%s): vcjobs get none", PRIORITY_CLASS, error.status)
             return False
 
     def _capacity(self, name: str) -> tuple[resources.Resources | None, str]:
         try:
             queue = self.kube.get_queue(name)
-        except ApiException as error:
+        except ApiError as error:
             log.info("Volcano queue %s cannot be read (%s)", name, error.status)
             queue = None
         capability = ((queue or {}).get("spec") or {}).get("capability")
@@ -121,7 +121,7 @@ class QueueReader:
             return resources.of_wire(capability), "capability"
         try:
             nodes = self.kube.list_nodes()
-        except ApiException as error:
+        except ApiError as error:
             log.info("nodes cannot be read (%s): the capacity of queue %s is not known", error.status, name)
             return None, "unknown"
         allocatable = [((node.get("status") or {}).get("allocatable") or {}) for node in nodes if _schedulable(node)]

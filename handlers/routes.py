@@ -6,16 +6,16 @@ import logging
 from datetime import UTC, datetime
 
 from flask import Blueprint, current_app, jsonify, request
-from kubernetes.client.rest import ApiException
 from pydantic import ValidationError
 
 from jobflow_core.vocabulary.api import JOBFLOW, JOBFLOWTEMPLATE, JOBTEMPLATE, VCJOB
 
+from apiclient.rest import ApiError, Conflict, Unavailable
 from handlers import metrics
 from handlers.dispatch import Dispatcher, PartlyFailed, Result
 from handlers.hints import BadEvent, Hint, data_of, hint_from_request, parse_cloudevent
 from handlers.jobflows import Reconciler
-from handlers.kube import Conflict, KubeApi, Unavailable, shared_client
+from handlers.kube import KubeApi, shared_client
 from handlers.writes import Replan
 from jobflow_core.routing.snapshots import trim_jobflow
 
@@ -78,7 +78,7 @@ def _run(handle, *, replies: bool = False):
     except Unavailable as error:
         log.warning("API server unavailable: %s", error)
         return _error(503, str(error), retry=True)
-    except ApiException as error:
+    except ApiError as error:
         # A 4xx the shell does not handle itself, e.g. 403 when the handler's account may not act there: retrying
         # cannot help, and it is no bug of ours either.
         log.error("the API server refused: %s %s", error.status, error.reason)

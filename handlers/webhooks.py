@@ -90,9 +90,9 @@ def _capacity_warnings(body: dict) -> list[str]:
 def _cannot_warn(error: Exception) -> None:
     """Say why no capacity warning could be worked out: at WARNING once per app, then at INFO (every review of a
     webhook without the rights would say it again)."""
-    from kubernetes.client.rest import ApiException
+    from apiclient.rest import ApiError
 
-    why = f"{error.status} {error.reason}" if isinstance(error, ApiException) else f"{type(error).__name__}: {error}"
+    why = f"{error.status} {error.reason}" if isinstance(error, ApiError) else f"{type(error).__name__}: {error}"
     if current_app.extensions.setdefault("jobflow-admission-cannot-read", []):
         log.info("no capacity warnings for this JobFlow: %s", why)
         return

@@ -35,8 +35,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from apiclient.rest import Conflict, Exists, Gone
 from handlers import metrics
-from handlers.kube import Conflict, Exists, Gone, KubeApi
+from handlers.kube import KubeApi
 from jobflow_core.flows.memo import Entry, with_entry
 from jobflow_core.models import JobFlow, JobFlowStatus, JobTemplate, JobTemplateStatus
 from jobflow_core.routing.snapshots import newer

@@ -10,14 +10,14 @@ Where things are:
 
 * :mod:`~kubectl_jobflow.cli`: the argument parser, the common flags, running a command, exit codes
   (:class:`~kubectl_jobflow.errors.CommandError` is a user's mistake: printed, exit 1);
-* :mod:`~kubectl_jobflow.kube`: the only module that talks to the API server (the Kubernetes client is imported
+* :mod:`~apiclient.cluster`: the only module that talks to the API server (the Kubernetes client is imported
   on first use, so offline commands start fast);
 * :mod:`~kubectl_jobflow.documents`: YAML/JSON files in, documents out;
 * :mod:`~kubectl_jobflow.output`: vcctl's tables, ages, JSON and YAML;
-* :mod:`~kubectl_jobflow.snapshot`: a JobFlow and its vcjobs as rows, flow by flow (for ``status`` and ``graph``);
+* :mod:`~display.facts`: a JobFlow and its vcjobs as rows, flow by flow (for ``status`` and ``graph``);
 * one module per command group: :mod:`~kubectl_jobflow.resources` (create, delete, list, get, describe, for both
   kinds), :mod:`~kubectl_jobflow.convert`, :mod:`~kubectl_jobflow.status`, :mod:`~kubectl_jobflow.graph` (with
-  :mod:`~kubectl_jobflow.svg`), :mod:`~kubectl_jobflow.validate`, :mod:`~kubectl_jobflow.plan`.
+  :mod:`~display.svg`), :mod:`~kubectl_jobflow.validate`, :mod:`~kubectl_jobflow.plan`.
 
 Every decision about a JobFlow (is it valid, what starts, what a vcjob looks like, its DAG order, the
 JobTemplate <-> vcjob conversion) is the pure core's (:mod:`jobflow_core`); this package reads files and the

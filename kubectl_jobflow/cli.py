@@ -17,12 +17,14 @@ import sys
 from functools import cached_property
 from typing import TextIO
 
+from apiclient.cluster import Cluster, KubeError, Target
+from apiclient.kubeconfig import default_namespace
+from apiclient.steering import Refused
 from jobflow_core.vocabulary.api import JOBFLOW, JOBTEMPLATE
 from kubectl_jobflow import control, convert, dashboard, graph, plan, resources, runs, status, timeline, validate
 from kubectl_jobflow.conversion import ConversionError
 from kubectl_jobflow.documents import DocumentError
 from kubectl_jobflow.errors import CommandError
-from kubectl_jobflow.kube import Cluster, KubeError, Target, default_namespace
 from kubectl_jobflow.output import FORMATS
 
 PROG = "kubectl jobflow"
@@ -50,7 +52,7 @@ class Context:
     @cached_property
     def namespace(self) -> str:
         """``-n``, else the kubeconfig context's namespace, else ``default``."""
-        return self.namespace_given or default_namespace(self.target)
+        return self.namespace_given or default_namespace(self.target.kubeconfig, context=self.target.context)
 
     @property
     def cluster(self) -> Cluster:
@@ -87,7 +89,7 @@ def run(argv: list[str], *, out: TextIO | None = None, err: TextIO | None = None
     ctx = Context(args, out=out or sys.stdout, err=err or sys.stderr)
     try:
         return args.command(ctx)
-    except (CommandError, KubeError, DocumentError, ConversionError) as error:
+    except (CommandError, KubeError, Refused, DocumentError, ConversionError) as error:
         ctx.fail(f"{args.failure}: {error}")
         return FAILED
     except KeyboardInterrupt:

@@ -8,8 +8,8 @@ suspending a suspended JobFlow says so and changes nothing.
 ``suspend jft/NAME`` and ``resume jft/NAME`` do the same to a JobFlowTemplate's ``spec.suspend`` (as ``argo cron
 suspend``/``resume`` do to a CronWorkflow), in kubectl's ``TYPE/NAME`` form with the kind's short name (``jf/NAME``
 names a JobFlow, as a bare NAME does): no scheduled run starts while it is suspended. On resume the command says
-what the schedule does next (:func:`jobflow_core.schedules.firing.resume_outlook`): the time missed while suspended that
-starts at once, unless ``startingDeadlineSeconds`` says it is too late or ``concurrencyPolicy`` holds it for (or
+what the schedule does next (:func:`jobflow_core.schedules.firing.resume_outlook`): the time missed while suspended
+that starts at once, unless ``startingDeadlineSeconds`` says it is too late or ``concurrencyPolicy`` holds it for (or
 replaces) the active runs, and the next scheduled time.
 
 ``release [-A]`` takes the engine's finalizer (``flow.volcano.sh/keep-record``) off the vcjobs of a namespace (or
@@ -19,24 +19,22 @@ so that deleting those vcjobs or their namespace never waits for an engine that 
 ``retry NAME [--flow F ...]`` runs a Failed JobFlow's failed flows (or the named ones) and everything downstream
 of them again, keeping what completed (:mod:`jobflow_core.dag.reruns`): it sets the annotation
 ``flow.volcano.sh/rerun`` to a new id (and ``flow.volcano.sh/rerun-flows``); the engine handles each id once.
+
+The writes themselves are :mod:`apiclient.steering`'s, which the dashboard's buttons make too.
 """
 
 from __future__ import annotations
 
-import secrets
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from jobflow_core.models import JobFlowTemplate
-from jobflow_core.schedules.firing import resume_outlook
-from jobflow_core.vocabulary.api import JOBFLOW, JOBFLOWTEMPLATE, RECORD_FINALIZER, RERUN, RERUN_FLOWS, VCJOB, ApiType
+from apiclient.steering import request_retry, set_suspend, set_template_suspend
+from jobflow_core.vocabulary.api import JOBFLOW, JOBFLOWTEMPLATE, RECORD_FINALIZER, VCJOB, ApiType
 from jobflow_core.vocabulary.naming import FLOW_JOBS_SELECTOR
 from kubectl_jobflow.errors import CommandError
 from kubectl_jobflow.output import utc_now
 
 if TYPE_CHECKING:
     from kubectl_jobflow.cli import Context
-    from kubectl_jobflow.kube import Cluster
 
 
 def suspend(ctx: Context) -> int:
@@ -79,63 +77,12 @@ def _set_suspend(ctx: Context, value: bool) -> int:
     return 0
 
 
-def set_suspend(cluster: Cluster, namespace: str, name: str, value: bool) -> str:
-    """Suspend (``value``) or resume a JobFlow; what was done, in a sentence. Shared with the dashboard."""
-    current = cluster.find(JOBFLOW, namespace, name)
-    if current is None:
-        raise CommandError(f'JobFlow "{namespace}/{name}" not found: check the name and the namespace (-n)')
-    if bool((current.get("spec") or {}).get("suspend")) == value:
-        return f"JobFlow {namespace}/{name} is already {'suspended' if value else 'not suspended'}"
-    cluster.merge_patch(JOBFLOW, namespace, name, {"spec": {"suspend": value}})
-    return f"{'Suspended' if value else 'Resumed'} JobFlow: {namespace}/{name}"
-
-
-def set_template_suspend(cluster: Cluster, namespace: str, name: str, value: bool, *, now: datetime) -> str:
-    """Suspend (``value``) or resume a JobFlowTemplate's schedule; what was done (and, on resume, what the schedule
-    does next as of ``now``), in a sentence."""
-    current = cluster.find(JOBFLOWTEMPLATE, namespace, name)
-    if current is None:
-        raise CommandError(f'JobFlowTemplate "{namespace}/{name}" not found: check the name and the namespace (-n); '
-                           "kubectl get jft lists them")
-    if bool((current.get("spec") or {}).get("suspend")) == value:
-        return f"JobFlowTemplate {namespace}/{name} is already {'suspended' if value else 'not suspended'}"
-    updated = cluster.merge_patch(JOBFLOWTEMPLATE, namespace, name, {"spec": {"suspend": value}})
-    if value:
-        return (f"Suspended JobFlowTemplate: {namespace}/{name}: no scheduled run starts until it is resumed (its "
-                "active runs go on; runs by event or by hand still start)")
-    return f"Resumed JobFlowTemplate: {namespace}/{name}: " + resume_outlook(JobFlowTemplate.model_validate(updated),
-                                                                              now=now)
-
-
 def retry(ctx: Context) -> int:
     name = ctx.args.name or ctx.args.name_flag
     if not name:
         raise CommandError("name the JobFlow: kubectl jobflow retry NAME [--flow FLOW ...]")
     ctx.say(request_retry(ctx.cluster, ctx.namespace, name, list(ctx.args.flow or ())))
     return 0
-
-
-def request_retry(cluster: Cluster, namespace: str, name: str, flows: list[str]) -> str:
-    """Ask the engine to rerun a Failed JobFlow's failed flows (or ``flows``); what was done, in a sentence."""
-    current = cluster.find(JOBFLOW, namespace, name)
-    if current is None:
-        raise CommandError(f'JobFlow "{namespace}/{name}" not found: check the name and the namespace (-n)')
-    phase = ((current.get("status") or {}).get("state") or {}).get("phase")
-    if phase != "Failed":
-        raise CommandError(f"JobFlow {namespace}/{name} is {phase or 'not planned yet'}: only a Failed JobFlow "
-                           f"can be retried (see kubectl jobflow status {name})")
-    flows = list(dict.fromkeys(flows))
-    known = {flow.get("name") for flow in (current.get("spec") or {}).get("flows") or ()}
-    unknown = [flow for flow in flows if flow not in known]
-    if unknown:
-        raise CommandError(f"JobFlow {namespace}/{name} has no flow {', '.join(unknown)}: "
-                           f"its flows are {', '.join(sorted(known))}")
-    request = f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{secrets.token_hex(2)}"
-    cluster.merge_patch(JOBFLOW, namespace, name, {"metadata": {"annotations": {
-        RERUN: request, RERUN_FLOWS: ",".join(flows) or None}}})
-    which = ", ".join(flows) if flows else "its failed flows"
-    return (f"Retrying JobFlow: {namespace}/{name}: {which} and what follows them run again (request {request}; "
-            f"follow it with kubectl jobflow status {name} --watch)")
 
 
 def release(ctx: Context) -> int:

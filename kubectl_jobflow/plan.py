@@ -22,13 +22,14 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+from display.times import expected, parse_time
 from jobflow_core import observe, plan_observation, templates_needed
 from jobflow_core.models import JobFlow, JobTemplate, VcJob
 from jobflow_core.vocabulary.api import JOBFLOW, JOBTEMPLATE, VCJOB
 from jobflow_core.vocabulary.naming import job_name, template_name
 from kubectl_jobflow import documents
 from kubectl_jobflow.errors import CommandError
-from kubectl_jobflow.output import dump, expected, parse_time, utc_now
+from kubectl_jobflow.output import dump, utc_now
 
 if TYPE_CHECKING:
     from kubectl_jobflow.cli import Context

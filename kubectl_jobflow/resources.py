@@ -20,12 +20,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from apiclient.cluster import KubeError
+from display.times import age
 from jobflow_core.vocabulary.api import JOBFLOW, JOBTEMPLATE, ApiType
 from jobflow_core.vocabulary.naming import job_name
 from kubectl_jobflow import documents, run_options, validate
 from kubectl_jobflow.errors import CommandError
-from kubectl_jobflow.kube import KubeError
-from kubectl_jobflow.output import age, dump, dump_all, utc_now, vcctl_table, without_managed_fields
+from kubectl_jobflow.output import dump, dump_all, utc_now, vcctl_table, without_managed_fields
 
 if TYPE_CHECKING:
     from kubectl_jobflow.cli import Context

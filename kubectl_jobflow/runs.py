@@ -16,12 +16,13 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from display.times import age, human_duration
 from jobflow_core.models import JobFlowTemplate, format_time
 from jobflow_core.schedules.runs import Cause, Run, Start, UnknownParameter, manual_run_name, run_from, run_manifest
 from jobflow_core.schedules.runs import run_of_template_selector
 from jobflow_core.vocabulary.api import JOBFLOW, JOBFLOWTEMPLATE
 from kubectl_jobflow.errors import CommandError
-from kubectl_jobflow.output import age, columns, dump, human_duration, utc_now
+from kubectl_jobflow.output import columns, dump, utc_now
 from kubectl_jobflow.run_options import parse_parameters
 
 if TYPE_CHECKING:

@@ -34,14 +34,12 @@ import time
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from jobflow_core.models import Cost, QueueStatus
-from jobflow_core.queueing.line import ordinal
+from apiclient.cluster import KubeError
+from display.facts import FlowRow, JobFlowFacts, cost_text, queue_line, take, tasks_text
+from display.times import age, expected
 from jobflow_core.vocabulary.api import JOBFLOW
-from jobflow_core.vocabulary.resources import describe, of_wire
 from kubectl_jobflow.errors import CommandError
-from kubectl_jobflow.kube import KubeError
-from kubectl_jobflow.output import age, columns, dump, expected, utc_now
-from kubectl_jobflow.snapshot import FlowRow, Snapshot, take
+from kubectl_jobflow.output import columns, dump, utc_now
 
 if TYPE_CHECKING:
     from kubectl_jobflow.cli import Context
@@ -51,7 +49,7 @@ REDRAW = "\x1b[H\x1b[2J"
 """Cursor home, clear screen."""
 
 
-def render(snap: Snapshot, *, now: datetime, items: bool = False) -> str:
+def render(snap: JobFlowFacts, *, now: datetime, items: bool = False) -> str:
     head = f"JobFlow {snap.namespace}/{snap.name}   {snap.phase or '(no status yet)'}   {snap.progress}   " \
            f"age {age(snap.created, now=now)}\n"
     if snap.reason or snap.message:
@@ -81,23 +79,6 @@ def render(snap: Snapshot, *, now: datetime, items: bool = False) -> str:
     return view
 
 
-def queue_line(queue: QueueStatus) -> str:
-    """``Queue gpu: Waiting, 3rd in line (needs 8 CPU)`` or ``Queue gpu: Admitted, reserves 8 CPU``."""
-    if queue.state == "Waiting":
-        line = f"Queue {queue.name}: Waiting, {ordinal(queue.position or 0)} in line"
-        line += f" (needs {describe(of_wire(queue.requests))})" if queue.requests else ""
-    else:
-        line = f"Queue {queue.name}: {queue.state or 'Admitted'}"
-        line += f", reserves {describe(of_wire(queue.reserved))}" if queue.reserved else ""
-    return line + (f"; {queue.message}" if queue.message and queue.state != "Waiting" else "")
-
-
-def cost_text(cost: Cost) -> str:
-    """``240 CPU core-s, 120 memory GiB-s, 60 GPU-s`` (zeros left out)."""
-    parts = [(cost.cpu_seconds, "CPU core-s"), (cost.memory_gib_seconds, "memory GiB-s"), (cost.gpu_seconds, "GPU-s")]
-    return ", ".join(f"{value:g} {unit}" for value, unit in parts if value) or "0"
-
-
 def _cells(row: FlowRow, *, now: datetime) -> list[str]:
     tree = "   " * (row.level - 1) + "└─ " if row.level else ""
     job = row.job if row.live or row.phase == "Waiting" or row.items else f"{row.job} (deleted)"
@@ -116,18 +97,7 @@ def _cells(row: FlowRow, *, now: datetime) -> list[str]:
             "-" if row.restarts is None else str(row.restarts), detail]
 
 
-def tasks_text(row: FlowRow) -> str:
-    """``ps: 1/1 Running; worker: 1/2 Running, 1/2 Succeeded``."""
-    parts = []
-    for task, phases in row.tasks.items():
-        total = row.replicas.get(task)
-        counts = ", ".join(f"{count}/{total} {phase}" if total else f"{count} {phase}"
-                           for phase, count in phases.items())
-        parts.append(f"{task}: {counts}")
-    return "; ".join(parts)
-
-
-def as_data(snap: Snapshot, *, now: datetime) -> dict[str, Any]:
+def as_data(snap: JobFlowFacts, *, now: datetime) -> dict[str, Any]:
     """The view for scripts (``-o json|yaml``): the same facts, with times in RFC 3339 and ages in seconds."""
     def when(value: datetime | None) -> str | None:
         return value.strftime("%Y-%m-%dT%H:%M:%SZ") if value else None
@@ -164,7 +134,7 @@ def fetch(ctx: Context, name: str) -> tuple[dict[str, Any], list[dict[str, Any]]
     return jobflow, ctx.cluster.jobs_of(jobflow)
 
 
-def read(ctx: Context, name: str) -> Snapshot:
+def read(ctx: Context, name: str) -> JobFlowFacts:
     return take(*fetch(ctx, name), now=utc_now())
 
 
@@ -177,7 +147,7 @@ def run(ctx: Context) -> int:
         return 0
     deadline = time.monotonic() + ctx.args.timeout if ctx.args.timeout > 0 else None
     redraw = ctx.out.isatty() and not ctx.args.output
-    shown: Snapshot | None = None
+    shown: JobFlowFacts | None = None
     while True:
         snap = read(ctx, name)
         if redraw or snap != shown:
@@ -193,7 +163,7 @@ def run(ctx: Context) -> int:
         time.sleep(ctx.args.interval)
 
 
-def _show(ctx: Context, snap: Snapshot, *, redraw: bool) -> None:
+def _show(ctx: Context, snap: JobFlowFacts, *, redraw: bool) -> None:
     now = utc_now()
     if ctx.args.output:
         ctx.write(dump(as_data(snap, now=now), ctx.args.output))

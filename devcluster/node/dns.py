@@ -27,7 +27,7 @@ import sys
 import threading
 import time
 
-from apiclient import connect
+from apiclient.kubeconfig import connect
 from kubernetes import client
 
 LOG = logging.getLogger(__name__)

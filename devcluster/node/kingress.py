@@ -41,7 +41,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from apiclient import connect
+from apiclient.kubeconfig import connect
 
 LOG = logging.getLogger(__name__)
 CLASS = "standin.ingress.jobflow.dev"

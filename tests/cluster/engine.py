@@ -28,9 +28,9 @@ from kubernetes import client
 from werkzeug.serving import make_server
 
 import eventsource
+from apiclient import cloudevents
 from devcluster.processes import free_port
 from devcluster.testing import LocalCluster
-from eventsource import cloudevent
 from eventsource.outbox import Outbox
 from handlers import create_app
 from handlers.kube import KubeApi
@@ -83,7 +83,7 @@ def start_engine(cluster: LocalCluster, namespace: str, *, resync_seconds: float
     ``handler_config`` (a datetime) times the event source's JobFlowTemplate wake-ups too."""
     key = TEST_KEY if snapshots else None
     handler = start_handler(cluster, {"SNAPSHOT_KEY": key, **(handler_config or {})})
-    source = eventsource.start(cluster.api, sink=handler.url, namespaces=[namespace], mode=cloudevent.Mode.REFERENCE,
+    source = eventsource.start(cluster.api, sink=handler.url, namespaces=[namespace], mode=cloudevents.Mode.REFERENCE,
                                resync_seconds=resync_seconds, senders=4, snapshot_key=key, replies=True,
                                watch_seconds=2,  # short watches, so the threads notice the stop quickly
                                **({"clock": lambda: clock().timestamp()}
@@ -164,9 +164,9 @@ def post(url: str, body: bytes, headers: dict[str, str]) -> tuple[int, bytes]:
         return error.code, error.read()
 
 
-def send(url: str, api_type: ApiType, namespace: str, name: str, change=cloudevent.Change.UPDATE):
-    envelope = cloudevent.Envelope(api_type, change, {"metadata": {"namespace": namespace, "name": name}})
-    headers, body = cloudevent.encode(envelope, mode=cloudevent.Mode.REFERENCE, source="https://10.96.0.1:443",
+def send(url: str, api_type: ApiType, namespace: str, name: str, change=cloudevents.Change.UPDATE):
+    envelope = cloudevents.Envelope(api_type, change, {"metadata": {"namespace": namespace, "name": name}})
+    headers, body = cloudevents.encode(envelope, mode=cloudevents.Mode.REFERENCE, source="https://10.96.0.1:443",
                                       overrides={})
     return post(url, body, headers)
 

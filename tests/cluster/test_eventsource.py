@@ -25,8 +25,8 @@ import pytest
 from kubernetes import watch
 from kubernetes.client.rest import ApiException
 
+from apiclient.cloudevents import Change, Envelope
 from devcluster.testing import LocalCluster
-from eventsource.cloudevent import Change, Envelope
 from eventsource.watcher import Watcher
 from jobflow_core.vocabulary.api import CREATED_BY_JOBFLOW, JOBFLOW, JOBTEMPLATE, VCJOB, ApiType
 

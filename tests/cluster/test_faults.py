@@ -24,7 +24,7 @@ from demo.procfile import read_procfile
 from devcluster.processes import free_port, start
 from devcluster.testing import LocalCluster
 from engine import Mangler, Pinger, Spreader, answers_health_check, children, serve, start_engine
-from eventsource import cloudevent
+from apiclient import cloudevents
 from handlers.kube import KubeApi
 from objects import DIAMOND, History, apply, diamond_templates, flow_phase, vcjobs
 from test_knative_events import OneNamespace
@@ -94,7 +94,7 @@ def test_the_handler_killed_mid_reconcile_again_and_again_the_flow_finishes(clus
     try:
         cluster.wait_until("the handler to answer", lambda: answers_health_check(port), timeout=60)
         source = eventsource.start(cluster.api, sink=f"http://127.0.0.1:{port}/", namespaces=[namespace],
-                                   mode=cloudevent.Mode.REFERENCE, resync_seconds=5, senders=4, watch_seconds=2)
+                                   mode=cloudevents.Mode.REFERENCE, resync_seconds=5, senders=4, watch_seconds=2)
         with watched(cluster, namespace):
             start_diamond(cluster, namespace, run_for="1s")
             deadline = time.monotonic() + 12
@@ -116,7 +116,7 @@ def test_duplicated_dropped_and_shuffled_events_with_a_resync_still_finish_the_f
     with serve(OneNamespace(cluster.api, namespace)) as url:
         mangler = Mangler(url, seed=16)
         source = eventsource.start(cluster.api, sink=mangler.url, namespaces=[namespace],
-                                   mode=cloudevent.Mode.REFERENCE, resync_seconds=3600, senders=4, watch_seconds=2)
+                                   mode=cloudevents.Mode.REFERENCE, resync_seconds=3600, senders=4, watch_seconds=2)
         pinger = Pinger(url, seconds=10)
         try:
             with watched(cluster, namespace):
@@ -135,7 +135,7 @@ def test_three_handlers_behind_one_event_stream_create_each_vcjob_once(cluster: 
             serve(KubeApi(cluster.api)) as three:
         spread = Spreader([one, two, three])
         source = eventsource.start(cluster.api, sink=spread.url, namespaces=[namespace],
-                                   mode=cloudevent.Mode.REFERENCE, resync_seconds=3600, senders=4, watch_seconds=2)
+                                   mode=cloudevents.Mode.REFERENCE, resync_seconds=3600, senders=4, watch_seconds=2)
         try:
             with watched(cluster, namespace):
                 start_diamond(cluster, namespace, run_for="1s")

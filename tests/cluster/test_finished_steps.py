@@ -17,7 +17,7 @@ import pytest
 import eventsource
 from devcluster.testing import LocalCluster
 from engine import Mangler, Pinger, Spreader, serve
-from eventsource import cloudevent
+from apiclient import cloudevents
 from handlers.kube import KubeApi
 from objects import History, apply, flow_phase, template, vcjobs
 
@@ -54,7 +54,7 @@ def test_twenty_jobflows_whose_vcjobs_are_deleted_create_each_vcjob_once_under_r
         mangler = Mangler(spread.url, seed=23, drop=0.1)
         pinger = Pinger(one, seconds=5)
         source = eventsource.start(cluster.api, sink=mangler.url, namespaces=[namespace],
-                                   mode=cloudevent.Mode.REFERENCE, resync_seconds=3600, senders=4, watch_seconds=2)
+                                   mode=cloudevents.Mode.REFERENCE, resync_seconds=3600, senders=4, watch_seconds=2)
         started = time.monotonic()
         try:
             apply(cluster, namespace, text)

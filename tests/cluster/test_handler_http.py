@@ -13,9 +13,9 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from kubernetes import client
 
+from apiclient import cloudevents
 from devcluster.processes import free_port
 from devcluster.testing import LocalCluster
-from eventsource import cloudevent
 from jobflow_core.vocabulary.api import JOBFLOW, JOBTEMPLATE, VCJOB
 from engine import RacedKube, post, send, serve
 from handlers.kube import KubeApi
@@ -53,7 +53,7 @@ def test_a_malformed_or_unknown_event_gets_400_with_a_json_error(handler, body, 
 def test_an_event_for_an_object_that_no_longer_exists_is_accepted_with_an_empty_body(
         handler, namespace: str) -> None:
     for api_type in (JOBFLOW, JOBTEMPLATE, VCJOB):
-        status, reply = send(handler.url, api_type, namespace, "gone", cloudevent.Change.DELETE)
+        status, reply = send(handler.url, api_type, namespace, "gone", cloudevents.Change.DELETE)
         assert (status, reply) == (202, b"")
 
 
@@ -97,8 +97,8 @@ def test_events_out_of_order_and_several_handlers_at_once_still_finish_the_flow(
     def storm(url: str) -> None:
         # A vcjob event before its JobFlow's, a template event, then the JobFlow: in a loop, as a chaotic bus would.
         while not stop.is_set():
-            send(url, VCJOB, namespace, "f-b", cloudevent.Change.DELETE)
-            send(url, JOBTEMPLATE, namespace, "b", cloudevent.Change.ADD)
+            send(url, VCJOB, namespace, "f-b", cloudevents.Change.DELETE)
+            send(url, JOBTEMPLATE, namespace, "b", cloudevents.Change.ADD)
             send(url, VCJOB, namespace, "f-a")
             send(url, JOBFLOW, namespace, "f")
 

@@ -25,7 +25,7 @@ from kubernetes import client
 from devcluster.processes import free_port
 from devcluster.testing import LocalCluster
 from engine import RacedKube, serve
-from eventsource import cloudevent
+from apiclient import cloudevents
 from handlers.kube import KubeApi
 from jobflow_core.vocabulary.api import JOBFLOW, VCJOB, ApiType
 from objects import apply, jobflow, template
@@ -52,9 +52,9 @@ def is_reply_event(headers: dict[str, str], body: bytes) -> bool:
     return "ce-specversion" in lowered or lowered.get("content-type", "").startswith("application/cloudevents")
 
 
-def event(api_type: ApiType, namespace: str, name: str, change=cloudevent.Change.UPDATE):
-    envelope = cloudevent.Envelope(api_type, change, {"metadata": {"namespace": namespace, "name": name}})
-    return cloudevent.encode(envelope, mode=cloudevent.Mode.REFERENCE, source="https://10.96.0.1:443", overrides={})
+def event(api_type: ApiType, namespace: str, name: str, change=cloudevents.Change.UPDATE):
+    envelope = cloudevents.Envelope(api_type, change, {"metadata": {"namespace": namespace, "name": name}})
+    return cloudevents.encode(envelope, mode=cloudevents.Mode.REFERENCE, source="https://10.96.0.1:443", overrides={})
 
 
 def answer(url: str, message: tuple[dict[str, str], bytes]) -> tuple[int, dict[str, str], bytes]:
@@ -81,7 +81,7 @@ def test_a_reconciled_event_is_answered_202_with_no_body_after_the_work_is_done(
 
 
 def test_an_event_for_an_object_already_gone_is_delivered(namespace: str, handler) -> None:
-    status, headers, body = answer(handler.url, event(VCJOB, namespace, "gone", cloudevent.Change.DELETE))
+    status, headers, body = answer(handler.url, event(VCJOB, namespace, "gone", cloudevents.Change.DELETE))
 
     assert (status, body) == (202, b"") and not is_reply_event(headers, body)
 

@@ -32,12 +32,14 @@ import yaml
 from kubernetes import client, utils, watch
 from kubernetes.client.rest import ApiException
 
+from apiclient.rest import ApiError, Conflict
+from apiclient.watch import WATCHED
 from devcluster import cluster as devcluster
 from devcluster.testing import LocalCluster
 from eventsource.outbox import Outbox
-from eventsource.watcher import WATCHED, Watcher
+from eventsource.watcher import Watcher
 from handlers.jobflows import Reconciler
-from handlers.kube import Conflict, KubeApi
+from handlers.kube import KubeApi
 from jobflow_core.flows.vcjobs import abort_command
 from jobflow_core.models import VcJob
 from jobflow_core.vocabulary.naming import FLOW_JOBS_SELECTOR
@@ -241,7 +243,7 @@ def test_the_handler_role_is_enough_to_run_a_jobflow_to_succeed_and_delete_its_j
             outcome = reconciler.jobflow(namespace, "one")
         except Conflict:  # an engine running against this cluster wrote first: the next poll re-reads
             return False
-        except ApiException as error:  # a 403 would only repeat: fail at once, naming the refused request
+        except ApiError as error:  # a 403 would only repeat: fail at once, naming the refused request
             pytest.fail(f"the handler's role refused a request: {error.status} {error.reason}: {error.body}")
         return outcome.phase == "Succeed" and cluster.vcjob(namespace, "one-a") is None
 
@@ -303,7 +305,7 @@ def test_the_handler_role_allows_every_call_the_handler_makes(cluster: LocalClus
             call()
         except Conflict:  # another writer came first; authorization is decided before that, so this one was allowed
             pass
-        except ApiException as error:
+        except ApiError as error:
             pytest.fail(f"KubeApi.{name} was refused: {error.status} {error.reason}")
 
 

@@ -26,9 +26,10 @@ from devcluster.processes import free_port
 from devcluster.processes import Component
 from devcluster.testing import LocalCluster
 from engine import Arrivals, Handler, post, serve, serve_app
-from eventsource import cloudevent
+from apiclient import cloudevents
+from apiclient.rest import Conflict
 from handlers.jobflows import MAX_ATTEMPTS
-from handlers.kube import Conflict, KubeApi
+from handlers.kube import KubeApi
 from test_knative_events import OneNamespace, ping_event
 from objects import DIAMOND, VcjobUids, apply, diamond_templates, jobflow, template, vcjobs, wait_for_phase
 
@@ -252,7 +253,7 @@ ATTRIBUTES = ("ce-specversion", "ce-type", "ce-source", "ce-subject", "ce-kind",
 def test_our_event_source_and_the_real_adapter_send_the_same_events_for_the_same_changes(
         cluster: LocalCluster, namespace: str) -> None:
     ours, theirs = Capture(), Capture()
-    source = eventsource.start(cluster.api, sink=ours.url, namespaces=[namespace], mode=cloudevent.Mode.REFERENCE,
+    source = eventsource.start(cluster.api, sink=ours.url, namespaces=[namespace], mode=cloudevents.Mode.REFERENCE,
                                resync_seconds=3600, senders=1, watch_seconds=2)
     adapter = knative_eventing.start_apiserver_adapter(cluster.state, sink=theirs.url, namespaces=[namespace])
     try:

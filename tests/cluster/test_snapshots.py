@@ -1,4 +1,4 @@
-"""Snapshot events on the real control plane (issue 25): the event source's events carry the JobFlow and its
+"""JobFlowFacts events on the real control plane (issue 25): the event source's events carry the JobFlow and its
 vcjobs from its watches, signed; the handler plans from them and reads the API server far less, and a forged one
 changes nothing. The unit tier's counterparts: ``tests/unit/test_snapshot_events.py``; the races, in the model:
 ``tests/unit/test_race_properties.py``."""
@@ -9,8 +9,8 @@ import pytest
 
 from devcluster.testing import LocalCluster
 from engine import post, start_engine, start_handler
-from eventsource import cloudevent
-from eventsource.cache import WatchCache
+from apiclient import cloudevents
+from apiclient.watch_cache import WatchCache
 from eventsource.runner import Encoder
 from handlers.metrics import API_REQUESTS, SNAPSHOTS
 from jobflow_core.vocabulary.api import JOBFLOW, VCJOB
@@ -64,9 +64,9 @@ def test_a_snapshot_signed_with_another_key_changes_nothing(cluster: LocalCluste
     handler = start_handler(cluster, {"SNAPSHOT_KEY": b"the real key"})
     try:
         cache = WatchCache()
-        encoder = Encoder(mode=cloudevent.Mode.REFERENCE, source="https://10.96.0.1:443", overrides={}, cache=cache,
+        encoder = Encoder(mode=cloudevents.Mode.REFERENCE, source="https://10.96.0.1:443", overrides={}, cache=cache,
                           key=b"a key the forger made up", replies=True)
-        headers, body = encoder(cloudevent.Envelope(JOBFLOW, cloudevent.Change.UPDATE,
+        headers, body = encoder(cloudevents.Envelope(JOBFLOW, cloudevents.Change.UPDATE,
                                                     {"metadata": {"namespace": namespace, "name": "diamond"}}))
         assert "ce-jobflowsig" not in headers  # nothing cached yet: first let the handler create a
         assert post(handler.url, body, headers)[0] == 202
@@ -78,7 +78,7 @@ def test_a_snapshot_signed_with_another_key_changes_nothing(cluster: LocalCluste
         lie["status"]["state"]["phase"] = "Completed"
         cache.note(VCJOB, lie, deleted=False)
         before = counts()["bad_signature"]
-        headers, body = encoder(cloudevent.Envelope(JOBFLOW, cloudevent.Change.UPDATE, flow))
+        headers, body = encoder(cloudevents.Envelope(JOBFLOW, cloudevents.Change.UPDATE, flow))
         assert "ce-jobflowsig" in headers
         assert post(handler.url, body, headers)[0] == 202
         assert counts()["bad_signature"] == before + 1

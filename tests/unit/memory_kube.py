@@ -29,7 +29,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 
-from handlers.kube import Conflict, Exists, Gone, Rejected
+from apiclient.rest import Conflict, Exists, Gone, Rejected
 from jobflow_core.models import format_time
 from jobflow_core.vocabulary.api import COMMAND, JOBFLOW, JOBFLOWTEMPLATE, JOBTEMPLATE, VCJOB, ApiType
 

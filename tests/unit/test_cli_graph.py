@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from display.drawing import dot, mermaid, text
+from display.svg import render
 from jobflow_core.dag.graph import flow_graph
 from kubectl_jobflow.cli import run
-from kubectl_jobflow.graph import dot, mermaid, text
-from kubectl_jobflow.svg import render
 from scenario import jobflow
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "diamond" / "jobflow.yaml"
@@ -171,7 +171,7 @@ def test_a_fan_out_says_what_it_runs_over():
 
 
 def test_a_reused_memoized_run_is_drawn_as_cached_in_green():
-    from kubectl_jobflow.graph import fill, label
+    from display.drawing import fill, label
 
     graph = flow_graph(jobflow("spec: {flows: [{name: a, memoize: {}}, {name: b, dependsOn: {targets: [a]}}]}"))
     phases = {"a": "Cached", "b": "Running"}

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from display.times import age, human_duration
 from kubectl_jobflow.cli import run
-from kubectl_jobflow.output import age, columns, human_duration, vcctl_table
+from kubectl_jobflow.output import columns, vcctl_table
 
 
 def cli(*argv: str) -> tuple[int, str, str]:

@@ -4,7 +4,7 @@ from datetime import UTC, datetime
 
 import yaml
 
-from kubectl_jobflow.snapshot import take
+from display.facts import take
 from kubectl_jobflow.status import as_data, render
 
 NOW = datetime(2026, 1, 2, 3, 10, 0, tzinfo=UTC)

@@ -1,10 +1,10 @@
 """A cold start imports only what reconciling an event needs (docs/knative.md, "Cold start and memory").
 
 Scaled to zero, the handler pays its imports on every wake, before the first event is answered. What only some
-requests need is imported when one first needs it: the admission webhooks' core, the event source's package (for
-``K_CE_OVERRIDES``, only with a ``K_SINK``), CEL (only for a ``when`` condition), the thread pool of HTTP/TCP
-probes, and what only JobFlowTemplates need (their runs, schedules, cron expressions, triggers and models). Each check
-runs in a fresh interpreter, as gunicorn's worker starts.
+requests need is imported when one first needs it: the admission webhooks' core, the CloudEvents envelope (for
+``K_CE_OVERRIDES``, only with a ``K_SINK``), CEL (only for a ``when`` condition), the thread pool of HTTP/TCP probes,
+and what only JobFlowTemplates need (their runs, schedules, cron expressions, triggers and models). Each check runs
+in a fresh interpreter, as gunicorn's worker starts.
 """
 
 import json
@@ -15,10 +15,9 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).parents[2]
-LAZY = ("jobflow_core.validation.review", "jobflow_core.validation.update_warnings", "eventsource", "eventsource.runner",
-        "celpy", "concurrent.futures", "handlers.jobflowtemplates", "jobflow_core.schedules.runs",
-        "jobflow_core.schedules.firing", "jobflow_core.schedules.cron", "jobflow_core.schedules.triggers",
-        "jobflow_core.models.jobflowtemplate")
+LAZY = ("jobflow_core.validation.review", "jobflow_core.validation.update_warnings", "apiclient.cloudevents", "celpy",
+        "concurrent.futures", "handlers.jobflowtemplates", "jobflow_core.schedules.runs", "jobflow_core.schedules.firing",
+        "jobflow_core.schedules.cron", "jobflow_core.schedules.triggers", "jobflow_core.models.jobflowtemplate")
 
 
 def loaded_after(code: str, env: dict[str, str] | None = None) -> set[str]:
@@ -39,7 +38,7 @@ def test_creating_the_app_imports_the_planner_but_nothing_only_some_requests_nee
      "create_app().test_client().post('/validate/jobflows', json={'apiVersion': 'admission.k8s.io/v1', "
      "'kind': 'AdmissionReview', 'request': {'uid': '1', 'operation': 'CREATE', 'object': {}}})",
      "jobflow_core.validation.review"),
-    ("from handlers import create_app; create_app()", "eventsource"),
+    ("from handlers import create_app; create_app()", "apiclient.cloudevents"),
     ("from handlers import create_app\n"
      "create_app().test_client().post('/trigger', data=b'{}', headers={'ce-specversion': '1.0', 'ce-id': '1', "
      "'ce-source': 'test', 'ce-type': 'build.finished', 'content-type': 'application/json'})",
@@ -48,4 +47,4 @@ def test_creating_the_app_imports_the_planner_but_nothing_only_some_requests_nee
 ])
 def test_what_a_request_or_a_setting_needs_is_imported_when_it_first_does(code, needed):
     sink = {"K_SINK": "http://127.0.0.1:1/", "K_CE_OVERRIDES": '{"extensions": {"team": "a"}}'}
-    assert needed in loaded_after(code, env=sink if needed == "eventsource" else None)
+    assert needed in loaded_after(code, env=sink if needed == "apiclient.cloudevents" else None)

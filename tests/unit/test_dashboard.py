@@ -14,14 +14,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dashboard.app import TOKEN_HEADER, ActionError, Settings, create_app
-from dashboard.layout import NODE_HEIGHT, NODE_WIDTH, place
 from dashboard.pages import Pages
 from dashboard.store import Store
 from dashboard.views import STATES, items_view, jobflow_view
+from display.facts import CACHED, CREATED, SKIPPED, WAITING
+from display.layout import NODE_HEIGHT, NODE_WIDTH, place
 from jobflow_core.dag.graph import flow_graph
 from jobflow_core.models import JobFlow, VcJobPhase
 from jobflow_core.vocabulary.api import CREATED_BY_JOBTEMPLATE, JOBFLOW, JOBFLOWTEMPLATE, JOBTEMPLATE, RUN_OF, VCJOB
-from kubectl_jobflow.snapshot import CACHED, CREATED, SKIPPED, WAITING
 
 NOW = datetime(2026, 11, 25, 9, 0, 0, tzinfo=UTC)
 DIAMOND = [{"name": "a"}, {"name": "b", "dependsOn": {"targets": ["a"]}}, {"name": "c", "dependsOn": {"targets": ["b"]}},
@@ -251,8 +251,8 @@ def test_behind_a_proxy_actions_need_the_user_and_impersonate_them() -> None:
 def test_an_action_for_a_user_named_by_the_proxy_reaches_the_api_server_as_that_user(tmp_path) -> None:
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+    from apiclient.cluster import Cluster, Target
     from dashboard.actions import actor
-    from kubectl_jobflow.kube import Cluster, Target
 
     seen = []
 

@@ -63,7 +63,7 @@ def test_observed_times_replace_estimates_and_an_unknown_estimate_makes_the_comp
 
 
 def test_kubectl_jobflow_status_says_when_flows_should_start_and_the_jobflow_end():
-    from kubectl_jobflow.snapshot import take
+    from display.facts import take
     from kubectl_jobflow.status import render
     cluster = Cluster(jobflow(DIAMOND), templates={name: ran(name, s) for name, s in MEDIANS.items()})
     cluster.step()

@@ -22,7 +22,7 @@ from datetime import datetime, timezone
 import pytest
 from cloudevents.core.bindings.http import HTTPMessage, from_http_event
 
-from eventsource.cloudevent import Change, Envelope, Mode, encode, parse_overrides
+from apiclient.cloudevents import Change, Envelope, Mode, encode, parse_overrides
 from jobflow_core.vocabulary.api import JOBFLOW, JOBTEMPLATE, VCJOB
 
 SOURCE = "https://10.96.0.1:443"

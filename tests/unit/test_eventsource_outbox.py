@@ -13,9 +13,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from apiclient import cloudevents
+from apiclient.cloudevents import Change, Envelope
 from devcluster.processes import free_port
-from eventsource import cloudevent
-from eventsource.cloudevent import Change, Envelope
 from eventsource.outbox import Outbox
 from jobflow_core.vocabulary.api import JOBFLOW, JOBTEMPLATE, VCJOB, ApiType
 
@@ -81,7 +81,7 @@ def envelope(name: str, change: Change = Change.ADD, api_type: ApiType = JOBFLOW
 
 
 def new_outbox(url: str, **backoff: float) -> Outbox:
-    return Outbox(url, lambda env: cloudevent.encode(env, mode=cloudevent.Mode.REFERENCE,
+    return Outbox(url, lambda env: cloudevents.encode(env, mode=cloudevents.Mode.REFERENCE,
                                                      source="https://10.96.0.1:443", overrides={}), **backoff)
 
 
@@ -290,7 +290,7 @@ def test_several_senders_never_send_two_events_of_one_object_at_once_and_deliver
                 delivered.append(name)
             return 202, b""
 
-    outbox = SlowSink("http://unused", lambda e: cloudevent.encode(e, mode=cloudevent.Mode.REFERENCE, source="s",
+    outbox = SlowSink("http://unused", lambda e: cloudevents.encode(e, mode=cloudevents.Mode.REFERENCE, source="s",
                                                                     overrides={}))
     senders = [threading.Thread(target=outbox.run, daemon=True) for _ in range(4)]
     for sender in senders:
@@ -332,7 +332,7 @@ def test_an_https_sink_is_trusted_through_k_ca_certs(tmp_path) -> None:
     server.socket = context.wrap_socket(server.socket, server_side=True)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     url = f"https://127.0.0.1:{server.server_address[1]}/"
-    encode = lambda e: cloudevent.encode(e, mode=cloudevent.Mode.REFERENCE, source="s", overrides={})  # noqa: E731
+    encode = lambda e: cloudevents.encode(e, mode=cloudevents.Mode.REFERENCE, source="s", overrides={})  # noqa: E731
     try:
         outbox = Outbox(url, encode, ca_certs=cert.ca.read_text())
         sender = threading.Thread(target=outbox.run, daemon=True)

@@ -3,7 +3,7 @@
 import threading
 import time
 
-from eventsource.cloudevent import Change
+from apiclient.cloudevents import Change
 from eventsource.recheck import Rechecker
 
 

@@ -4,8 +4,8 @@ import threading
 import time
 from datetime import UTC, datetime
 
+from apiclient.cloudevents import Change
 from eventsource import wakeup
-from eventsource.cloudevent import Change
 from eventsource.wakeup import Waker
 
 

@@ -217,7 +217,7 @@ def test_parallelism_holds_and_every_item_runs_once_in_index_order_whatever_ends
 def test_kubectl_jobflow_status_shows_a_fan_out_as_one_line_with_its_items_counted():
     from datetime import timedelta
 
-    from kubectl_jobflow.snapshot import take
+    from display.facts import take
     from kubectl_jobflow.status import render
     cluster = Cluster(jobflow(SWEEP))
     cluster.step()
@@ -267,7 +267,7 @@ def test_a_thousand_succeeded_items_keep_the_status_small():
 def test_kubectl_jobflow_status_items_lists_each_item_also_those_only_named_in_the_status():
     from datetime import timedelta
 
-    from kubectl_jobflow.snapshot import take
+    from display.facts import take
     from kubectl_jobflow.status import render
     cluster = Cluster(jobflow("spec: {flows: [{name: s, forEach: {items: [a, b, c], parallelism: 2}}]}"))
     cluster.step()

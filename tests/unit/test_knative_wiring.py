@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
+from apiclient.cloudevents import Change, Mode, event_type
+from apiclient.watch import WATCHED
 from devcluster.processes import free_port
-from eventsource.cloudevent import Change, Mode, event_type
-from eventsource.watcher import WATCHED
 from handlers import create_app
 from handlers.hints import RESYNC_TYPES, hint_from_request
 from jobflow_core.vocabulary.api import API_TYPES, CREATED_BY_JOBFLOW, JOBFLOW
@@ -316,7 +316,7 @@ def matches(filters: list[dict], attributes: dict[str, str]) -> bool:
 
 @pytest.mark.parametrize("directory", RENDERS)
 def test_the_sinkbinding_gives_the_handler_a_k_sink_into_the_broker_with_valid_overrides(directory: str) -> None:
-    from eventsource.cloudevent import parse_overrides
+    from apiclient.cloudevents import parse_overrides
 
     [binding] = of_kind(directory, "SinkBinding")
     assert binding["spec"]["subject"] == {"apiVersion": "serving.knative.dev/v1", "kind": "Service",

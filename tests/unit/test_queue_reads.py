@@ -10,7 +10,7 @@ from datetime import timedelta
 import pytest
 import yaml
 
-from eventsource.cache import WatchCache
+from apiclient.watch_cache import WatchCache
 from handlers.jobflows import Reconciler
 from jobflow_core.queueing.line import PRIORITY_CLASS
 from jobflow_core.vocabulary.api import JOBFLOW

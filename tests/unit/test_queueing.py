@@ -499,14 +499,13 @@ def test_the_line_always_progresses_what_can_never_fit_never_blocks_what_can(dra
 
 
 def test_a_webhook_that_cannot_read_warns_of_nothing_and_logs_why_once(caplog):
-    from kubernetes.client.rest import ApiException
-
+    from apiclient.rest import ApiError
     from handlers import create_app
     from memory_kube import MemoryKube
 
     class Forbidden(MemoryKube):
         def list_jobtemplates(self, namespace: str) -> list[dict]:
-            raise ApiException(status=403, reason="Forbidden")
+            raise ApiError(403, "Forbidden")
 
     client = create_app({"KUBE": Forbidden(), "TESTING": True}).test_client()
     review = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {

@@ -37,9 +37,9 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from apiclient.rest import Conflict
 from handlers.dispatch import Dispatcher, PartlyFailed
 from handlers.jobflows import Reconciler
-from handlers.kube import Conflict
 from handlers.writes import Writes
 from interleaving import Interleaving, SteppedKube
 from jobflow_core.routing.snapshots import trim

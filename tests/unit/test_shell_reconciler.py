@@ -12,9 +12,9 @@ from datetime import timedelta
 import pytest
 import yaml
 
+from apiclient.rest import Conflict
 from handlers.dispatch import Dispatcher
 from handlers.jobflows import MAX_ATTEMPTS, Reconciler
-from handlers.kube import Conflict
 from jobflow_core.queueing.line import PRIORITY_CLASS
 from jobflow_core.vocabulary.api import COMMAND, JOBFLOW, JOBTEMPLATE, RECORD_FINALIZER, VCJOB
 from memory_kube import MemoryKube

@@ -10,11 +10,10 @@ import json
 
 import pytest
 import yaml
-from kubernetes.client.rest import ApiException
 
-from eventsource import cloudevent
+from apiclient import cloudevents
+from apiclient.rest import ApiError, Conflict, Unavailable, translate
 from handlers import create_app
-from handlers.kube import Conflict, Unavailable, translate
 from jobflow_core.vocabulary.api import JOBFLOW, JOBTEMPLATE, VCJOB, ApiType
 from memory_kube import MemoryKube
 from test_shell_reconciler import A_THEN_B, NS, template
@@ -36,10 +35,10 @@ def client(kube):
     return create_app({"KUBE": kube, "CLOCK": lambda: kube.now}).test_client()
 
 
-def send(client, api_type: ApiType, name: str, change=cloudevent.Change.UPDATE, namespace: str = NS):
+def send(client, api_type: ApiType, name: str, change=cloudevents.Change.UPDATE, namespace: str = NS):
     """POST an event exactly as ApiServerSource sends it (the event source's own encoder)."""
-    envelope = cloudevent.Envelope(api_type, change, {"metadata": {"namespace": namespace, "name": name}})
-    headers, body = cloudevent.encode(envelope, mode=cloudevent.Mode.REFERENCE, source="https://10.96.0.1:443",
+    envelope = cloudevents.Envelope(api_type, change, {"metadata": {"namespace": namespace, "name": name}})
+    headers, body = cloudevents.encode(envelope, mode=cloudevents.Mode.REFERENCE, source="https://10.96.0.1:443",
                                       overrides={})
     return client.post("/", data=body, headers=headers)
 
@@ -69,7 +68,7 @@ def test_a_jobflow_event_is_reconciled_and_answered_202_with_an_empty_body(clien
 
 def test_an_event_for_an_object_that_no_longer_exists_is_accepted_with_an_empty_body(client):
     for api_type in (JOBFLOW, JOBTEMPLATE, VCJOB):
-        reply = send(client, api_type, "gone", cloudevent.Change.DELETE)
+        reply = send(client, api_type, "gone", cloudevents.Change.DELETE)
         assert (reply.status_code, reply.data) == (202, b"")
 
 
@@ -105,8 +104,8 @@ def test_a_vcjob_event_in_resource_mode_names_its_controller_and_reconciles_that
     send(client, JOBFLOW, "f")
     kube.move(NS, "f-a", "Completed")
     job = kube.stored(VCJOB, NS, "f-a")
-    headers, body = cloudevent.encode(cloudevent.Envelope(VCJOB, cloudevent.Change.UPDATE, job),
-                                      mode=cloudevent.Mode.RESOURCE, source="https://10.96.0.1:443", overrides={})
+    headers, body = cloudevents.encode(cloudevents.Envelope(VCJOB, cloudevents.Change.UPDATE, job),
+                                      mode=cloudevents.Mode.RESOURCE, source="https://10.96.0.1:443", overrides={})
     reply = client.post("/", data=body, headers=headers)
     assert reply.status_code == 202
     assert kube.names(VCJOB, NS) == ["f-a", "f-b"]
@@ -117,8 +116,8 @@ def test_a_vcjob_event_of_our_event_source_names_its_jobflow_which_is_the_one_re
     send(client, JOBFLOW, "f")
     kube.move(NS, "f-a", "Completed")
     job = kube.stored(VCJOB, NS, "f-a")
-    headers, body = cloudevent.encode(cloudevent.Envelope(VCJOB, cloudevent.Change.UPDATE, job),
-                                      mode=cloudevent.Mode.REFERENCE, source="https://10.96.0.1:443", overrides={})
+    headers, body = cloudevents.encode(cloudevents.Envelope(VCJOB, cloudevents.Change.UPDATE, job),
+                                      mode=cloudevents.Mode.REFERENCE, source="https://10.96.0.1:443", overrides={})
     assert headers["ce-jobflow"] == "f"
     reply = client.post("/", data=body, headers=headers)
     assert reply.status_code == 202
@@ -165,8 +164,7 @@ TERMINATING = json.dumps({"kind": "Status", "code": 403, "reason": "Forbidden", 
     "causes": [{"reason": "NamespaceTerminating", "message": "namespace t is being terminated"}]}})
 
 
-@pytest.mark.parametrize("refusal", [ApiException(status=404, reason="Not Found"),
-                                     ApiException(http_resp=None, status=403, reason="Forbidden")])
+@pytest.mark.parametrize("refusal", [ApiError(404, "Not Found"), ApiError(403, "Forbidden")])
 def test_a_jobflow_whose_namespace_goes_during_a_resync_is_no_failure(client, kube, refusal):
     """The namespace of a listed JobFlow is deleted while the resync works: its writes answer 404, or 403
     NamespaceTerminating, which means there is nothing left to reconcile, not a failure to report (a PingSource would
@@ -223,7 +221,7 @@ def test_a_handler_serving_some_namespaces_refuses_an_event_about_another_and_re
 
 def test_a_refusal_of_the_api_server_that_retrying_cannot_cure_is_its_4xx_never_a_500(client, kube):
     def forbidden(namespace: str, name: str) -> dict:
-        raise ApiException(status=403, reason="Forbidden")
+        raise ApiError(403, "Forbidden")
 
     kube.get_jobflow = forbidden
     reply = send(client, JOBFLOW, "f")

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from eventsource import cloudevent
-from eventsource.cache import WatchCache
+from apiclient import cloudevents
+from apiclient.watch_cache import WatchCache
 from eventsource.runner import Encoder, answered
 from handlers import create_app
 from handlers.metrics import SNAPSHOTS
@@ -61,13 +61,13 @@ def cache_of(kube: MemoryKube) -> WatchCache:
 
 def post(client, cache: WatchCache, *, key: bytes | None = KEY, api_type=JOBFLOW, name: str = "f",
          replies: bool = True, unsigned: bool = False):
-    encoder = Encoder(mode=cloudevent.Mode.REFERENCE, source="https://10.96.0.1:443", overrides={}, cache=cache,
+    encoder = Encoder(mode=cloudevents.Mode.REFERENCE, source="https://10.96.0.1:443", overrides={}, cache=cache,
                       key=key, replies=replies)
     obj = {"metadata": {"namespace": NS, "name": name}}
     if api_type is VCJOB:  # a vcjob's event is about the JobFlow that controls it
         uid = cache.snapshot(NS, "f")["jobflow"]["metadata"]["uid"]
         obj["metadata"]["ownerReferences"] = [{"kind": "JobFlow", "name": "f", "controller": True, "uid": uid}]
-    headers, body = encoder(cloudevent.Envelope(api_type, cloudevent.Change.UPDATE, obj))
+    headers, body = encoder(cloudevents.Envelope(api_type, cloudevents.Change.UPDATE, obj))
     if unsigned:
         del headers["ce-jobflowsig"]
     return client.post("/", data=body, headers=headers)
@@ -154,8 +154,8 @@ def test_a_jobtemplate_event_from_our_event_source_hands_its_jobflows_back_and_r
     kube.objects.pop(("JobTemplate", NS, "a"))
     post(client, cache_of(kube))  # a waits for its template
     kube.put(template("a"))
-    headers, body = cloudevent.encode(cloudevent.Envelope(JOBTEMPLATE, cloudevent.Change.ADD, {
-        "metadata": {"namespace": NS, "name": "a"}}), mode=cloudevent.Mode.REFERENCE, source="s", overrides={},
+    headers, body = cloudevents.encode(cloudevents.Envelope(JOBTEMPLATE, cloudevents.Change.ADD, {
+        "metadata": {"namespace": NS, "name": "a"}}), mode=cloudevents.Mode.REFERENCE, source="s", overrides={},
         replies=True)
     reply = client.post("/", data=body, headers=headers)
     assert reply.status_code == 202 and reply.json["handed"] == [[NS, "f"]]
@@ -176,8 +176,8 @@ def test_without_the_reply_extension_the_answer_is_empty_and_the_work_done_inlin
     kube.objects.pop(("JobTemplate", NS, "a"))
     post(client, cache_of(kube), replies=False)
     kube.put(template("a"))
-    headers, body = cloudevent.encode(cloudevent.Envelope(JOBTEMPLATE, cloudevent.Change.ADD, {
-        "metadata": {"namespace": NS, "name": "a"}}), mode=cloudevent.Mode.REFERENCE, source="s", overrides={})
+    headers, body = cloudevents.encode(cloudevents.Envelope(JOBTEMPLATE, cloudevents.Change.ADD, {
+        "metadata": {"namespace": NS, "name": "a"}}), mode=cloudevents.Mode.REFERENCE, source="s", overrides={})
     reply = client.post("/", data=body, headers=headers)
     assert (reply.status_code, reply.data) == (202, b"")
     assert kube.names(VCJOB, NS) == ["f-a"]
@@ -189,8 +189,8 @@ def test_a_snapshot_over_the_cap_is_left_out_and_the_event_names_the_jobflow_onl
             "spec": {"flows": [{"name": "a"}]}}
     cache = WatchCache()
     cache.note(JOBFLOW, flow, deleted=False)
-    encoder = Encoder(mode=cloudevent.Mode.REFERENCE, source="s", overrides={}, cache=cache, key=KEY, replies=True)
-    headers, body = encoder(cloudevent.Envelope(JOBFLOW, cloudevent.Change.UPDATE, flow))
+    encoder = Encoder(mode=cloudevents.Mode.REFERENCE, source="s", overrides={}, cache=cache, key=KEY, replies=True)
+    headers, body = encoder(cloudevents.Envelope(JOBFLOW, cloudevents.Change.UPDATE, flow))
     assert "ce-jobflowsig" not in headers and b"snapshot" not in body and len(body) < 200
 
 

@@ -10,7 +10,7 @@ import time
 import pytest
 import yaml
 
-from handlers.kube import Conflict
+from apiclient.rest import Conflict
 from handlers.writes import MAX_ATTEMPTS, REMEMBERED_TEMPLATES, Replan, Writes, rewrite
 from jobflow_core import UpdateTemplate
 from jobflow_core.flows.memo import Entry, entries_of

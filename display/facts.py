@@ -1,4 +1,5 @@
-"""What a JobFlow looks like right now, flow by flow: the facts ``status`` and ``graph`` show, gathered once.
+"""What a JobFlow looks like right now, flow by flow: the facts ``kubectl jobflow status`` and ``graph`` show, and
+the dashboard's pages, gathered once; and the text of its queue, cost and pods, as both say them.
 
 A pure function of the JobFlow as read from the cluster and the vcjobs it created (no clock, no I/O). For each
 flow, in DAG order (:func:`jobflow_core.dag.graph.flow_graph`): its vcjob's phase, creation time, restarts and pods
@@ -30,8 +31,10 @@ from jobflow_core.models import (
     VcJobPhase,
     WaitingFlow,
 )
+from jobflow_core.queueing.line import ordinal
 from jobflow_core.vocabulary.naming import is_owned_by
 from jobflow_core.vocabulary.phase import is_final
+from jobflow_core.vocabulary.resources import describe, of_wire
 
 WAITING = "Waiting"
 """The phase shown for a flow whose vcjob does not exist yet."""
@@ -81,7 +84,7 @@ class FlowRow:
 
 
 @dataclass(frozen=True)
-class Snapshot:
+class JobFlowFacts:
     namespace: str
     name: str
     phase: str
@@ -102,7 +105,7 @@ class Snapshot:
         return self.phase in ("Succeed", "Failed")
 
 
-def take(jobflow: dict[str, Any], jobs: Iterable[dict[str, Any]], *, now: datetime | None = None) -> Snapshot:
+def take(jobflow: dict[str, Any], jobs: Iterable[dict[str, Any]], *, now: datetime | None = None) -> JobFlowFacts:
     flow = JobFlow.model_validate(jobflow)
     status = flow.status or JobFlowStatus()
     graph = flow_graph(flow)
@@ -147,7 +150,7 @@ def take(jobflow: dict[str, Any], jobs: Iterable[dict[str, Any]], *, now: dateti
                           **_not_started(name, waiting=waiting, skipped=skipped, observation=observation))
         rows.append(row)
     state = status.state
-    return Snapshot(
+    return JobFlowFacts(
         namespace=flow.namespace,
         name=flow.name,
         phase=(state.phase.value if state and state.phase else ""),
@@ -255,3 +258,31 @@ def _counts(counts: dict[str, TaskState] | None) -> dict[str, dict[str, int]]:
 
 def _phase_rank(phase: str) -> tuple[int, str]:
     return (POD_PHASES.index(phase) if phase in POD_PHASES else len(POD_PHASES), phase)
+
+
+def queue_line(queue: QueueStatus) -> str:
+    """``Queue gpu: Waiting, 3rd in line (needs 8 CPU)`` or ``Queue gpu: Admitted, reserves 8 CPU``."""
+    if queue.state == "Waiting":
+        line = f"Queue {queue.name}: Waiting, {ordinal(queue.position or 0)} in line"
+        line += f" (needs {describe(of_wire(queue.requests))})" if queue.requests else ""
+    else:
+        line = f"Queue {queue.name}: {queue.state or 'Admitted'}"
+        line += f", reserves {describe(of_wire(queue.reserved))}" if queue.reserved else ""
+    return line + (f"; {queue.message}" if queue.message and queue.state != "Waiting" else "")
+
+
+def cost_text(cost: Cost) -> str:
+    """``240 CPU core-s, 120 memory GiB-s, 60 GPU-s`` (zeros left out)."""
+    parts = [(cost.cpu_seconds, "CPU core-s"), (cost.memory_gib_seconds, "memory GiB-s"), (cost.gpu_seconds, "GPU-s")]
+    return ", ".join(f"{value:g} {unit}" for value, unit in parts if value) or "0"
+
+
+def tasks_text(row: FlowRow) -> str:
+    """``ps: 1/1 Running; worker: 1/2 Running, 1/2 Succeeded``."""
+    parts = []
+    for task, phases in row.tasks.items():
+        total = row.replicas.get(task)
+        counts = ", ".join(f"{count}/{total} {phase}" if total else f"{count} {phase}"
+                           for phase, count in phases.items())
+        parts.append(f"{task}: {counts}")
+    return "; ".join(parts)

@@ -24,6 +24,7 @@ from enum import StrEnum
 from cloudevents.core.bindings.http import to_binary_event
 from cloudevents.core.v1.event import CloudEvent
 
+from apiclient.watch import Change
 from jobflow_core.routing import snapshots
 from jobflow_core.routing.relevance import jobflow_of_change, may_wait
 from jobflow_core.vocabulary.api import JOBFLOW, JOBFLOW_EXTENSION, VCJOB, ApiType
@@ -32,12 +33,6 @@ from jobflow_core.vocabulary.api import JOBFLOW, JOBFLOW_EXTENSION, VCJOB, ApiTy
 class Mode(StrEnum):
     REFERENCE = "Reference"
     RESOURCE = "Resource"
-
-
-class Change(StrEnum):
-    ADD = "add"
-    UPDATE = "update"
-    DELETE = "delete"
 
 
 def event_type(mode: Mode, change: Change) -> str:

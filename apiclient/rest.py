@@ -1,0 +1,203 @@
+"""Requests to the API server by path, plain JSON in and out, and what their errors mean for the caller.
+
+Every program here speaks the API server's own JSON (dicts), so nothing is deserialised into the Kubernetes
+client's generated models; the client is only the transport (and :mod:`apiclient.kubeconfig` its configuration).
+Not ``CustomObjectsApi`` or ``CoreV1Api``: their first use imports modules and models of the client (about 50 ms for
+the one, half a second for the other, of a cold start on Knative) that plain JSON in and out does not need.
+
+An answer outside 2xx is an :class:`ApiError`, which :func:`translate` turns into what the caller may do next (in
+the manner of kopf's errors module: not which HTTP status came back), by one table, :data:`API_ERRORS`:
+
+=====================================================================  ===============  =========================
+the API server answered                                                outcome          what the caller does
+=====================================================================  ===============  =========================
+409 to a create (AlreadyExists)                                        ``Exists``       reads the holder, re-plans
+409 to an update (Conflict), or a JSON patch's test op failed (422)    ``Conflict``     re-plans (a JobFlow), or
+                                                                                        re-applies its change on
+                                                                                        a fresh read (the rest)
+404, or 403 with the cause NamespaceTerminating                        ``Gone``         nothing: it went
+400, 403 or 422 to a create (a webhook, an admission policy, RBAC)    ``Rejected``     tells the planner why
+429, 5xx, no answer                                                    ``Unavailable``  answers 503: retry later
+anything else                                                          the ``ApiError`` itself (a 4xx the caller
+                                                                       reports)
+=====================================================================  ===============  =========================
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from jobflow_core.vocabulary.api import ApiType
+
+if TYPE_CHECKING:
+    from kubernetes import client
+
+
+class ApiError(RuntimeError):
+    """The API server answered outside 2xx: ``status`` and ``reason`` of the answer, ``body`` its text (a Kubernetes
+    ``Status`` object, usually)."""
+
+    def __init__(self, status: int, reason: str = "", body: str | None = None) -> None:
+        super().__init__(f"{status} {reason}: {body or ''}".rstrip(": "))
+        self.status, self.reason, self.body = status, reason, body
+
+    def status_object(self) -> dict[str, Any] | None:
+        """The Kubernetes ``Status`` of the answer; None when the body is not JSON (a proxy's page, say)."""
+        try:
+            status = json.loads(self.body or "{}")
+        except ValueError:
+            return None
+        return status if isinstance(status, dict) else {}
+
+    @property
+    def message(self) -> str:
+        """The API server's own message (``jobflows.flow.volcano.sh "x" not found``), else the reason (the body,
+        when it is not JSON)."""
+        status = self.status_object()
+        if status is None:
+            return str(self.body or self.reason)
+        return status.get("message") or self.reason
+
+    def causes(self) -> list[dict[str, Any]]:
+        details = (self.status_object() or {}).get("details")
+        causes = details.get("causes") if isinstance(details, dict) else None
+        return [cause for cause in causes if isinstance(cause, dict)] if isinstance(causes, list) else []
+
+
+class Conflict(RuntimeError):
+    """Someone else changed the object first: a lost write race (409, or a failed JSON patch test)."""
+
+
+class Exists(RuntimeError):
+    """An object of that name exists already (409 AlreadyExists to a create)."""
+
+
+class Gone(RuntimeError):
+    """The object, or its whole namespace, is gone or going: there is nothing left to do with it."""
+
+
+class Rejected(RuntimeError):
+    """The API server refused to create an object: invalid (400/422, e.g. Volcano's vcjob webhook said no) or
+    forbidden (403, e.g. an admission policy or our RBAC); its message says why."""
+
+
+class Unavailable(RuntimeError):
+    """The API server could not be reached or is overloaded; the event bus should retry."""
+
+
+@dataclass(frozen=True)
+class ErrorRule:
+    when: str
+    holds: Callable[[ApiError, str], bool]
+    """Given the error and the verb (get, list, create, replace, patch, delete)."""
+    outcome: Callable[[ApiError], Exception] | None
+    """The exception to raise; None: the ApiError itself."""
+
+
+API_ERRORS: tuple[ErrorRule, ...] = (
+    ErrorRule("409 to a create: a vcjob (or Command) of that name exists", lambda e, verb: e.status == 409
+              and verb == "create", lambda e: Exists(f"already exists: {e.message}")),
+    ErrorRule("409 to an update: someone wrote first", lambda e, verb: e.status == 409,
+              lambda e: Conflict(f"conflict: {e.reason}")),
+    ErrorRule("a JSON patch's test failed: the object changed since it was read", lambda e, verb: e.status == 422
+              and verb == "patch", lambda e: Conflict(f"conflict: {e.message}")),
+    ErrorRule("404: the object is gone", lambda e, verb: e.status == 404, lambda e: Gone(e.message)),
+    ErrorRule("403 NamespaceTerminating: its namespace is going", lambda e, verb: e.status == 403
+              and any(c.get("reason") == "NamespaceTerminating" for c in e.causes()), lambda e: Gone(e.message)),
+    ErrorRule("400, 403 or 422 to a create: refused (a webhook, an admission policy, RBAC)",
+              lambda e, verb: verb == "create" and e.status in (400, 403, 422), lambda e: Rejected(e.message)),
+    ErrorRule("429 or 5xx: the API server is overloaded or failing", lambda e, verb: e.status in (0, 429)
+              or 500 <= (e.status or 0) <= 599, lambda e: Unavailable(f"API server answered {e.status} {e.reason}")),
+    ErrorRule("anything else (e.g. 403 to a read: our RBAC)", lambda e, verb: True, None),
+)
+"""The table of the module docstring, first rule that holds wins."""
+
+
+def translate(error: ApiError, verb: str) -> Exception:
+    """What the API server's ``error`` to a ``verb`` request means for the caller (:data:`API_ERRORS`)."""
+    rule = next(rule for rule in API_ERRORS if rule.holds(error, verb))
+    return rule.outcome(error) if rule.outcome else error
+
+
+METHODS = {"get": "GET", "list": "GET", "create": "POST", "replace": "PUT", "patch": "PATCH", "delete": "DELETE"}
+"""The HTTP method of each verb of :data:`API_ERRORS`."""
+
+Answered = Callable[[str, str], None]
+"""Told of each request's verb and outcome (``2xx``, the status, or ``unreachable``), for a program's metrics."""
+
+
+class Rest:
+    """Requests over one connection (:func:`apiclient.kubeconfig.connect`), each answer a dict."""
+
+    def __init__(self, api: client.ApiClient, *, answered: Answered | None = None,
+                 timeout: float | tuple[float, float] | None = None) -> None:
+        self.api = api
+        self.answered = answered
+        self.timeout = timeout
+        self.requests = 0  # API requests made, for the benchmark's "requests per event"
+
+    @property
+    def host(self) -> str:
+        """The API server's URL."""
+        return self.api.configuration.host
+
+    def request(self, method: str, path: str, path_params: dict[str, str] | None = None, *,
+                query: list[tuple[str, Any]] | None = None, body: Any = None,
+                content_type: str = "application/json", headers: dict[str, str] | None = None,
+                timeout: float | tuple[float, float] | None = None) -> dict:
+        """One request by path (``/apis/...``, ``{name}`` placeholders filled from ``path_params``); an answer
+        outside 2xx raises :class:`ApiError`, no answer at all the transport's error (urllib3's, or OSError).
+        ``timeout``: this request's, instead of the connection's."""
+        request = self.api.param_serialize(method, path, path_params=path_params or {}, query_params=query or [],
+                                           body=body, auth_settings=["BearerToken"],
+                                           header_params={"Accept": "application/json", "Content-Type": content_type,
+                                                          **(headers or {})})
+        response = self.api.call_api(*request, _request_timeout=timeout or self.timeout)
+        response.read()
+        if not 200 <= response.status <= 299:
+            text = response.data.decode("utf-8", "replace") if response.data else None
+            raise ApiError(response.status, response.reason or "", text)
+        return json.loads(response.data) if response.data else {}
+
+    def call(self, verb: str, method: str, path: str, path_params: dict[str, str] | None = None, *,
+             missing_ok: bool = False, **kwargs: Any) -> Any:
+        """:meth:`request`, counted, its errors translated by :data:`API_ERRORS`; ``verb`` is the table's (get,
+        list, create, replace, patch, delete; ``record`` for a Kubernetes Event, which no row of a create
+        concerns). ``missing_ok``: None for a 404."""
+        from urllib3.exceptions import HTTPError
+
+        self.requests += 1
+        try:
+            result = self.request(method, path, path_params, **kwargs)
+        except ApiError as error:
+            self._answered(verb, str(error.status))
+            outcome = translate(error, verb)
+            if missing_ok and isinstance(outcome, Gone) and error.status == 404:
+                return None
+            raise outcome from error
+        except (HTTPError, OSError) as error:
+            self._answered(verb, "unreachable")
+            raise Unavailable(f"API server unreachable: {error}") from error
+        self._answered(verb, "2xx")
+        return result
+
+    def custom(self, verb: str, api_type: ApiType, namespace: str | None, name: str | None = None,
+               body: Any = None, *, missing_ok: bool = False, status: bool = False,
+               query: list[tuple[str, Any]] | None = None, content_type: str = "application/json") -> Any:
+        """A request about objects of ``api_type``: of ``namespace`` (every namespace when it is None), the one
+        called ``name`` (its status subresource when ``status``)."""
+        path, params = f"/apis/{api_type.group}/{api_type.version}", {}
+        if namespace is not None:
+            path, params["namespace"] = path + "/namespaces/{namespace}", namespace
+        path += f"/{api_type.plural}"
+        if name is not None:
+            path, params["name"] = path + "/{name}" + ("/status" if status else ""), name
+        return self.call(verb, METHODS[verb], path, params, missing_ok=missing_ok, query=query, body=body,
+                         content_type=content_type)
+
+    def _answered(self, verb: str, outcome: str) -> None:
+        if self.answered is not None:
+            self.answered(verb, outcome)
