@@ -3,7 +3,7 @@
 ``POST /`` takes one CloudEvent (HTTP binary or structured mode), works out which JobFlow(s) it concerns,
 re-reads them and what they own from the API server, plans (``jobflow_core``), acts and writes the status.
 ``POST /resync`` reconciles every JobFlow that can still change. ``GET /healthz`` answers while the process is up.
-``POST /validate/jobflows`` and ``POST /validate/jobtemplates`` are the admission webhooks (``handlers.webhooks``).
+``POST /validate/jobflows`` and ``POST /validate/jobtemplates`` are the validating webhooks (``handlers.webhooks``).
 
 Replies follow the Knative delivery contract: 2xx with an empty body when done (a body carrying an event would be
 re-injected by a Broker; only our event source, which says so with the ``jobflowreply`` extension, gets a JSON

@@ -86,7 +86,7 @@ class QueueReader:
         return [raw for namespace in self.namespaces for raw in self.kube.list_jobflows(namespace)]
 
     def capacities(self, names: list[str]) -> dict[str, QueueView]:
-        """The queues ``names`` with their capacity only (no line): for the admission webhook's warnings."""
+        """The queues ``names`` with their capacity only (no line): for the validating webhook's warnings."""
         views = {}
         for name in names:
             capacity, source = self._cached(f"queue/{name}", lambda: self._capacity(name))

@@ -34,7 +34,7 @@ def _freeze_what_is_loaded(_state) -> None:
     # A review of a 2,000-flow JobFlow allocates some 100,000 objects, enough to set off the garbage collector's
     # oldest generation, which then walks every object the process holds: mostly the modules just imported (the
     # Kubernetes client alone is tens of thousands), which never become garbage. Freezing them when the app is
-    # built takes them out of every later collection; it about halves a big review's time (docs/admission.md).
+    # built takes them out of every later collection; it about halves a big review's time (docs/webhook.md).
     gc.freeze()
 
 

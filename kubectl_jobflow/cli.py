@@ -207,7 +207,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--read-only", action="store_true", help="no Retry, Suspend, Resume buttons")
 
     sub = command(commands, "validate", validate.run, "Failed to validate",
-                  "check JobFlows and JobTemplates as the admission webhook does, offline")
+                  "check JobFlows and JobTemplates as the validating webhook does, offline")
     _file(sub, required=True)
     _output(sub)
 
@@ -226,7 +226,7 @@ def _resource_commands(group, command, noun: resources.Noun, word: str) -> None:
                   f"create the {kind}s of a file" + (" (and its JobTemplates)" if noun.api_type is JOBFLOW else ""))
     _file(sub, required=True)
     sub.add_argument("--validate", type=_bool, default=True, metavar="true|false",
-                     help="run the admission webhook's checks before sending (default true)")
+                     help="run the validating webhook's checks before sending (default true)")
     if noun.api_type is JOBFLOW:
         sub.add_argument("-p", "--param", action="append", metavar="NAME=VALUE",
                          help="set a parameter the JobFlow declares (spec.parameters) for this run (repeatable)")

@@ -7,7 +7,7 @@ The flags, messages and tables are vcctl's (reference D): ``-N/--name`` (or the 
 
 * the exit status is 1 when anything failed (vcctl exits 0 after printing ``Failed to create ...``);
 * files are parsed as YAML documents, not split on the text ``---``; a file that does not parse creates nothing;
-* ``create`` runs the admission webhook's checks first (:mod:`kubectl_jobflow.validate`), so a cycle is refused
+* ``create`` runs the validating webhook's checks first (:mod:`kubectl_jobflow.validate`), so a cycle is refused
   even on clusters without the webhook (``--validate=false`` sends the object as it is);
 * ``create -f`` and ``delete -f`` take the JobTemplates and JobFlows of a file together (``kind`` decides);
 * an unsupported ``-o`` is refused, and ``describe`` of a whole namespace prints each object with its

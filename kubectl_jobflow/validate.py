@@ -1,4 +1,4 @@
-"""``validate -f FILE``: the admission webhook's checks, offline, with the webhook's messages.
+"""``validate -f FILE``: the validating webhook's checks, offline, with the webhook's messages.
 
 Each JobFlow and JobTemplate of the file is put to :func:`jobflow_core.validation.review.decide` as the API server would
 send it on CREATE, so the verdict and the text are exactly what the webhook answers (the API server prefixes it

@@ -36,7 +36,7 @@ WINDOW = 20
 
 
 @dataclass(frozen=True)
-class Run:
+class EndedJob:
     """One ended vcjob, to count in its JobTemplate's statistics."""
 
     template: str
@@ -49,7 +49,7 @@ class Run:
     cost: Cost | None = None
 
 
-def run_of(job: VcJob, *, template: str) -> Run | None:
+def ended_job(job: VcJob, *, template: str) -> EndedJob | None:
     """The run of an ended vcjob (None while it has not ended, or without the times a run needs)."""
     state = job.status.state if job.status else None
     created = job.metadata.creation_timestamp
@@ -59,13 +59,13 @@ def run_of(job: VcJob, *, template: str) -> Run | None:
     outcome = outcome_of_phase(job.phase)
     assert outcome is not None
     seconds = max(0, int((state.last_transition_time - created).total_seconds()))
-    return Run(template=template, name=job.name, uid=job.metadata.uid, outcome=outcome, seconds=seconds,
+    return EndedJob(template=template, name=job.name, uid=job.metadata.uid, outcome=outcome, seconds=seconds,
                end_time=state.last_transition_time,
                reason=(state.reason or job.phase.value) if outcome is FlowOutcome.FAILED else None,
                cost=job_cost(job, gang_of(job)))
 
 
-def record_runs(status: JobTemplateStatus | None, runs: Iterable[Run]) -> JobTemplateStatus:
+def record_runs(status: JobTemplateStatus | None, runs: Iterable[EndedJob]) -> JobTemplateStatus:
     """``status`` with ``runs`` counted, each at most once ever (see the module docstring)."""
     status = status or JobTemplateStatus()
     recent = list(status.recent_runs or ())
@@ -109,16 +109,16 @@ def _rank(ordered: list[int], q: int) -> int | None:
     return ordered[max(0, ceil(len(ordered) * q / 100) - 1)] if ordered else None
 
 
-def newly_ended(observation: "Observation") -> dict[str, list[Run]]:
+def newly_ended(observation: "Observation") -> dict[str, list[EndedJob]]:
     """By JobTemplate: the runs of the vcjobs this JobFlow's previous status did not yet record as ended."""
-    found: dict[str, list[Run]] = {}
+    found: dict[str, list[EndedJob]] = {}
     for view in observation.views:
         for attempt in view.attempts:
             job = attempt.job
             if job is None or not is_final(job.phase) or (attempt.record and is_final(attempt.record.state)):
                 continue
             template = template_of(job) or template_name(view.flow)
-            run = run_of(job, template=template)
+            run = ended_job(job, template=template)
             if run is not None:
                 found.setdefault(template, []).append(run)
     return found

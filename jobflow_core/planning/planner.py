@@ -48,7 +48,7 @@ from jobflow_core.flows.deadlines import recheck_seconds as deadline_recheck
 from jobflow_core.flows.memo import Entry, cached_record, newly_memoized
 from jobflow_core.flows.vcjobs import abort_command
 from jobflow_core.insight.eta import Forecast, estimates_of, forecast
-from jobflow_core.insight.template_stats import Run, expected_seconds, newly_ended, record_runs
+from jobflow_core.insight.template_stats import EndedJob, expected_seconds, newly_ended, record_runs
 from jobflow_core.models import (
     Estimate,
     Flow,
@@ -120,7 +120,7 @@ class UpdateTemplate:
     per vcjob created)."""
 
     name: str
-    runs: tuple[Run, ...] = ()
+    runs: tuple[EndedJob, ...] = ()
     added: tuple[str, ...] = ()
     removed: tuple[str, ...] = ()
 

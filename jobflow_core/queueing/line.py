@@ -253,7 +253,7 @@ def stages(jobflow: JobFlow, templates: Mapping[str, JobTemplate]) -> list[Stage
 
 def unschedulable(jobflow: JobFlow, *, templates: Mapping[str, JobTemplate],
                   queues: Mapping[str, QueueView]) -> list[str]:
-    """For the admission webhook: each flow of ``jobflow`` whose vcjob (its JobTemplate with the flow's patch) could
+    """For the validating webhook: each flow of ``jobflow`` whose vcjob (its JobTemplate with the flow's patch) could
     never be scheduled on its queue, and, with ``wholeFlowAdmission``, each stage of several flows that could never
     be held at once, with the numbers. Flows whose template is missing or invalid are left to the start table (they
     are blocked for that)."""

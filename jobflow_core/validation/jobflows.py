@@ -36,7 +36,7 @@ their errors are listed:
 12. each ``memoize`` (:func:`jobflow_core.flows.memo.errors`): not on a fan-out or a loop, a key that is CEL, a maxAge
     that is a duration.
 
-The admission webhook (:mod:`jobflow_core.validation.review`) rejects a JobFlow with any of these errors; the planner
+The validating webhook (:mod:`jobflow_core.validation.review`) rejects a JobFlow with any of these errors; the planner
 fails a JobFlow that slipped past it, with the same messages.
 
 Every check is linear in flows plus edges. The cycle search is the standard library's

@@ -1,4 +1,4 @@
-"""The admission webhooks' decisions, over plain JSON: an AdmissionReview in, an AdmissionReview out.
+"""The validating webhook's decisions, over plain JSON: an AdmissionReview in, an AdmissionReview out.
 
 The API server sends ``admission.k8s.io/v1`` AdmissionReviews for every CREATE and UPDATE of a JobFlow,
 JobTemplate or JobFlowTemplate (``manifests/webhook/``). :func:`review` answers one, with the same checks the planner

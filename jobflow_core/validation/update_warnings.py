@@ -3,7 +3,7 @@
 A vcjob is made once, from its JobTemplate's spec and its flow's ``patch`` as they were at that moment, and is
 never changed afterwards (neither upstream nor this engine patches or re-creates a vcjob because its JobFlow or
 JobTemplate changed). Such an update is still allowed, because it applies to the vcjobs created from then on,
-but the admission webhook says so in a warning, which kubectl prints as ``Warning: ...``:
+but the validating webhook says so in a warning, which kubectl prints as ``Warning: ...``:
 
 * a JobFlow flow whose vcjob exists and whose ``patch``, ``dependsOn`` or ``jobTemplate`` changes (the vcjob keeps
   its spec, and it has already started, whatever it now depends on);

@@ -103,7 +103,7 @@ def test_create_refuses_an_invalid_jobflow_with_the_webhooks_message_and_sends_n
 def test_create_with_validate_false_leaves_the_decision_to_the_api_server(cli, namespace: str, tmp_path) -> None:
     code, out, err = cli("create", "-f", write(tmp_path, CYCLE), "-n", namespace, "--validate=false")
 
-    # Without our admission webhook installed the API server admits it; with it, the server's denial is shown.
+    # Without our validating webhook installed the API server admits it; with it, the server's denial is shown.
     assert (code, out, err) == (0, f"Created JobFlow: {namespace}/loop\n", "") or \
         (code == 1 and err.startswith("Failed to create JobFlow: ") and "--validate=false" not in err)
 

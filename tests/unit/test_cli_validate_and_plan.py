@@ -1,4 +1,4 @@
-"""``validate`` gives the admission webhook's verdict offline; ``plan --local`` the planner's, creating nothing."""
+"""``validate`` gives the validating webhook's verdict offline; ``plan --local`` the planner's, creating nothing."""
 
 import io
 import json

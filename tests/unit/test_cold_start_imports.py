@@ -1,7 +1,7 @@
 """A cold start imports only what reconciling an event needs (docs/knative.md, "Cold start and memory").
 
 Scaled to zero, the handler pays its imports on every wake, before the first event is answered. What only some
-requests need is imported when one first needs it: the admission webhooks' core, the CloudEvents envelope (for
+requests need is imported when one first needs it: the validating webhook's core, the CloudEvents envelope (for
 ``K_CE_OVERRIDES``, only with a ``K_SINK``), CEL (only for a ``when`` condition), the thread pool of HTTP/TCP probes,
 and what only JobFlowTemplates need (their runs, schedules, cron expressions, triggers and models). Each check runs
 in a fresh interpreter, as gunicorn's worker starts.

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from jobflow_core import plan
-from jobflow_core.insight.template_stats import record_runs, run_of
+from jobflow_core.insight.template_stats import record_runs, ended_job
 from jobflow_core.models import Cost, VcJobPhase
 from jobflow_core.vocabulary.api import GANG_REQUESTS
 from scenario import T0, jobflow, templates_for, vcjob
@@ -40,7 +40,7 @@ def test_a_vcjob_that_has_not_ended_or_never_ran_costs_nothing_yet():
 
 
 def test_a_template_adds_up_the_cost_of_each_run_once_even_when_it_is_replayed():
-    run = run_of(ended("a", ran_from=10, ended_at=40), template="a")
+    run = ended_job(ended("a", ran_from=10, ended_at=40), template="a")
     once = record_runs(None, [run])
     assert once.cost == Cost(cpu_seconds=240.0, memory_gib_seconds=120.0, gpu_seconds=60.0)
     assert record_runs(once, [run]).cost == once.cost

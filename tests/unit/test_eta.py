@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from jobflow_core import plan
-from jobflow_core.insight.template_stats import Run, record_runs
+from jobflow_core.insight.template_stats import EndedJob, record_runs
 from jobflow_core.models import VcJobPhase
 from jobflow_core.vocabulary.phase import FlowOutcome
 from scenario import T0, Cluster, jobflow, template
@@ -27,7 +27,7 @@ MEDIANS = {"a": 60, "b": 120, "c": 300, "d": 30, "e": 60, "alarm": 10}
 
 def ran(name: str, seconds: int):
     """A JobTemplate whose earlier runs took ``seconds`` (its median)."""
-    runs = [Run(template=name, name=f"old-{name}-{i}", uid=f"{name}-{i}", outcome=FlowOutcome.SUCCEEDED,
+    runs = [EndedJob(template=name, name=f"old-{name}-{i}", uid=f"{name}-{i}", outcome=FlowOutcome.SUCCEEDED,
                 seconds=seconds, end_time=T0 - timedelta(days=1, minutes=i)) for i in range(3)]
     made = template(name)
     return made.model_copy(update={"status": record_runs(None, runs)})

@@ -26,7 +26,7 @@ from devcluster.processes import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 KUSTOMIZATIONS = ("manifests", "manifests/dashboard")
-"""The kustomizations of plain objects (the webhook's has tests of its own: test_admission_manifests.py)."""
+"""The kustomizations of plain objects (the webhook's has tests of its own: test_webhook_manifests.py)."""
 
 
 def installed(kustomization: str = "manifests") -> dict[tuple[str, str], dict]:

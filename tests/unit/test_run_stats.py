@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jobflow_core import observe
-from jobflow_core.insight.template_stats import WINDOW, Run, newly_ended, record_runs
+from jobflow_core.insight.template_stats import WINDOW, EndedJob, newly_ended, record_runs
 from jobflow_core.models import VcJobPhase
 from jobflow_core.vocabulary.phase import FlowOutcome
 from scenario import T0, Cluster, jobflow
@@ -16,8 +16,8 @@ from scenario import T0, Cluster, jobflow
 P = VcJobPhase
 
 
-def run(i: int, *, failed: bool = False, seconds: int = 10) -> Run:
-    return Run(template="train", name=f"f-train-{i}", uid=f"uid-{i}",
+def run(i: int, *, failed: bool = False, seconds: int = 10) -> EndedJob:
+    return EndedJob(template="train", name=f"f-train-{i}", uid=f"uid-{i}",
                outcome=FlowOutcome.FAILED if failed else FlowOutcome.SUCCEEDED, seconds=seconds,
                end_time=T0 + timedelta(minutes=i), reason="PodFailed" if failed else None)
 

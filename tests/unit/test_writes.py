@@ -14,7 +14,7 @@ from apiclient.rest import Conflict
 from handlers.writes import MAX_ATTEMPTS, REMEMBERED_TEMPLATES, Replan, Writes, rewrite
 from jobflow_core import UpdateTemplate
 from jobflow_core.flows.memo import Entry, entries_of
-from jobflow_core.insight.template_stats import Run
+from jobflow_core.insight.template_stats import EndedJob
 from jobflow_core.models import FlowState, JobFlowStatus
 from jobflow_core.planning import notifications
 from jobflow_core.vocabulary.api import JOBFLOW, JOBTEMPLATE, MEMO_CACHE
@@ -150,8 +150,8 @@ def test_notifications_the_sink_took_are_removed_again_from_a_fresh_read_when_an
     assert written == kube.stored(JOBFLOW, NS, "f")
 
 
-def run(i: int) -> Run:
-    return Run(template="t", name=f"f{i}-t", uid=f"uid-{i}", outcome=FlowOutcome.SUCCEEDED, seconds=float(i),
+def run(i: int) -> EndedJob:
+    return EndedJob(template="t", name=f"f{i}-t", uid=f"uid-{i}", outcome=FlowOutcome.SUCCEEDED, seconds=float(i),
                end_time=T0, reason=None)
 
 

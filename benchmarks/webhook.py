@@ -13,8 +13,8 @@ Measured, each many times (p50 / p99 / max):
 4. the validation core at other sizes (linear), and a faithful model of upstream's ``IsDAG`` (a path search from
    every vertex that unmarks on backtrack) counting its calls at small sizes, to show its growth (×4 per layer).
 
-Run: ``.venv/bin/python -m benchmarks.admission [--flows 2000] [--repeat 200] [--no-cluster]``.
-Writes ``benchmarks/results/admission.json``. A benchmark, not a test: nothing here asserts a time.
+Run: ``.venv/bin/python -m benchmarks.webhook [--flows 2000] [--repeat 200] [--no-cluster]``.
+Writes ``benchmarks/results/webhook.json``. A benchmark, not a test: nothing here asserts a time.
 """
 
 from __future__ import annotations
@@ -303,7 +303,7 @@ def main() -> None:
     print(table(["flows", "ours: validate p50 ms"], [[k, v["p50"]] for k, v in ours.items()]))
     print(table(["flows", "upstream IsDAG calls", "ms"],
                 [[k, v["calls"], v["ms"]] for k, v in results["growth"]["upstream IsDAG model by flows"].items()]))
-    print(f"written to {write_result('admission', results)}")
+    print(f"written to {write_result('webhook', results)}")
 
 
 if __name__ == "__main__":

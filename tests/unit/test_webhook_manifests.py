@@ -2,7 +2,7 @@
 
 The registration calls paths the app answers, through the Service, which reaches the port gunicorn serves TLS on,
 with the certificate from the Secret that make-cert.sh (or cert-manager) makes for the Service's name.
-(tests/cluster/test_admission.py runs make-cert.sh and the webhook against the real API server.)
+(tests/cluster/test_webhook.py runs make-cert.sh and the webhook against the real API server.)
 """
 
 from __future__ import annotations
