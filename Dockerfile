@@ -13,10 +13,11 @@ ARG BASE=python:3.11-slim
 FROM ${BASE} AS build
 WORKDIR /src
 COPY pyproject.toml ./
-# Every package the four programs import (handlers/kube.py and eventsource/__main__.py import apiclient; the
-# dashboard imports kubectl_jobflow, for its cluster connection and the CLI's views, and eventsource, for its watches).
+# Every package the four programs import: the core, the client layer below all of them (apiclient) and what the
+# command line and the dashboard both show (display).
 COPY jobflow_core ./jobflow_core
 COPY apiclient ./apiclient
+COPY display ./display
 COPY handlers ./handlers
 COPY eventsource ./eventsource
 COPY kubectl_jobflow ./kubectl_jobflow

@@ -87,3 +87,20 @@ def test_not_root_with_every_tool_only_asks_for_root(monkeypatch: pytest.MonkeyP
         image.ensure_image(log=lambda line: None)
 
     assert "needs root" in str(error.value) and "apt-get" not in str(error.value)
+
+
+def test_the_image_holds_every_package_the_programs_import():
+    """The image's build context and stages hold every package of ``.importlinter`` (the programs and all they
+    import of this repository): a package left out installs without error and fails only when a pod imports it."""
+    import configparser
+    from pathlib import Path
+
+    repo = Path(__file__).parents[2]
+    contracts = configparser.ConfigParser()
+    contracts.read(repo / ".importlinter")
+    packages = contracts["importlinter"]["root_packages"].split()
+    dockerfile = (repo / "Dockerfile").read_text().splitlines()
+    allowed = (repo / ".dockerignore").read_text().splitlines()
+    for package in packages:
+        assert f"COPY {package} ./{package}" in dockerfile, f"the Dockerfile does not COPY {package}"
+        assert f"!{package}/" in allowed, f".dockerignore leaves {package}/ out of the build context"
