@@ -6,7 +6,7 @@ JobFlowTemplate page) draws them from the JSON of :mod:`dashboard.pages` and kee
 whenever it changed, or a comment every :data:`KEEPALIVE` seconds so proxies keep the connection. No asset comes
 from anywhere but this app.
 
-**Actions** (retry, suspend, resume: :mod:`kubectl_jobflow.control`, as the command line does them) exist only
+**Actions** (retry, suspend, resume: :mod:`apiclient.steering`, as the command line makes them) exist only
 where a user identity exists: ``kubectl jobflow dashboard`` acts with the user's own kubeconfig; behind an
 authenticating proxy (``user_header``) each action impersonates the user the proxy names. Otherwise (the
 in-cluster Deployment) the app is read-only: no buttons, and every POST is answered 403. A POST must come from a

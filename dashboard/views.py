@@ -1,7 +1,7 @@
 """What each page shows, as JSON: pure functions of the objects the store holds and the clock.
 
-The facts are the command line's (:mod:`display.facts` for a JobFlow's flows, waits, forecasts and
-fan-out counts; :mod:`kubectl_jobflow.timeline` for the Gantt chart and its critical path), so the page and
+The facts are the command line's (:mod:`display.facts` for a JobFlow's flows, waits, forecasts and fan-out
+counts; :mod:`display.timeline` for the Gantt chart and its critical path), so the page and
 ``kubectl jobflow status`` never disagree. What is added here is where things go: :mod:`display.layout`
 places the nodes, and a state's colour, glyph and words come from :data:`STATES` (colour is never the only sign).
 """
