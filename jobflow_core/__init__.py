@@ -36,6 +36,13 @@ The shared words (:mod:`~jobflow_core.vocabulary`):
 * :mod:`~jobflow_core.vocabulary.resources`: what a vcjob's gang requests at once, in Kubernetes quantities.
 * :mod:`~jobflow_core.vocabulary.kube_events`: the Kubernetes Events a plan records, and every reason word.
 
+CEL (:mod:`~jobflow_core.cel`):
+
+* :mod:`~jobflow_core.cel`: CEL as Kubernetes users write it: their libraries, a cost limit, the functions called.
+* :mod:`~jobflow_core.cel.library`: the functions of Kubernetes' CEL libraries (strings, lists, regex, quantity).
+* :mod:`~jobflow_core.cel.budget`: when an evaluation is stopped: a budget of steps, as Kubernetes limits a cost.
+* :mod:`~jobflow_core.cel.calls`: which functions an expression calls, and which of them the engine does not have.
+
 One flow (:mod:`~jobflow_core.flows`):
 
 * :mod:`~jobflow_core.flows`: what one flow's spec asks for, and the vcjob it makes.

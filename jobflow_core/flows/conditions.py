@@ -96,22 +96,34 @@ CACHED_PROGRAMS = 64
 
 @lru_cache(maxsize=CACHED_PROGRAMS)
 def _program(expression: str) -> Any:
-    import celpy  # here: a JobFlow without conditions never pays for loading the CEL implementation
-
-    environment = celpy.Environment()
-    return environment.program(environment.compile(expression))
-
-
-def compile_error(expression: str) -> str | None:
-    """Why ``expression`` is not CEL, or None when it compiles."""
+    # Imported here: a JobFlow without conditions never pays for loading the CEL implementation.
     import celpy
 
+    from jobflow_core.cel.budget import BudgetedRunner
+    from jobflow_core.cel.library import FUNCTIONS
+
+    environment = celpy.Environment(runner_class=BudgetedRunner)
+    return environment.program(environment.compile(expression), functions=FUNCTIONS)
+
+
+@lru_cache(maxsize=CACHED_PROGRAMS)
+def compile_error(expression: str) -> str | None:
+    """Why ``expression`` is not CEL the engine can run (a syntax error, a function it does not have), or None."""
+    import celpy
+
+    from jobflow_core.cel.calls import unknown
+    from jobflow_core.cel.library import FUNCTIONS
+
     try:
-        _program(expression)
+        program = _program(expression)
     except celpy.CELParseError as error:
         lines = str(error).splitlines()
         where = f" at column {lines[1].index('^') + 1}" if len(lines) > 1 and "^" in lines[1] else ""
         return f"a CEL syntax error{where} of {expression!r}"
+    problems = unknown(program.ast, available=FUNCTIONS)
+    if problems:
+        return (f"{'; '.join(problems)} in {expression!r} (besides CEL's standard functions, those of Kubernetes' "
+                f"CEL libraries are: {', '.join(sorted(FUNCTIONS))})")
     return None
 
 
@@ -119,31 +131,35 @@ def evaluate(expression: str, *, variables: Mapping[str, Any]) -> Verdict:
     """The value of the condition ``expression`` over ``variables`` (plain JSON values)."""
     import celpy
 
-    try:
-        value = _program(expression).evaluate(celpy.json_to_cel(dict(variables)))
-    except celpy.CELParseError:
-        return Verdict(holds=False, error=f"it is not CEL: {compile_error(expression)}")
-    except celpy.CELEvalError as error:
-        return Verdict(holds=False, error=f"it cannot be evaluated: {_first_line(error)}")
-    if isinstance(value, celpy.CELEvalError):
-        return Verdict(holds=False, error=f"it cannot be evaluated: {_first_line(value)}")
+    value, error = _run(expression, variables, prefix="it ")
+    if error is not None:
+        return Verdict(holds=False, error=error)
     if not isinstance(value, celpy.celtypes.BoolType):
         return Verdict(holds=False, error=f"it gives {type(value).__name__} {value}, not a bool")
     return Verdict(holds=bool(value))
 
 
 def _run(expression: str, variables: Mapping[str, Any], *, prefix: str) -> tuple[Any, str | None]:
-    """The CEL value of ``expression`` over ``variables``, or None and why there is none (``prefix`` starts it)."""
+    """The CEL value of ``expression`` over ``variables``, or None and why there is none, in one sentence a user
+    can act on (``prefix`` starts it); never the evaluator's internals."""
     import celpy
 
+    from jobflow_core.cel.budget import BudgetExceeded
+
+    problem = compile_error(expression)
+    if problem is not None:
+        return None, f"{prefix}is not CEL the engine can run: {problem}"
     try:
         value = _program(expression).evaluate(celpy.json_to_cel(dict(variables)))
-    except celpy.CELParseError:
-        return None, f"{prefix}is not CEL: {compile_error(expression)}"
+    except BudgetExceeded as error:
+        return None, f"{prefix}was stopped: {error}; simplify it"
     except celpy.CELEvalError as error:
-        return None, f"{prefix}cannot be evaluated: {_first_line(error)}"
+        return None, f"{prefix}cannot be evaluated: {_reason(error)}"
+    except Exception as error:  # noqa: BLE001 - celpy lets Python's own errors through (a malformed macro, a min of
+        # values that do not compare): an expression's fault, never the handler's
+        return None, f"{prefix}cannot be evaluated: {type(error).__name__}: {_first_line(error)}"
     if isinstance(value, celpy.CELEvalError):
-        return None, f"{prefix}cannot be evaluated: {_first_line(value)}"
+        return None, f"{prefix}cannot be evaluated: {_reason(value)}"
     return value, None
 
 
@@ -193,3 +209,11 @@ def _plain(value: Any) -> Any:
 def _first_line(error: Exception) -> str:
     reason = error.args[0] if error.args else error
     return str(reason).splitlines()[0][:300]
+
+
+_ACTIVATION = re.compile(r" \(in activation .*", re.DOTALL)
+
+
+def _reason(error: Exception) -> str:
+    """A CEL error's message without celpy's dump of the variables (``(in activation 'Activation(...)')``)."""
+    return _ACTIVATION.sub("", _first_line(error))
