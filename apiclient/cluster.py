@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from apiclient.kubeconfig import ConnectError, connect, contexts, kubeconfig_files
-from apiclient.rest import ApiError, Rest
+from apiclient.rest import STRICT, ApiError, Rest
 from jobflow_core.vocabulary.api import JOBFLOW, VCJOB, ApiType
 from jobflow_core.vocabulary.naming import jobs_of_jobflow_selector
 
@@ -84,7 +84,7 @@ class Cluster:
         return acting
 
     def _call(self, method: str, path: str, *, query: list[tuple[str, Any]] | None = None, body: Any = None,
-              content_type: str = "application/json", timeout: float | None = None) -> Any:
+              content_type: str = "application/json", timeout: float | tuple[float, float] | None = None) -> Any:
         from urllib3.exceptions import HTTPError
 
         try:
@@ -136,12 +136,24 @@ class Cluster:
         return self._call("GET", self._path(api_type, namespace), query=query)
 
     def create(self, api_type: ApiType, namespace: str, body: dict) -> dict:
-        return self._call("POST", self._path(api_type, namespace), body=body)
+        """Create an object, asking for strict field validation as kubectl does: a field the schema does not have
+        is refused (``strict decoding error: unknown field ...``), never silently dropped."""
+        return self._call("POST", self._path(api_type, namespace), body=body, query=STRICT)
 
     def merge_patch(self, api_type: ApiType, namespace: str, name: str, patch: dict) -> dict:
-        """Apply a JSON merge patch (RFC 7386), as ``kubectl patch --type=merge`` does."""
+        """Apply a JSON merge patch (RFC 7386), as ``kubectl patch --type=merge`` does (strict, as :meth:`create`)."""
         return self._call("PATCH", self._path(api_type, namespace, name), body=patch,
-                          content_type="application/merge-patch+json")
+                          content_type="application/merge-patch+json", query=STRICT)
+
+    def crd(self, name: str, *, timeout: tuple[float, float] | None = None) -> dict | None:
+        """The CustomResourceDefinition ``name``, or None when there is none."""
+        try:
+            return self._call("GET", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}",
+                              timeout=timeout)
+        except KubeError as error:
+            if error.status == 404:
+                return None
+            raise
 
     def delete(self, api_type: ApiType, namespace: str, name: str) -> dict:
         return self._call("DELETE", self._path(api_type, namespace, name))

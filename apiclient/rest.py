@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from jobflow_core.vocabulary.api import ApiType
 
@@ -121,6 +121,10 @@ def translate(error: ApiError, verb: str) -> Exception:
     rule = next(rule for rule in API_ERRORS if rule.holds(error, verb))
     return rule.outcome(error) if rule.outcome else error
 
+
+STRICT: Final = [("fieldValidation", "Strict")]
+"""The query of a write that asks for strict field validation, as kubectl does (since 1.27): a field the schema does
+not have is refused (``strict decoding error: unknown field ...``), never silently dropped."""
 
 METHODS = {"get": "GET", "list": "GET", "create": "POST", "replace": "PUT", "patch": "PATCH", "delete": "DELETE"}
 """The HTTP method of each verb of :data:`API_ERRORS`."""

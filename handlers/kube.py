@@ -17,7 +17,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from apiclient.kubeconfig import connect
-from apiclient.rest import Exists, Rest
+from apiclient.rest import STRICT, Exists, Rest
 from handlers import metrics
 from jobflow_core.vocabulary.api import COMMAND, JOBFLOW, JOBFLOWTEMPLATE, JOBTEMPLATE, QUEUE, VCJOB, ApiType
 
@@ -64,8 +64,9 @@ class KubeApi:
         return self._custom("list", JOBFLOW, namespace, query=[("labelSelector", label_selector)]).get("items", [])
 
     def create_jobflow(self, body: dict) -> dict:
-        """Create a JobFlow (a run); raises Exists when one of that name is there already."""
-        return self._custom("create", JOBFLOW, body["metadata"]["namespace"], body=body)
+        """Create a JobFlow (a run); raises Exists when one of that name is there already, Rejected when it holds a
+        field the CRD does not have (strict field validation: refused, never silently dropped)."""
+        return self._custom("create", JOBFLOW, body["metadata"]["namespace"], body=body, query=STRICT)
 
     def delete_jobflow(self, namespace: str, name: str) -> None:
         """Delete a JobFlow and, through their owner references, its vcjobs; gone already is as good."""
@@ -105,8 +106,9 @@ class KubeApi:
 
     def create_vcjob(self, body: dict) -> None:
         """Create a vcjob; raises Exists when one of that name is there already (the caller checks whose it is),
-        Rejected with the API server's message when it is refused."""
-        self._custom("create", VCJOB, body["metadata"]["namespace"], body=body)
+        Rejected with the API server's message when it is refused (a field Volcano's CRD does not have included:
+        strict field validation)."""
+        self._custom("create", VCJOB, body["metadata"]["namespace"], body=body, query=STRICT)
 
     def create_command(self, body: dict) -> None:
         """Create a Volcano Command; one of that name existing already is as good (its name says what it does)."""
@@ -180,6 +182,15 @@ class KubeApi:
         }
         self._call("record", "POST", "/api/v1/namespaces/{namespace}/events", {"namespace": meta["namespace"]},
                    body=body)
+
+
+class WebhookApi(KubeApi):
+    """The validating webhook's reads beyond the handler's (ClusterRole ``jobflow-admission``, not the handler's)."""
+
+    def get_crd(self, name: str) -> dict | None:
+        """The CustomResourceDefinition ``name`` (Volcano's vcjob CRD, for its schema), None when there is none."""
+        return self._call("get", "GET", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}",
+                          {"name": name}, missing_ok=True)
 
 
 _shared: Connection | None = None

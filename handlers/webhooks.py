@@ -7,12 +7,13 @@ AdmissionReview, is answered 400 with a JSON error saying why (the API server th
 ``failurePolicy``); nothing a client sends makes these routes answer 500.
 
 The API server only calls webhooks over HTTPS: serve the app with TLS (gunicorn ``--certfile``/``--keyfile``,
-as ``manifests/webhook/`` does). The decision needs no API access. A JobFlow that is allowed also gets a
+as ``manifests/webhook/`` does). The decision needs no API access but one read (below). A JobFlow that is allowed also gets a
 warning for each flow whose vcjob could never be scheduled on its Volcano queue (its gang asks more than the queue's
 capability, or all nodes' allocatable; with ``wholeFlowAdmission``, a stage of several gangs it can never hold at
 once): for that the route reads the namespace's JobTemplates, the queues and the nodes (:mod:`handlers.queues`, as
 the read-only ClusterRole ``jobflow-admission`` allows), and when it cannot, it warns of nothing and logs why, at
-WARNING the first time (an install without that role would otherwise never warn, and never say so). A warning, not
+WARNING the first time. To check the vcjob specs inside an object for unknown fields it reads Volcano's vcjob CRD
+(its schema, every five minutes at most); without it, those fields are not checked (logged the same way) (an install without that role would otherwise never warn, and never say so). A warning, not
 a refusal: upstream accepts such a JobFlow, the queue or the nodes may grow, and the engine blocks the flow at run
 time anyway (``Unschedulable``).
 """
@@ -22,11 +23,17 @@ from __future__ import annotations
 import gc
 import json
 import logging
+import time
+from collections.abc import Mapping
+from typing import Any
 
 from flask import Blueprint, current_app, jsonify, request
 
 log = logging.getLogger("handlers.webhooks")
 bp = Blueprint("admission", __name__)
+
+SCHEMA_SECONDS = 300.0
+"""How long the vcjob CRD's schema read is used before it is read again (Volcano may be upgraded under us)."""
 
 
 @bp.record_once
@@ -44,7 +51,7 @@ def validate(resource: str):
     from jobflow_core.validation.review import KINDS, BadReview, review
 
     try:
-        answer = review(json.loads(request.get_data()), kind=KINDS[resource])
+        answer = review(json.loads(request.get_data()), kind=KINDS[resource], vcjob_spec=_vcjob_spec())
     # JSONDecodeError and UnicodeDecodeError for a body that is not JSON; RecursionError is the json module's
     # answer to absurdly deep nesting.
     except (BadReview, json.JSONDecodeError, UnicodeDecodeError, RecursionError) as error:
@@ -58,6 +65,35 @@ def validate(resource: str):
         if warnings:
             outcome["warnings"] = [*(outcome.get("warnings") or ()), *warnings]
     return jsonify(answer)
+
+
+def _vcjob_spec() -> Mapping[str, Any] | None:
+    """Volcano's schema of a vcjob's spec, from the cluster's own CRD (the Volcano that will run the vcjobs), read at
+    most every :data:`SCHEMA_SECONDS`; None when it cannot be read: the vcjob specs are then not checked for unknown
+    fields (and the first time, it is logged why). ``VCJOB_SPEC_SCHEMA`` in the app's config gives it instead."""
+    from handlers.kube import WebhookApi, shared_client
+    from jobflow_core.validation.fields import VCJOB_CRD, vcjob_spec_schema
+
+    if "VCJOB_SPEC_SCHEMA" in current_app.config:
+        return current_app.config["VCJOB_SPEC_SCHEMA"]
+    read = current_app.extensions.get("jobflow-vcjob-schema")
+    if read is not None and time.monotonic() - read[0] < SCHEMA_SECONDS:
+        return read[1]
+    schema = None
+    try:
+        kube = current_app.config.get("KUBE") or WebhookApi(shared_client())
+        schema = vcjob_spec_schema(kube.get_crd(VCJOB_CRD))
+        if schema is None:
+            raise LookupError(f"the cluster has no CRD {VCJOB_CRD} with a v1alpha1 schema (is Volcano installed?)")
+    except Exception as error:  # noqa: BLE001 - a check we cannot make is no reason to fail a review
+        said = current_app.extensions.setdefault("jobflow-vcjob-schema-unread", [])
+        (log.info if said else log.warning)(
+            "the webhook cannot read %s (%s), so it does not check vcjob specs for unknown fields: give its "
+            "ServiceAccount the ClusterRole jobflow-admission (manifests/webhook/base/admission.yaml)", VCJOB_CRD,
+            f"{type(error).__name__}: {error}")
+        said.append(error)
+    current_app.extensions["jobflow-vcjob-schema"] = (time.monotonic(), schema)
+    return schema
 
 
 def _capacity_warnings(body: dict) -> list[str]:

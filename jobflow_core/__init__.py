@@ -87,6 +87,8 @@ May it be stored (:mod:`~jobflow_core.validation`):
 
 * :mod:`~jobflow_core.validation`: may this object be stored: the three kinds, update warnings, the webhook's
   answer.
+* :mod:`~jobflow_core.validation.fields`: which fields of an object its schema does not have, by path, with the
+  nearest known name.
 * :mod:`~jobflow_core.validation.jobflows`: whether a JobFlow spec is a DAG of well-named flows with well-formed
   probes.
 * :mod:`~jobflow_core.validation.jobtemplates`: whether a JobTemplate would make a vcjob Volcano accepts.

@@ -7,9 +7,12 @@ The flags, messages and tables are vcctl's (reference D): ``-N/--name`` (or the 
 
 * the exit status is 1 when anything failed (vcctl exits 0 after printing ``Failed to create ...``);
 * files are parsed as YAML documents, not split on the text ``---``; a file that does not parse creates nothing;
-* ``create`` runs the validating webhook's checks first (:mod:`kubectl_jobflow.validate`), so a cycle is refused
-  even on clusters without the webhook (``--validate=false`` sends the object as it is);
+* ``create`` runs the validating webhook's checks first (:mod:`kubectl_jobflow.validate`), so a cycle or an unknown
+  field is refused even on clusters without the webhook (``--validate=false`` sends the object as it is), and asks
+  the API server for strict field validation, as kubectl does: a field the CRD does not have is refused, never
+  dropped;
 * ``create -f`` and ``delete -f`` take the JobTemplates and JobFlows of a file together (``kind`` decides);
+  ``create -f`` takes JobFlowTemplates too;
 * an unsupported ``-o`` is refused, and ``describe`` of a whole namespace prints each object with its
   ``apiVersion`` and ``kind``, as YAML documents separated by ``---``.
 """
@@ -22,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from apiclient.cluster import KubeError
 from display.times import age
-from jobflow_core.vocabulary.api import JOBFLOW, JOBTEMPLATE, ApiType
+from jobflow_core.vocabulary.api import JOBFLOW, JOBFLOWTEMPLATE, JOBTEMPLATE, ApiType
 from jobflow_core.vocabulary.naming import job_name
 from kubectl_jobflow import documents, run_options, validate
 from kubectl_jobflow.errors import CommandError
@@ -71,19 +74,25 @@ NOUNS = {
 }
 
 
+CREATED = {api_type.kind: api_type for api_type in (JOBFLOW, JOBTEMPLATE, JOBFLOWTEMPLATE)}
+"""The kinds ``create -f`` sends, by ``kind``."""
+
+
 def create(ctx: Context, noun: Noun) -> int:
-    docs = _documents(ctx, noun)
+    docs = _documents(ctx, noun, also=(JOBFLOWTEMPLATE.kind,))
     params = run_options.parse_parameters(getattr(ctx.args, "param", None))
     generate_name = bool(getattr(ctx.args, "generate_name", False))
+    holding = ctx.args.validate and any(validate.holds_vcjob_spec(doc.body) for doc in docs)
+    schema = validate.vcjob_spec(ctx)[0] if holding else None
     failed = 0
     for doc in docs:
-        api_type = NOUNS[doc.kind or noun.api_type.kind].api_type
+        api_type = CREATED[doc.kind or noun.api_type.kind]
         body = {"apiVersion": api_type.api_version, "kind": api_type.kind, **doc.with_namespace(ctx.namespace)}
         namespace = body["metadata"]["namespace"]
         try:
             if api_type is JOBFLOW:
                 body = run_options.apply(body, params=params, generate_name=generate_name)
-            problems = validate.problems(run_options.as_validated(body), namespace=namespace) \
+            problems = validate.problems(run_options.as_validated(body), namespace=namespace, vcjob_spec=schema) \
                 if ctx.args.validate else []
             if problems:
                 raise CommandError(f"{doc.source}: {'; '.join(problems)} (or skip this check with --validate=false)")
@@ -158,12 +167,13 @@ def _name(ctx: Context, missing: str) -> str:
     return name
 
 
-def _documents(ctx: Context, noun: Noun) -> list[documents.Document]:
-    """The documents of ``-f``, every one of a kind this command handles (or no kind: ``noun``'s, as vcctl)."""
+def _documents(ctx: Context, noun: Noun, *, also: tuple[str, ...] = ()) -> list[documents.Document]:
+    """The documents of ``-f``, every one of a kind this command handles (or no kind: ``noun``'s, as vcctl);
+    ``also``: more kinds the JobFlow command takes."""
     if not ctx.args.file:
         raise CommandError("no file given: pass -f FILE (or -f - for standard input)")
     docs = documents.read(ctx.args.file)
-    accepted = (JOBFLOW.kind, JOBTEMPLATE.kind) if noun.api_type is JOBFLOW else (JOBTEMPLATE.kind,)
+    accepted = (JOBFLOW.kind, JOBTEMPLATE.kind, *also) if noun.api_type is JOBFLOW else (JOBTEMPLATE.kind,)
     wrong = [doc for doc in docs if doc.kind is not None and doc.kind not in accepted]
     if wrong:
         kinds = " or ".join(accepted)

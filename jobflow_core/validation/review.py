@@ -7,7 +7,11 @@ uses, so what the webhook rejects and what the planner fails are one set of rule
 * JobFlows: :func:`jobflow_core.validation.jobflows.validate` (a DAG of defined, unique, well-named flows; probes);
 * JobTemplates: :func:`jobflow_core.validation.jobtemplates.validate_template` (Volcano's vcjob rules);
 * JobFlowTemplates: :func:`jobflow_core.validation.jobflowtemplates.validate_jobflowtemplate` (the schedule, the
-  time zone, the triggers and the JobFlow each run would be).
+  time zone, the triggers and the JobFlow each run would be);
+* all three: no unknown field (:func:`jobflow_core.validation.fields.unknown_fields`), where the API server cannot
+  see (a subtree the CRD keeps as it is: a JobFlowTemplate's ``jobFlow.spec``, a vcjob spec when ``vcjob_spec``,
+  Volcano's schema of it, is given) and where it can (it has dropped those before the webhook sees the object, unless
+  the client asked for strict field validation, which then refused them: kubectl does).
 
 A request is allowed when the object has no error. A denial carries ``status.code`` 422 and ``reason: Invalid``
 and a message listing the problems (the first :data:`MAX_LISTED`), each with what to do; the API server prefixes
@@ -33,6 +37,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from jobflow_core.models import JobFlow, JobFlowTemplate, JobTemplate
+from jobflow_core.validation.fields import unknown_fields
 from jobflow_core.validation.jobflows import SpecError, validate
 from jobflow_core.validation.jobflowtemplates import validate_jobflowtemplate
 from jobflow_core.validation.jobtemplates import validate_template
@@ -85,8 +90,9 @@ KINDS = {reviewed.api_type.plural: reviewed for reviewed in (JOBFLOW, JOBTEMPLAT
 """By resource (plural), as in the webhook paths ``/validate/<resource>``."""
 
 
-def review(body: object, *, kind: Reviewed) -> dict[str, Any]:
-    """The AdmissionReview answering ``body`` (already decoded from JSON); raises :class:`BadReview`."""
+def review(body: object, *, kind: Reviewed, vcjob_spec: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The AdmissionReview answering ``body`` (already decoded from JSON); raises :class:`BadReview`.
+    ``vcjob_spec``: Volcano's schema of a vcjob's spec, to check the vcjob specs inside (none: not checked)."""
     if not isinstance(body, Mapping):
         raise BadReview(f"an AdmissionReview is a JSON object, not {type(body).__name__}")
     api_version = body.get("apiVersion")
@@ -101,7 +107,7 @@ def review(body: object, *, kind: Reviewed) -> dict[str, Any]:
     uid = request.get("uid")
     if not isinstance(uid, str) or not uid:
         raise BadReview("the AdmissionReview request has no uid")
-    verdict = decide(request, kind=kind)
+    verdict = decide(request, kind=kind, vcjob_spec=vcjob_spec)
     response: dict[str, Any] = {"uid": uid, "allowed": verdict.allowed}
     if not verdict.allowed:
         response["status"] = {"code": INVALID, "reason": "Invalid", "message": verdict.message}
@@ -110,8 +116,9 @@ def review(body: object, *, kind: Reviewed) -> dict[str, Any]:
     return {"apiVersion": api_version, "kind": "AdmissionReview", "response": response}
 
 
-def decide(request: Mapping[str, Any], *, kind: Reviewed) -> Verdict:
-    """Allow or deny one AdmissionReview ``request`` for an object of ``kind``."""
+def decide(request: Mapping[str, Any], *, kind: Reviewed, vcjob_spec: Mapping[str, Any] | None = None) -> Verdict:
+    """Allow or deny one AdmissionReview ``request`` for an object of ``kind`` (``vcjob_spec``: as for
+    :func:`review`)."""
     operation = request.get("operation")
     if operation not in CHECKED_OPERATIONS:
         return Verdict(allowed=True)
@@ -132,7 +139,7 @@ def decide(request: Mapping[str, Any], *, kind: Reviewed) -> Verdict:
         new = _parse(kind, new_raw, namespace)
     except ValidationError as error:
         return Verdict(allowed=False, message=_unreadable(kind, error))
-    errors = kind.check(new)
+    errors = [*unknown_fields(new_raw, kind.model, vcjob_spec=vcjob_spec), *kind.check(new)]
     if operation == "CREATE":
         return _verdict(errors, warnings=[])
     old_raw = _object(request, "oldObject")

@@ -63,6 +63,8 @@ class MemoryKube:
         """Volcano queues by name (none: the queue is not known, so nothing is held back)."""
         self.nodes: list[dict[str, Any]] = []
         self.priority_classes: dict[str, dict[str, Any]] = {}
+        self.crds: dict[str, dict[str, Any]] = {}
+        """CustomResourceDefinitions by name, for the webhook (``WebhookApi.get_crd``)."""
         self._versions = itertools.count(1)
         self._uids = itertools.count(1)
 
@@ -237,6 +239,10 @@ class MemoryKube:
     def get_priority_class(self, name: str) -> dict | None:
         self.requests += 1
         return self.priority_classes.get(name)
+
+    def get_crd(self, name: str) -> dict | None:
+        self.requests += 1
+        return self.crds.get(name)
 
     def get_configmap(self, namespace: str, name: str) -> dict | None:
         self.requests += 1

@@ -507,7 +507,7 @@ def test_a_webhook_that_cannot_read_warns_of_nothing_and_logs_why_once(caplog):
         def list_jobtemplates(self, namespace: str) -> list[dict]:
             raise ApiError(403, "Forbidden")
 
-    client = create_app({"KUBE": Forbidden(), "TESTING": True}).test_client()
+    client = create_app({"KUBE": Forbidden(), "TESTING": True, "VCJOB_SPEC_SCHEMA": None}).test_client()
     review = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
         "uid": "u1", "kind": {"group": "flow.volcano.sh", "version": "v1alpha1", "kind": "JobFlow"},
         "operation": "CREATE", "namespace": "default", "object": chain().to_wire()}}

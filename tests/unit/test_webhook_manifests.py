@@ -100,7 +100,8 @@ def test_the_service_reaches_the_tls_port_with_the_certificate_of_the_secret_mak
 
 
 CALLS = {"list_jobtemplates": ("flow.volcano.sh", "jobtemplates", "list"),
-         "get_queue": ("scheduling.volcano.sh", "queues", "get"), "list_nodes": ("", "nodes", "list")}
+         "get_queue": ("scheduling.volcano.sh", "queues", "get"), "list_nodes": ("", "nodes", "list"),
+         "get_crd": ("apiextensions.k8s.io", "customresourcedefinitions", "get")}
 """What each KubeApi call the webhook makes asks of RBAC."""
 
 
@@ -117,7 +118,8 @@ class Recording:
 
 def test_the_webhook_account_has_a_token_and_may_only_read_what_its_capacity_warnings_read():
     """The warnings of a JobFlow that can never be scheduled read the JobTemplates, the queue and (a queue without
-    capability) the nodes: the account's ClusterRole grants exactly those reads, and the pod gets the token."""
+    capability) the nodes, and the check of vcjob fields Volcano's vcjob CRD: the account's ClusterRole grants exactly
+    those reads, and the pod gets the token."""
     from memory_kube import MemoryKube
     from scenario import template
 
