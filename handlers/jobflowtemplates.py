@@ -35,7 +35,7 @@ from apiclient.rest import ApiError, Conflict, Exists, Gone, Rejected, Unavailab
 from handlers.kube import KubeApi
 from handlers.writes import rewrite
 from jobflow_core.models import JobFlowTemplate
-from jobflow_core.schedules.firing import ScheduleDecision, plan_schedule, with_active
+from jobflow_core.schedules.firing import ScheduleDecision, plan_schedule, refused, with_active
 from jobflow_core.schedules.runs import Run, Start, run_from, run_manifest, run_of_template_selector
 from jobflow_core.vocabulary.kube_events import Event, EventType, Reason
 
@@ -100,11 +100,12 @@ class Runs:
             outcome.deleted.append(gone)
         status, events = decision.status, list(decision.events)
         if decision.start is not None:
-            refused = self._create(template, decision.start, outcome)
-            if refused is not None:
+            refusal = self._create(template, decision.start, outcome)
+            if refusal is not None:
                 status = with_active(status, [a for a in status.active or () if a != decision.start.name])
-                status = status.model_copy(update={"message": refused})
-                events = [Event(EventType.WARNING, Reason.RUN_REJECTED, refused)]
+                last_run = template.status.last_run if template.status else None  # the refused run never was
+                status = status.model_copy(update={"message": refusal, "last_run": last_run})
+                events = [Event(EventType.WARNING, Reason.RUN_REJECTED, refusal)]
         if status != template.status:
             try:
                 self.kube.replace_jobflowtemplate_status({**raw, "status": status.to_wire()})
@@ -141,9 +142,9 @@ class Runs:
             raise Gone(f"JobFlowTemplate {namespace}/{name} does not exist")
         template = JobFlowTemplate.model_validate(raw)
         outcome = RunsOutcome(f"{namespace}/{name}")
-        refused = self._create(template, start, outcome)
-        if refused is not None:
-            raise Rejected(refused)
+        refusal = self._create(template, start, outcome)
+        if refusal is not None:
+            raise Rejected(refusal)
         if outcome.created:
             try:
                 self.template(namespace, name)
@@ -160,7 +161,7 @@ class Runs:
         except Exists:
             log.info("run %s of %s exists already: a repeated start", start.name, outcome.template)
         except Rejected as error:
-            return f"the API server refused run {start.name}: {error}; fix spec.jobFlow"
+            return refused(start.name, str(error))
         return None
 
     def tell(self, raw: Mapping, event: Event) -> None:

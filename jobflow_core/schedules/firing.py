@@ -29,6 +29,11 @@ A replayed, duplicated or reordered tick is harmless: the due time's run has a n
 than the status finds nothing due. The history limits (``successfulJobsHistoryLimit``, default 3;
 ``failedJobsHistoryLimit``, default 1) delete the oldest finished runs of any cause beyond them.
 
+A run the API server refuses (its JobFlow holds a field the CRD does not have, or a webhook says no) is no run: the
+shell writes why in ``status.message`` (:func:`refused`), with a ``RunRejected`` Warning, and the message stands, on
+every later look, until the spec changes (``metadata.generation``) or a run starts: a template whose runs cannot be
+created says so for as long as that is true, not once.
+
 Every look also tells, by a ``RunStarted`` Event, the runs created since the one ``status.lastRun`` names
 (:func:`unseen`): runs by hand (``kubectl jobflow run`` records nothing itself), runs by an event (the handler
 looks at the template right after starting one), and runs whose Event was lost with a lost status write. So the
@@ -39,12 +44,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
+from typing import Final
 
 from jobflow_core.models import ConcurrencyPolicy, JobFlowPhase, JobFlowTemplate, JobFlowTemplateStatus, LastRun
 from jobflow_core.schedules.cron import CronError, Schedule, parse
 from jobflow_core.schedules.runs import Cause, Run, Start, scheduled_run_name
 from jobflow_core.vocabulary.kube_events import Event, EventType, Reason
 
+REFUSED: Final = "the API server refused run "
+"""How :func:`refused` begins: the message of a refused run, which stands until the spec changes."""
 DEFAULT_SUCCESSFUL_HISTORY = 3
 DEFAULT_FAILED_HISTORY = 1
 MISSED_COUNT_CAP = 100
@@ -230,11 +238,19 @@ def plan_schedule(template: JobFlowTemplate, *, runs: Sequence[Run], now: dateti
                                                     DEFAULT_SUCCESSFUL_HISTORY),
                    keep_failed=_limit(template.spec.failed_jobs_history_limit, DEFAULT_FAILED_HISTORY),
                    spare=frozenset({start.name} if start else ()))
+    if message is None and start is None and old.message and old.message.startswith(REFUSED) \
+            and old.observed_generation == template.metadata.generation:
+        status = status.model_copy(update={"message": old.message})  # a refusal stands until the spec changes
     if message and message != old.message:
         reason = Reason.INVALID_SCHEDULE if verdict is Verdict.INVALID else Reason.RUN_HELD
         events.append(Event(EventType.WARNING if verdict is Verdict.INVALID else EventType.NORMAL, reason, message))
     return ScheduleDecision(verdict=verdict, status=status, start=start, replace=replace, prune=prune,
                             events=tuple(events))
+
+
+def refused(run: str, why: str) -> str:
+    """``status.message`` of a template whose run ``run`` the API server refused, saying ``why``."""
+    return f"{REFUSED}{run}: {why}; fix spec.jobFlow"
 
 
 def resume_outlook(template: JobFlowTemplate, *, now: datetime) -> str:

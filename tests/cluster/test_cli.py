@@ -296,3 +296,55 @@ def test_kubectl_finds_the_plugin_on_path_and_runs_it(cluster: LocalCluster, nam
     assert listed.stdout.splitlines()[1].startswith(f"via-kubectl    {namespace}")
     assert missing.returncode == 1
     assert missing.stderr == 'Failed to get jobflow: jobflows.flow.volcano.sh "nope" not found\n'
+
+
+TYPO_FLOW = jobflow_yaml("typo", "[{name: a}, {name: b, dependOn: {targets: [a]}}]")
+TYPO_JFT = """
+apiVersion: flow.volcano.sh/v1alpha1
+kind: JobFlowTemplate
+metadata: {name: nightly}
+spec:
+  schedule: "0 2 * * *"
+  jobFlow:
+    spec: {flows: [{name: a}, {name: b, dependOn: {targets: [a]}}]}
+"""
+
+
+def test_a_typo_is_named_by_validate_and_refused_by_create_in_a_jobflow_and_a_jobflowtemplate(
+        cli, cluster: LocalCluster, namespace: str, tmp_path) -> None:
+    path = write(tmp_path, TYPO_FLOW + "---\n" + TYPO_JFT)
+
+    code, out, _ = cli("validate", "-f", path, "-n", namespace)
+    assert code == 1 and out.splitlines() == [
+        f"{path}#1: JobFlow {namespace}/typo is invalid:",
+        "  - spec.flows[1].dependOn: unknown field (did you mean dependsOn?)",
+        f"{path}#2: JobFlowTemplate {namespace}/nightly is invalid:",
+        "  - spec.jobFlow.spec.flows[1].dependOn: unknown field (did you mean dependsOn?)"]
+    code, out, err = cli("create", "-f", path, "-n", namespace)
+    assert (code, out) == (1, "")
+    assert err.splitlines() == [
+        f"Failed to create JobFlow: {path}#1: spec.flows[1].dependOn: unknown field (did you mean dependsOn?) (or "
+        "skip this check with --validate=false)",
+        f"Failed to create JobFlowTemplate: {path}#2: spec.jobFlow.spec.flows[1].dependOn: unknown field (did you "
+        "mean dependsOn?) (or skip this check with --validate=false)"]
+    assert jobflow(cluster, namespace, "typo") is None
+
+
+def test_without_its_checks_create_asks_the_api_server_for_strict_fields_so_a_typo_is_refused_not_dropped(
+        cli, cluster: LocalCluster, namespace: str, tmp_path) -> None:
+    code, out, err = cli("create", "-f", write(tmp_path, TYPO_FLOW), "-n", namespace, "--validate=false")
+
+    assert (code, out) == (1, "")
+    assert 'unknown field "spec.flows[1].dependOn"' in err
+    assert jobflow(cluster, namespace, "typo") is None
+
+
+def test_validate_checks_a_jobtemplates_vcjob_spec_against_the_clusters_volcano(cli, namespace: str,
+                                                                                tmp_path) -> None:
+    typo = template("t").replace("image: busybox}", "image: busybox, imagePullPolicie: Never}")
+    assert "imagePullPolicie" in typo
+    code, out, err = cli("validate", "-f", write(tmp_path, typo), "-n", namespace)
+
+    assert (code, err) == (1, "")
+    assert "spec.tasks[0].template.spec.containers[0].imagePullPolicie: unknown field (did you mean " \
+           "imagePullPolicy?)" in out

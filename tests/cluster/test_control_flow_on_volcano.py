@@ -242,6 +242,55 @@ spec:
     assert sorted(vcjobs(cluster, namespace)) == ["switch-deploy", "switch-train"]
 
 
+BRANCHES = {  # flow: (its when, whether it holds for train's result and the parameters)
+    "strings": ('params.model.lowerAscii().split("-")[0] == "resnet" && params.model.substring(0, 3).upperAscii() '
+                '== "RES"', True),
+    "lists": ("targets.train.result.losses.sum() < 1.0 && targets.train.result.losses.max() == 0.5 && "
+              "!targets.train.result.losses.isSorted()", True),
+    "regex": ('targets.train.result.files.exists(f, f.find("[.]csv$") != "") && '
+              'params.model.findAll("[0-9]+") == ["50"]', True),
+    "quantity": ('quantity(targets.train.result.memory).isGreaterThan(quantity("1Gi")) && '
+                 'quantity(targets.train.result.memory).asInteger() == 2147483648', True),
+    "false-branch": ('params.model.lowerAscii().indexOf("vgg") >= 0', False),
+}
+EXPENSIVE = "[" + ",".join(["1"] * 400) + "].map(x, [" + ",".join(["1"] * 400) + "].map(y, x * y)).size() > 0"
+
+
+def test_conditions_with_kubernetes_cel_functions_take_the_right_branch_and_an_expensive_one_is_stopped(
+        cluster: LocalCluster, namespace: str, engine) -> None:
+    result = '{"losses": [0.5, 0.2, 0.1], "files": ["a.csv"], "memory": "2Gi"}'
+    apply(cluster, namespace, "---\n".join([template("train", message=result),
+                                            *(template(name) for name in [*BRANCHES, "costly"])]))
+    flows = "".join(f"  - name: {name}\n    dependsOn: {{targets: [train]}}\n    when: '{when}'\n"
+                    for name, (when, _) in BRANCHES.items())
+    apply(cluster, namespace, f"""
+apiVersion: flow.volcano.sh/v1alpha1
+kind: JobFlow
+metadata: {{name: cel}}
+spec:
+  parameters: [{{name: model, value: ResNet-50}}]
+  flows:
+  - name: train
+{flows}  - name: costly
+    dependsOn: {{targets: [train]}}
+    when: '{EXPENSIVE}'
+""")
+
+    def settled() -> dict | None:
+        status = (jobflow(cluster, namespace, "cel") or {}).get("status") or {}
+        done = set(status.get("completedJobs") or ())
+        ended = len(done) == 1 + sum(holds for _, holds in BRANCHES.values())
+        return status if ended and (status.get("state") or {}).get("reason") == "ConditionError" else None
+
+    status = cluster.wait_until("the branches settled and the costly condition stopped", settled, timeout=120)
+    assert sorted(status["completedJobs"]) == sorted(
+        ["cel-train", *(f"cel-{name}" for name, (_, holds) in BRANCHES.items() if holds)])
+    assert {s["name"]: s["reason"] for s in status.get("skippedFlows") or ()} == {"false-branch": "ConditionFalse"}
+    assert "it was stopped: it takes more than 100,000 evaluation steps, the limit of one expression; simplify " \
+           "it" in status["state"]["message"]
+    assert "activation" not in status["state"]["message"]
+
+
 def diamond_run(name: str, *, fail_c: bool = False) -> str:
     failing = ("    patch: {jobSpec: {tasks: [{name: main, template: {metadata: {annotations: "
                "{kwok.jobflow.dev/fail: 'true'}}}, policies: [{event: PodFailed, action: TerminateJob}]}]}}\n"

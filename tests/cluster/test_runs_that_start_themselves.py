@@ -397,3 +397,26 @@ def test_our_event_source_wakes_the_template_at_its_next_time_with_no_tick(
     clock.now = minute + timedelta(seconds=2)  # the time comes; nobody sends a tick
     cluster.wait_until("the run started by the event source's wake-up", lambda: list(
         runs(cluster, namespace, "punctual")) == [run_name("punctual", minute)], timeout=15)
+
+
+def test_a_scheduled_run_whose_template_holds_an_unknown_field_is_refused_visibly_never_run_pruned(
+        cluster: LocalCluster, namespace: str, scheduled: Engine, clock: Clock) -> None:
+    """Stored without the webhook (a JobFlowTemplate's ``jobFlow.spec`` is kept as it is), the typo reaches the
+    engine, whose run asks for strict fields: the API server refuses it, and the template says so."""
+    apply(cluster, namespace, template("a"))
+    apply(cluster, namespace, jobflowtemplate("typo", "  schedule: '* * * * *'").replace(
+        "flows: [{name: a}]", "flows: [{name: a}, {name: b, dependOn: {targets: [a]}}]"))
+    minute = clock.to_next_minute()
+    tick(scheduled)
+
+    assert runs(cluster, namespace, "typo") == {}
+    status = the_template(cluster, namespace, "typo")["status"]
+    message = status["message"]
+    assert message.startswith(f"the API server refused run {run_name('typo', minute)}: ")
+    assert 'unknown field "spec.flows[1].dependOn"' in message and message.endswith("; fix spec.jobFlow")
+    assert "lastRun" not in status  # the refused run never was
+    [(kind, said)] = [(kind, said) for kind, reason, said in events_of(cluster, namespace, "typo")
+                      if reason == "RunRejected"]
+    assert kind == "Warning" and said == message
+    tick(scheduled)  # a later look, before the next scheduled time: the refusal stands
+    assert the_template(cluster, namespace, "typo")["status"]["message"] == message

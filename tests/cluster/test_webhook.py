@@ -194,6 +194,12 @@ BAD_JOBFLOWS = {
         jobflow("image", "[{name: a}, {name: b, dependsOn: {targets: [a]}, patch: {jobSpec: {tasks: [{name: t, "
                          "template: {spec: {containers: [{name: c, image: '{{targets.a.result}}'}]}}}]}}}]"),
         "patch.jobSpec.tasks[0].template.spec.containers[0].image, where a result may not go"),
+    "a when calling a function the engine does not have": (
+        jobflow("unknown-function", "[{name: a}, {name: b, dependsOn: {targets: [a]}, when: 'jobflow.name.toLower() == \"x\"'}]"),
+        "toLower() at column 14 is not a function here in 'jobflow.name.toLower() == \"x\"' (besides CEL's standard "
+        "functions, those of Kubernetes' CEL libraries are: add, asApproximateFloat, asInteger, charAt, compareTo, "
+        "find, findAll, indexOf, isGreaterThan, isInteger, isLessThan, isQuantity, isSorted, join, lastIndexOf, "
+        "lowerAscii, max, min, quantity, replace, sign, slice, split, sub, substring, sum, trim, upperAscii)"),
 }
 CEL_TOO = {"an undefined target", "a flow depending on itself", "a repeated flow name"}
 
@@ -207,6 +213,8 @@ def jobflowtemplate(name: str, schedule: str, time_zone: str = "UTC") -> str:
     (jobflowtemplate("minute", "61 * * * *"), "schedule '61 * * * *': minute: 61 is out of range 0-59"),
     (jobflowtemplate("fields", "0 2 * *"), "has 4 field(s); write five"),
     (jobflowtemplate("zone", "0 2 * * *", "Mars/Olympus"), "timeZone 'Mars/Olympus' is not an IANA time zone name"),
+    (jobflowtemplate("typo", "0 2 * * *").replace("flows: [{name: a}]", "flows: [{name: a, dependOn: {}}]"),
+     "spec.jobFlow.spec.flows[0].dependOn: unknown field (did you mean dependsOn?)"),
 ])
 def test_a_jobflowtemplate_with_a_bad_cron_or_time_zone_is_refused_with_its_message(
         cluster: LocalCluster, webhook: Webhook, text: str, expected: str):

@@ -386,3 +386,17 @@ def test_runs_created_in_the_same_second_are_each_told_once_whatever_their_names
     assert started(plan_schedule(template(spec, after_start), runs=everyone, now=at(4))) == []
     ended = [replace(run, phase=JobFlowPhase.SUCCEED, ended=at(3, 30)) for run in everyone]
     assert started(plan_schedule(template(spec, {**after_start, "active": None}), runs=ended, now=at(4))) == []
+
+
+def test_a_refused_run_stays_told_in_the_status_until_the_spec_changes_or_a_run_starts():
+    from jobflow_core.schedules.firing import refused
+
+    why = refused("nightly-29380865", 'strict decoding error: unknown field "spec.flows[1].dependOn"')
+    told = {"lastScheduleTime": "2026-11-24T09:05:00Z", "observedGeneration": 1, "message": why}
+    hourly = "  schedule: '0 * * * *'"
+    assert plan_schedule(template(hourly, told), runs=[], now=at(7)).status.message == why  # a later look
+    changed = template(hourly, told).model_copy(update={"metadata": template().metadata.model_copy(
+        update={"generation": 2})})
+    assert plan_schedule(changed, runs=[], now=at(7)).status.message is None  # the spec was fixed
+    every_minute = plan_schedule(template("  schedule: '* * * * *'", told), runs=[], now=at(7, 5))
+    assert every_minute.start is not None and every_minute.status.message is None  # a new run starts
