@@ -4,15 +4,25 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: venv build image cluster cluster-down cluster-status knative knative-serving test unit demo clean
+.PHONY: venv lock build image cluster cluster-down cluster-status knative knative-serving test unit demo clean
 
-$(VENV)/.installed: pyproject.toml
+# Everything from the lock (exact versions, hashes checked), then this tree itself, editable, without dependencies.
+$(VENV)/.installed: pyproject.toml requirements/test.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test]'
+	$(PY) -m pip install --quiet --require-hashes -r requirements/test.txt
+	$(PY) -m pip install --quiet --no-deps -e .
 	touch $@
 
 venv: $(VENV)/.installed
+
+LOCK := $(VENV)/bin/uv pip compile pyproject.toml --universal --python-version 3.11 --generate-hashes --quiet \
+	--custom-compile-command "make lock"
+
+lock: venv  ## refresh requirements/*.txt from pyproject.toml: the command line's, the image's, the tests' (newest allowed)
+	$(LOCK) --upgrade -o requirements/cli.txt
+	$(LOCK) --upgrade --extra server --extra dashboard -o requirements/image.txt
+	$(LOCK) --upgrade --extra test -o requirements/test.txt
 
 build: venv  ## build (or find cached) etcd, kube-apiserver, Volcano and kwok binaries
 	$(PY) -m devcluster build

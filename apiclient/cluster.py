@@ -59,11 +59,11 @@ class Target:
 class Cluster:
     """A connection to one API server; every method returns the API server's JSON as dicts."""
 
-    def __init__(self, target: Target) -> None:
+    def __init__(self, target: Target, *, program: str = "cli") -> None:
         self.target = target
         try:
             # One quick retry, not urllib3's default three: a command line should say "unreachable" within seconds.
-            api = connect(target.kubeconfig, context=target.context, server=target.master, retries=1)
+            api = connect(target.kubeconfig, context=target.context, server=target.master, retries=1, program=program)
         except ConnectError as error:
             if error.problem is None:
                 raise KubeError(

@@ -10,7 +10,8 @@ and so find their cluster by the same rules, kubectl's:
 3. otherwise :class:`ConnectError`, saying what was tried.
 
 ``context`` picks a kubeconfig context other than the current one, ``server`` overrides the server URL (vcctl's
-``--master``), and ``retries`` bounds urllib3's retries (a command line should say "unreachable" within seconds).
+``--master``), ``retries`` bounds urllib3's retries (a command line should say "unreachable" within seconds), and
+``program`` names the sender in each request's ``User-Agent`` (:func:`apiclient.version.user_agent`).
 
 :func:`contexts` and :func:`default_namespace` read the kubeconfig files without the Kubernetes client, so a
 command that works offline never imports it.
@@ -24,6 +25,7 @@ from typing import TYPE_CHECKING
 
 import yaml
 
+from apiclient.version import user_agent
 from jobflow_core.models import DEFAULT_NAMESPACE
 
 if TYPE_CHECKING:
@@ -76,7 +78,7 @@ def default_namespace(kubeconfig: str | os.PathLike[str] | None = None, *, conte
 
 
 def connect(kubeconfig: str | os.PathLike[str] | None = None, *, context: str | None = None,
-            server: str | None = None, retries: int | None = None) -> client.ApiClient:
+            server: str | None = None, retries: int | None = None, program: str = "client") -> client.ApiClient:
     """An API client configured by the rules of the module docstring."""
     from kubernetes import client, config  # here, so that kubeconfig_files alone never loads the client
 
@@ -101,4 +103,6 @@ def connect(kubeconfig: str | os.PathLike[str] | None = None, *, context: str | 
         configuration.host = server
     if retries is not None:
         configuration.retries = retries
-    return client.ApiClient(configuration)
+    api = client.ApiClient(configuration)
+    api.user_agent = user_agent(program)
+    return api

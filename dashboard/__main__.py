@@ -38,6 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     from gevent.pywsgi import WSGIServer
 
     from apiclient.cluster import Cluster, KubeError, Target
+    from apiclient.version import version
     from dashboard.actions import actor, events_reader
     from dashboard.app import Settings, create_app
     from dashboard.pages import Pages
@@ -46,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse(sys.argv[1:] if argv is None else argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
-        cluster = Cluster(Target(kubeconfig=args.kubeconfig, context=args.context))
+        cluster = Cluster(Target(kubeconfig=args.kubeconfig, context=args.context), program="dashboard")
     except KubeError as error:
         print(f"dashboard: {error}", file=sys.stderr)
         return 1
@@ -70,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     shown = "127.0.0.1" if loopback else args.address
     where = namespace or "every namespace"
     mode = "read-only" if act is None else f"acting as {cluster.target.describe()}"
-    print(f"JobFlow dashboard of {cluster.server} ({where}; {mode}): http://{shown}:{port}/", flush=True)
+    print(f"JobFlow dashboard {version()} of {cluster.server} ({where}; {mode}): http://{shown}:{port}/", flush=True)
     print("Press Ctrl-C to stop.", flush=True)
     try:
         server.serve_forever()

@@ -18,7 +18,7 @@ development machine or CI, so the base is made locally, the way a distribution m
 4. The untagged images of this build and earlier ones are removed (:func:`prune_superseded`): every rebuild leaves
    its build stage (~220 MB) and the image it took the tag from (~390 MB).
 
-Each step prints how long it took. Figures: docs/install.md#1-the-image.
+Each step prints how long it took. Figures: docs/install.md#the-image.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import tomllib
 from pathlib import Path
 
 import yaml
@@ -121,10 +122,11 @@ def _context_files() -> list[Path]:
 
 
 def build_digest(base: str) -> str:
-    """A digest of everything the build reads: the Dockerfile, the .dockerignore, the context and the base."""
+    """A digest of everything the build reads: the Dockerfile, the .dockerignore, the context, the base and the
+    commit its labels name."""
     digest = hashlib.sha256()
     base_id = podman("image", "inspect", "--format", "{{.Id}}", base).stdout.strip()
-    digest.update(base_id)
+    digest.update(base_id + revision().encode())
     for path in [REPO / "Dockerfile", REPO / ".dockerignore", *_context_files()]:
         digest.update(str(path.relative_to(REPO)).encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()[:16]
@@ -136,11 +138,23 @@ def built_digest(image: str) -> str | None:
 
 
 def build(image: str, *, base: str, digest: str) -> None:
-    """Step 2 of the module docstring."""
+    """Step 2 of the module docstring; the image's labels say its version (pyproject.toml's) and commit."""
     volumes = ["-v", f"{HOST_CA_BUNDLE}:{HOST_CA_BUNDLE}:ro"] if HOST_CA_BUNDLE.exists() else []
-    podman("build", "--pull=never", "--no-cache", "--network=host", *volumes, "--build-arg", f"BASE={base}",
+    labels = ["--build-arg", f"VERSION={project_version()}", "--build-arg", f"REVISION={revision()}"]
+    podman("build", "--pull=never", "--no-cache", "--network=host", *volumes, "--build-arg", f"BASE={base}", *labels,
            "--label", f"{DIGEST_LABEL}={digest}", "--tag", image, "--file", str(REPO / "Dockerfile"), str(REPO),
            timeout=1200)
+
+
+def project_version() -> str:
+    """``version`` of pyproject.toml: the one source of the version."""
+    return tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
+
+
+def revision() -> str:
+    """The commit the tree was checked out at (``unknown`` outside a git checkout)."""
+    out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, check=False)
+    return out.stdout.strip() if out.returncode == 0 else "unknown"
 
 
 def prune_superseded(*, log=print) -> None:
@@ -206,5 +220,5 @@ def main() -> int:
         return 1
     if shutil.which("podman"):
         print(f"image: run it with `CONTAINERS_CONF={environment()['CONTAINERS_CONF']} podman run ...`; "
-              "push it with `podman push` (docs/install.md#1-the-image)")
+              "push it with `podman push` (docs/install.md#the-image)")
     return 0

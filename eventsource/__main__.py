@@ -79,7 +79,7 @@ def main() -> int:
         return 2
     namespaces = [n.strip() for n in os.environ.get("NAMESPACES", "").split(",") if n.strip()]
     try:
-        api = connect()
+        api = connect(program="eventsource")
     except ConnectError as error:
         print(f"eventsource: {error}", file=sys.stderr)
         return 2

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 
 from apiclient import cloudevents
 from apiclient.watch import WATCH_SECONDS, WATCHED
+from apiclient.version import version
 from apiclient.watch_cache import WatchCache
 from eventsource import metrics
 from eventsource.outbox import DEFAULT_HOLD_SECONDS, Outbox
@@ -135,6 +136,6 @@ def start(api: Connection, *, sink: str, namespaces: Sequence[str], mode: cloude
             threads.append(threading.Thread(target=watcher.run, name=f"watch-{api_type.plural}", daemon=True))
     for thread in threads:
         thread.start()
-    log.info("watching %s in %s; sending %s events to %s", ", ".join(t.plural for t in WATCHED),
-             ", ".join(namespaces) or "all namespaces", mode, sink)
+    log.info("volcano-jobflow event source %s watching %s in %s; sending %s events to %s", version(),
+             ", ".join(t.plural for t in WATCHED), ", ".join(namespaces) or "all namespaces", mode, sink)
     return EventSource(outbox=outbox, threads=threads, stopping=stopping, cache=cache)

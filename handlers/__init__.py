@@ -40,6 +40,9 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
 
     if not logging.getLogger().handlers:
         logging.basicConfig(level=os.environ.get("LOG_LEVEL", "INFO"), format="%(asctime)s %(name)s %(message)s")
+    from apiclient.version import version
+
+    logging.getLogger("handlers").info("volcano-jobflow handler %s", version())
     app = Flask(__name__)
     app.config.update(RECHECK_SECONDS=int(os.environ.get("PROBE_RECHECK_SECONDS", "10")),
                       PROBE_TIMEOUT_SECONDS=float(os.environ.get("PROBE_TIMEOUT_SECONDS", "1")),

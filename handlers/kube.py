@@ -202,5 +202,5 @@ def shared_client() -> Connection:
     global _shared
     with _shared_lock:
         if _shared is None:
-            _shared = connect()
+            _shared = connect(program="handler")
         return _shared

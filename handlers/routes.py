@@ -162,3 +162,10 @@ def prometheus_metrics():
 @bp.get("/healthz")
 def healthz():
     return "ok", 200
+
+
+@bp.get("/version")
+def version():
+    from apiclient.version import version as installed
+
+    return jsonify({"version": installed()}), 200

@@ -20,6 +20,7 @@ from typing import TextIO
 from apiclient.cluster import Cluster, KubeError, Target
 from apiclient.kubeconfig import default_namespace
 from apiclient.steering import Refused
+from apiclient.version import version
 from jobflow_core.vocabulary.api import JOBFLOW, JOBTEMPLATE
 from kubectl_jobflow import control, convert, dashboard, graph, plan, resources, runs, status, timeline, validate
 from kubectl_jobflow.conversion import ConversionError
@@ -124,6 +125,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=PROG, parents=[common],
                                      description=f"JobFlows and JobTemplates ({JOBFLOW.api_version}) from the "
                                                  "command line: vcctl jobflow's commands and more.")
+    parser.add_argument("--version", action="version", version=f"kubectl-jobflow {version()}",
+                        help="print the version and exit")
     commands = parser.add_subparsers(title="commands", metavar="COMMAND")
 
     def command(group, name: str, func, failure: str, help: str, **kwargs) -> argparse.ArgumentParser:

@@ -4,19 +4,33 @@ It runs ``python -m dashboard`` with the same connection flags, so the page sees
 may: it lists JobFlows of every namespace (``-n``: of one), and its Retry, Suspend and Resume buttons do what
 ``kubectl jobflow retry/suspend/resume`` do. It prints the URL and serves until Ctrl-C. Only this machine can
 reach it (127.0.0.1, and only that Host), and a page of another site cannot make it act (docs/dashboard.md).
+
+The dashboard's server (Flask, gevent) is an extra the command line alone does not install: without it, this says
+how to get it.
 """
 
 from __future__ import annotations
 
 import subprocess
 import sys
+from importlib.util import find_spec
 from typing import TYPE_CHECKING
+
+from kubectl_jobflow.errors import CommandError
 
 if TYPE_CHECKING:
     from kubectl_jobflow.cli import Context
 
 
+EXTRA = ("flask", "gevent")
+"""What the ``dashboard`` extra installs and the command line alone does not."""
+
+
 def run(ctx: Context) -> int:
+    missing = [name for name in EXTRA if find_spec(name) is None]
+    if missing:
+        raise CommandError(f"the dashboard needs {', '.join(missing)}, which this install lacks: pip install "
+                           "'volcano-jobflow-serverless[dashboard]' (or from requirements/image.txt)")
     args = ctx.args
     command = [sys.executable, "-m", "dashboard", "--port", str(args.port)]
     for flag, value in (("--kubeconfig", ctx.target.kubeconfig), ("--context", ctx.target.context),

@@ -60,6 +60,53 @@ def test_every_deployment_runs_the_image_built_from_this_tree(installed: LocalCl
             assert status.ready and status.image_id.endswith(f"sha256:{built}"), describe_pods(installed)
 
 
+def test_the_image_says_its_version_and_the_commit_it_was_built_from(installed: LocalCluster) -> None:
+    inspected = podman("image", "inspect", "--format", "{{json .Labels}}", image.manifest_image()).stdout
+    labels = json.loads(inspected)
+
+    assert labels["org.opencontainers.image.version"] == image.project_version()
+    assert labels["org.opencontainers.image.revision"] == image.revision()
+    assert labels["org.opencontainers.image.source"].startswith("https://")
+    assert labels["org.opencontainers.image.licenses"] == "Apache-2.0"
+
+
+def test_every_program_logs_its_version_when_it_starts(installed: LocalCluster) -> None:
+    version = image.project_version()
+    said = {name: subprocess.run([KUBECTL, f"--kubeconfig={installed.state.kubeconfig}", "-n", NAMESPACE, "logs",
+                                  f"deployment/{name}"], capture_output=True, text=True, timeout=60).stdout
+            for name in DEPLOYMENTS}
+
+    assert f"volcano-jobflow handler {version}" in said["jobflow-handler"]
+    assert f"volcano-jobflow handler {version}" in said["jobflow-admission"]  # the same app, serving the webhook
+    assert f"volcano-jobflow event source {version} watching" in said["jobflow-eventsource"]
+
+
+def test_the_event_source_services_metrics_answer_through_kube_proxy(installed: LocalCluster) -> None:
+    service = installed.core.read_namespaced_service("jobflow-eventsource", NAMESPACE)
+    [port] = service.spec.ports
+    url = f"http://{service.spec.cluster_ip}:{port.port}/metrics"
+
+    with urllib.request.urlopen(url, timeout=10) as reply:
+        text = reply.read().decode()
+
+    assert (reply.status, port.name) == (200, "metrics")
+    assert re.search(r"^jobflow_eventsource_pending_events ", text, re.MULTILINE), text[:2000]
+
+
+def test_the_webhook_keeps_one_replica_through_a_drain(installed: LocalCluster) -> None:
+    from kubernetes import client
+
+    budget = client.PolicyV1Api(installed.api).read_namespaced_pod_disruption_budget("jobflow-admission", NAMESPACE)
+
+    assert budget.spec.min_available == 1
+    assert budget.spec.selector.match_labels == {"app.kubernetes.io/name": "jobflow-admission"}
+    installed.wait_until("the budget to count both webhook pods", lambda: (
+        client.PolicyV1Api(installed.api).read_namespaced_pod_disruption_budget("jobflow-admission", NAMESPACE)
+        .status.current_healthy == 2), timeout=60)
+    assert client.PolicyV1Api(installed.api).read_namespaced_pod_disruption_budget(
+        "jobflow-admission", NAMESPACE).status.disruptions_allowed == 1
+
+
 def test_the_pods_run_as_uid_10001_with_a_read_only_root_filesystem(installed: LocalCluster) -> None:
     for name in DEPLOYMENTS:
         pod = pods(installed, name)[0]

@@ -172,3 +172,41 @@ def test_every_manifest_deploys_the_image_make_image_tags_at_the_projects_versio
 
     assert named == {manifest_image()}
     assert manifest_image().endswith(f":{version}")
+
+
+def test_the_image_is_labelled_by_default_with_the_projects_version() -> None:
+    version = re.search(r'^version = "([^"]+)"', (REPO / "pyproject.toml").read_text(), re.MULTILINE).group(1)
+
+    assert f"ARG VERSION={version}\n" in (REPO / "Dockerfile").read_text()
+
+
+def test_the_event_source_serves_its_metrics_on_the_port_its_service_and_annotations_name() -> None:
+    objects = installed()
+    deployment = objects[("Deployment", "jobflow-eventsource")]
+    service = objects[("Service", "jobflow-eventsource")]
+    [port] = container(deployment)["ports"]
+
+    assert env(deployment)["METRICS_PORT"] == str(port["containerPort"])
+    assert service["spec"]["selector"] == deployment["spec"]["selector"]["matchLabels"]
+    assert [(p["name"], p["targetPort"]) for p in service["spec"]["ports"]] == [("metrics", port["name"])]
+    annotations = deployment["spec"]["template"]["metadata"]["annotations"]
+    assert (annotations["prometheus.io/scrape"], annotations["prometheus.io/port"]) == ("true", env(deployment)[
+        "METRICS_PORT"])
+
+
+def test_each_servicemonitor_selects_a_service_by_its_labels_and_names_a_port_it_has() -> None:
+    services = installed()
+    for monitor in installed("manifests/monitoring").values():
+        matches = [svc for svc in services.values() if svc["kind"] == "Service" and
+                   monitor["spec"]["selector"]["matchLabels"].items() <= (svc["metadata"].get("labels") or {}).items()]
+        assert len(matches) == 1, monitor["metadata"]["name"]
+        assert {e["port"] for e in monitor["spec"]["endpoints"]} <= {p["name"] for p in matches[0]["spec"]["ports"]}
+
+
+def test_the_webhooks_disruption_budget_keeps_one_of_its_replicas() -> None:
+    webhook = installed("manifests/webhook/base")
+    budget = webhook[("PodDisruptionBudget", "jobflow-admission")]
+    deployment = webhook[("Deployment", "jobflow-admission")]
+
+    assert budget["spec"]["selector"]["matchLabels"] == deployment["spec"]["selector"]["matchLabels"]
+    assert 1 == budget["spec"]["minAvailable"] < deployment["spec"]["replicas"]
