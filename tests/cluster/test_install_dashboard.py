@@ -81,6 +81,8 @@ def test_the_dashboard_pod_runs_the_image_as_uid_10001(dashboard: str, pods_clus
     assert status.ready and status.image_id.endswith(f"sha256:{built}"), describe_pods(pods_cluster)
     assert pod.spec.security_context.run_as_user == 10001
     assert pod.spec.containers[0].security_context.read_only_root_filesystem
+    said = kubectl(pods_cluster, "-n", NAMESPACE, "logs", pod.metadata.name)
+    assert f"JobFlow dashboard {image.project_version()} of " in said  # it logs its version when it starts
 
 
 def test_the_list_page_answers_through_the_service_and_says_read_only(dashboard: str) -> None:
