@@ -7,15 +7,15 @@ AdmissionReview, is answered 400 with a JSON error saying why (the API server th
 ``failurePolicy``); nothing a client sends makes these routes answer 500.
 
 The API server only calls webhooks over HTTPS: serve the app with TLS (gunicorn ``--certfile``/``--keyfile``,
-as ``manifests/webhook/`` does). The decision needs no API access but one read (below). A JobFlow that is allowed also gets a
-warning for each flow whose vcjob could never be scheduled on its Volcano queue (its gang asks more than the queue's
-capability, or all nodes' allocatable; with ``wholeFlowAdmission``, a stage of several gangs it can never hold at
-once): for that the route reads the namespace's JobTemplates, the queues and the nodes (:mod:`handlers.queues`, as
-the read-only ClusterRole ``jobflow-admission`` allows), and when it cannot, it warns of nothing and logs why, at
-WARNING the first time. To check the vcjob specs inside an object for unknown fields it reads Volcano's vcjob CRD
-(its schema, every five minutes at most); without it, those fields are not checked (logged the same way) (an install without that role would otherwise never warn, and never say so). A warning, not
-a refusal: upstream accepts such a JobFlow, the queue or the nodes may grow, and the engine blocks the flow at run
-time anyway (``Unschedulable``).
+as ``manifests/webhook/`` does). The decision needs one read: to check the vcjob specs inside an object for unknown
+fields, Volcano's vcjob CRD (its schema, read every five minutes at most; without it, those fields are not checked).
+A JobFlow that is allowed also gets a warning for each flow whose vcjob could never be scheduled on its Volcano
+queue (its gang asks more than the queue's capability, or all nodes' allocatable; with ``wholeFlowAdmission``, a
+stage of several gangs it can never hold at once): for that the route reads the namespace's JobTemplates, the
+queues and the nodes (:mod:`handlers.queues`). Both reads are what the read-only ClusterRole ``jobflow-admission``
+allows; when one fails, the webhook checks or warns of nothing more and logs why, at WARNING the first time (an
+install without that role would otherwise never say so). A warning, not a refusal: upstream accepts such a JobFlow,
+the queue or the nodes may grow, and the engine blocks the flow at run time anyway (``Unschedulable``).
 """
 
 from __future__ import annotations

@@ -195,7 +195,8 @@ BAD_JOBFLOWS = {
                          "template: {spec: {containers: [{name: c, image: '{{targets.a.result}}'}]}}}]}}}]"),
         "patch.jobSpec.tasks[0].template.spec.containers[0].image, where a result may not go"),
     "a when calling a function the engine does not have": (
-        jobflow("unknown-function", "[{name: a}, {name: b, dependsOn: {targets: [a]}, when: 'jobflow.name.toLower() == \"x\"'}]"),
+        jobflow("unknown-function",
+                "[{name: a}, {name: b, dependsOn: {targets: [a]}, when: 'jobflow.name.toLower() == \"x\"'}]"),
         "toLower() at column 14 is not a function here in 'jobflow.name.toLower() == \"x\"' (besides CEL's standard "
         "functions, those of Kubernetes' CEL libraries are: add, asApproximateFloat, asInteger, charAt, compareTo, "
         "find, findAll, indexOf, isGreaterThan, isInteger, isLessThan, isQuantity, isSorted, join, lastIndexOf, "

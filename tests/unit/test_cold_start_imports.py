@@ -16,8 +16,9 @@ import pytest
 
 REPO = Path(__file__).parents[2]
 LAZY = ("jobflow_core.validation.review", "jobflow_core.validation.update_warnings", "apiclient.cloudevents", "celpy",
-        "concurrent.futures", "handlers.jobflowtemplates", "jobflow_core.schedules.runs", "jobflow_core.schedules.firing",
-        "jobflow_core.schedules.cron", "jobflow_core.schedules.triggers", "jobflow_core.models.jobflowtemplate")
+        "concurrent.futures", "handlers.jobflowtemplates", "jobflow_core.schedules.runs",
+        "jobflow_core.schedules.firing", "jobflow_core.schedules.cron", "jobflow_core.schedules.triggers",
+        "jobflow_core.models.jobflowtemplate")
 
 
 def loaded_after(code: str, env: dict[str, str] | None = None) -> set[str]:

@@ -89,7 +89,8 @@ def test_any_field_the_schema_lacks_is_named_with_its_path_at_every_level(data, 
     key = f"zz{name}" if f"zz{name}" not in known else f"zzz{name}"
     at(obj, where)[key] = 1
     errors = unknown_fields(obj, KINDS[kind])
-    assert [error.message for error in errors] == [f"{where}.{key}: unknown field" if where else f"{key}: unknown field"]
+    path = f"{where}.{key}" if where else key
+    assert [error.message for error in errors] == [f"{path}: unknown field"]
 
 
 def test_a_typo_is_named_with_the_field_it_probably_means():
