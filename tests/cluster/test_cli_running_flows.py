@@ -153,3 +153,20 @@ def test_graph_of_a_jobflow_on_the_cluster_is_coloured_by_phase(cli, cluster: Lo
     phases = {g.get("data-flow"): g.get("data-phase") for g in svg.iter("{http://www.w3.org/2000/svg}g")}
     assert phases == {"a": "Completed", "b": "Running", "c": "Waiting"}
     assert text == f"JobFlow {namespace}/f\na  [Completed]\n└─> b\nb  [Running]\n└─> c\nc  [Waiting]\n"
+
+
+def test_kubectl_wait_on_the_phase_as_docs_install_says_returns_when_the_jobflow_succeeds(
+        cluster: LocalCluster, namespace: str, engine) -> None:
+    kubectl = Path(sys.executable).parent / "kubectl"
+    recipe = re.search(r"kubectl wait jobflow/nightly (--for=jsonpath='[^']+'=Succeed)",
+                       (Path(__file__).parents[2] / "docs" / "install.md").read_text()).group(1)
+    apply(cluster, namespace, "---\n".join(template(name) for name in "ab") + "---\n" + DIAMOND.replace(
+        "  - {name: c, dependsOn: {targets: [b]}}\n  - {name: d, dependsOn: {targets: [b]}}\n"
+        "  - {name: e, dependsOn: {targets: [c, d]}}\n", ""))
+
+    waited = subprocess.run([str(kubectl), f"--kubeconfig={cluster.state.kubeconfig}", "-n", namespace, "wait",
+                             "jobflow/test", recipe.replace("'", ""), "--timeout=120s"],
+                            capture_output=True, text=True, timeout=150)
+
+    assert waited.returncode == 0, waited.stderr
+    assert waited.stdout.strip() == "jobflow.flow.volcano.sh/test condition met"
