@@ -39,10 +39,12 @@ from devcluster.state import ClusterState
 CONTROLLER_MANAGER_CONTROLLERS = ("garbage-collector-controller,namespace-controller,deployment-controller,"
                                   "replicaset-controller,endpoints-controller,endpointslice-controller,"
                                   "endpointslice-mirroring-controller,clusterrole-aggregation-controller,"
-                                  "serviceaccount-controller,root-ca-certificate-publisher-controller")
-"""On by default in any cluster. Knative Serving needs the last two added for the plain install: the Endpoints it
+                                  "serviceaccount-controller,root-ca-certificate-publisher-controller,"
+                                  "disruption-controller")
+"""On by default in any cluster. Knative Serving needs the mirroring and aggregation controllers: the Endpoints it
 writes for a revision's public Service reach kube-proxy (which reads EndpointSlices) through the mirroring
-controller, and its controller's ClusterRole ``knative-serving-admin`` is an aggregated one."""
+controller, and its controller's ClusterRole ``knative-serving-admin`` is an aggregated one. The disruption controller
+keeps a PodDisruptionBudget's status, which a drain reads (the webhook's)."""
 VOLCANO_CONTROLLERS = "*,-sharding-controller,-jobflow-controller,-jobtemplate-controller"
 """vc-controller-manager's default (``*,-sharding-controller``) without its JobFlow and JobTemplate controllers."""
 NODE_TOOLS = {"containerd": "containerd", "ctr": "containerd", "socat": "socat", "nsenter": "util-linux",

@@ -81,6 +81,7 @@ def test_every_rendered_document_passes_a_server_side_dry_run(cluster: LocalClus
         ("ClusterRoleBinding", "jobflow-handler"), ("Deployment", "jobflow-handler"), ("Service", "jobflow-handler"),
         ("ServiceAccount", "jobflow-eventsource"), ("ClusterRole", "jobflow-eventsource"),
         ("ClusterRoleBinding", "jobflow-eventsource"), ("Deployment", "jobflow-eventsource"),
+        ("Service", "jobflow-eventsource"),
         ("PriorityClass", "volcano-jobflow-started"),
     }
     # A dry run does not create the install namespace, so what would live in it is tried in the test's instead.
