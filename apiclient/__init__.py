@@ -1,8 +1,11 @@
 """The client layer: how every program here talks to the Kubernetes API server, and to an event sink.
 
-The handler, the event source, the command line and the dashboard use it; none of them imports the Kubernetes
-client, or another program's insides (``.importlinter``). What it holds, one concern per module:
+The handler, the event source, the command line and the dashboard use it; none of them imports another program's
+insides, and nothing here imports a Kubernetes client package (``.importlinter``): the API server's JSON by path,
+over urllib3, is all the programs need. What it holds, one concern per module:
 
+* :mod:`apiclient.connection`: one API server, how each request proves who sends it (token, token file, client
+  certificate, exec plugin, OIDC id-token, impersonation), HTTPS through urllib3.
 * :mod:`apiclient.kubeconfig`: finding the cluster by kubectl's rules (kubeconfig files, contexts, the pod's
   service account), and the namespace a context names.
 * :mod:`apiclient.rest`: requests by path, plain JSON in and out, and what their errors mean (one table).

@@ -5,7 +5,7 @@ The connection is :func:`apiclient.kubeconfig.connect`'s, so kubectl's rules: ``
 ``$KUBECONFIG`` (a list of files, merged), else ``~/.kube/config``; ``--context``, else the current context;
 ``-s/--master`` overrides the server (vcctl's flag); inside a pod without a kubeconfig, the pod's service account.
 The namespace is ``-n``, else the context's, else ``default`` (:func:`apiclient.kubeconfig.default_namespace`,
-read without the Kubernetes client, so offline commands never import it). Objects are named by their
+read without an HTTP client, so offline commands never load one). Objects are named by their
 :class:`~jobflow_core.vocabulary.api.ApiType`.
 
 Every failure becomes a :class:`KubeError` whose message says what was tried and what to do: which server,
@@ -87,11 +87,16 @@ class Cluster:
               content_type: str = "application/json", timeout: float | tuple[float, float] | None = None) -> Any:
         from urllib3.exceptions import HTTPError
 
+        from apiclient.connection import CredentialError
+
         try:
             return self.rest.request(method, path, query=query, body=body, content_type=content_type,
                                      headers=self.headers, timeout=timeout)
         except ApiError as error:
             raise self._api_error(error) from error
+        except CredentialError as error:
+            raise KubeError(f"cannot authenticate to the API server {self.server} ({self.target.describe()}): "
+                            f"{error}") from error
         except (HTTPError, OSError) as error:
             reason = getattr(error, "reason", None) or error
             raise KubeError(

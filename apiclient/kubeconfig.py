@@ -13,15 +13,16 @@ and so find their cluster by the same rules, kubectl's:
 ``--master``), ``retries`` bounds urllib3's retries (a command line should say "unreachable" within seconds), and
 ``program`` names the sender in each request's ``User-Agent`` (:func:`apiclient.version.user_agent`).
 
-:func:`contexts` and :func:`default_namespace` read the kubeconfig files without the Kubernetes client, so a
-command that works offline never imports it.
+:func:`contexts` and :func:`default_namespace` read the kubeconfig files without :mod:`apiclient.connection`, so a
+command that works offline never loads an HTTP client.
 """
 
 from __future__ import annotations
 
+import base64
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Final
 
 import yaml
 
@@ -29,8 +30,7 @@ from apiclient.version import user_agent
 from jobflow_core.models import DEFAULT_NAMESPACE
 
 if TYPE_CHECKING:
-    from kubernetes import client
-    from kubernetes.client import ApiClient as Connection  # noqa: F401  (what the other programs name it)
+    from apiclient.connection import Connection
 
 DEFAULT_KUBECONFIG = "~/.kube/config"
 
@@ -77,32 +77,107 @@ def default_namespace(kubeconfig: str | os.PathLike[str] | None = None, *, conte
     return namespace or DEFAULT_NAMESPACE
 
 
-def connect(kubeconfig: str | os.PathLike[str] | None = None, *, context: str | None = None,
-            server: str | None = None, retries: int | None = None, program: str = "client") -> client.ApiClient:
-    """An API client configured by the rules of the module docstring."""
-    from kubernetes import client, config  # here, so that kubeconfig_files alone never loads the client
+IN_CLUSTER: Final = Path("/var/run/secrets/kubernetes.io/serviceaccount")
+"""Where a pod finds its service account's token and the cluster's CA."""
 
-    configuration = client.Configuration()
-    files = [path for path in kubeconfig_files(kubeconfig) if path.exists()]
+
+def merged(kubeconfig: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+    """The kubeconfig files merged as kubectl merges them: each named cluster, user and context from the first file
+    that has it, the first ``current-context``; paths made absolute against the file that names them."""
+    result: dict[str, Any] = {"current-context": None, "clusters": {}, "users": {}, "contexts": {}}
+    for path in kubeconfig_files(kubeconfig):
+        if not path.exists():
+            continue
+        try:
+            config = yaml.safe_load(path.read_text()) or {}
+        except yaml.YAMLError as error:
+            raise ConnectError(f"cannot use kubeconfig {path}: {error}", problem=f"{path} is not YAML") from error
+        if not isinstance(config, dict):
+            raise ConnectError(f"cannot use kubeconfig {path}: not a kubeconfig", problem=f"{path} is not a mapping")
+        result["current-context"] = result["current-context"] or config.get("current-context")
+        for section, key in (("clusters", "cluster"), ("users", "user"), ("contexts", "context")):
+            for entry in config.get(section) or ():
+                if isinstance(entry, dict) and entry.get("name") not in result[section]:
+                    result[section][entry.get("name")] = _absolute(entry.get(key) or {}, path.parent)
+    return result
+
+
+def _absolute(entry: dict[str, Any], base: Path) -> dict[str, Any]:
+    fixed = dict(entry)
+    for key in ("certificate-authority", "client-certificate", "client-key", "tokenFile"):
+        if fixed.get(key):
+            fixed[key] = str((base / Path(fixed[key]).expanduser()).resolve())
+    return fixed
+
+
+def _data(entry: dict[str, Any], key: str) -> bytes | None:
+    """``key-data`` (base64) or the file ``key`` names."""
+    if entry.get(f"{key}-data"):
+        return base64.b64decode(entry[f"{key}-data"])
+    if entry.get(key):
+        return Path(entry[key]).read_bytes()
+    return None
+
+
+def connect(kubeconfig: str | os.PathLike[str] | None = None, *, context: str | None = None,
+            server: str | None = None, retries: int | None = None, program: str = "client") -> Connection:
+    """A connection configured by the rules of the module docstring."""
+    from apiclient.connection import Connection, Credentials  # here: reading contexts offline needs no HTTP
     tried = f"kubeconfig {os.pathsep.join(map(str, kubeconfig_files(kubeconfig)))}"
+    where = f"{tried}, context {context}" if context else tried
+    if not any(path.exists() for path in kubeconfig_files(kubeconfig)):
+        if os.environ.get("KUBERNETES_SERVICE_HOST") and kubeconfig is None:
+            return _in_cluster(server=server, retries=retries, program=program)
+        raise ConnectError(
+            f"no kubeconfig found ({tried}) and not running in a pod: pass a kubeconfig or set KUBECONFIG "
+            "(for the local cluster of this repository: export KUBECONFIG=$PWD/.devcluster/kubeconfig)")
+    config = merged(kubeconfig)
+    name = context or config["current-context"]
+    chosen = config["contexts"].get(name)
+    if chosen is None:
+        problem = f"context {name!r} is not in the kubeconfig" if name else "the kubeconfig has no current-context"
+        raise ConnectError(f"cannot use {where}: {problem} (fix the file, or pick another context)", problem=problem)
+    cluster, user = config["clusters"].get(chosen.get("cluster")), config["users"].get(chosen.get("user"), {})
+    if not cluster or not (server or cluster.get("server")):
+        problem = f"context {name!r} names cluster {chosen.get('cluster')!r}, which has no server"
+        raise ConnectError(f"cannot use {where}: {problem} (fix the file, or pick another context)", problem=problem)
     try:
-        if files:
-            config.load_kube_config(config_file=os.pathsep.join(map(str, files)), context=context,
-                                    client_configuration=configuration, persist_config=False)
-        elif os.environ.get("KUBERNETES_SERVICE_HOST") and kubeconfig is None:
-            config.load_incluster_config(client_configuration=configuration)
-        else:
-            raise ConnectError(
-                f"no kubeconfig found ({tried}) and not running in a pod: pass a kubeconfig or set KUBECONFIG "
-                "(for the local cluster of this repository: export KUBECONFIG=$PWD/.devcluster/kubeconfig)")
-    except config.ConfigException as error:
-        where = f"{tried}, context {context}" if context else tried
-        raise ConnectError(f"cannot use {where}: {error} (fix the file, or pick another context)",
-                           problem=str(error)) from error
-    if server:
-        configuration.host = server
-    if retries is not None:
-        configuration.retries = retries
-    api = client.ApiClient(configuration)
-    api.user_agent = user_agent(program)
-    return api
+        credentials = Credentials(
+            token=user.get("token") or ((user.get("auth-provider") or {}).get("config") or {}).get("id-token"),
+            token_file=Path(user["tokenFile"]) if user.get("tokenFile") else None,
+            basic=(user["username"], user.get("password") or "") if user.get("username") else None,
+            exec_plugin=user.get("exec"), client_certificate=_data(user, "client-certificate"),
+            client_key=_data(user, "client-key"))
+        ca = _data(cluster, "certificate-authority")
+    except (OSError, ValueError) as error:
+        problem = f"a file or data it names cannot be read: {error}"
+        raise ConnectError(f"cannot use {where}: {problem} (fix the file, or pick another context)",
+                           problem=problem) from error
+    return Connection(server or cluster["server"], credentials=credentials, ca=ca,
+                      verify=not cluster.get("insecure-skip-tls-verify"), server_name=cluster.get("tls-server-name"),
+                      proxy=cluster.get("proxy-url"), retries=retries, user_agent=user_agent(program),
+                      headers=impersonation(user))
+
+
+def impersonation(user: dict[str, Any]) -> list[tuple[str, str]]:
+    """The headers of a user entry's ``as``, ``as-groups`` and ``as-user-extra`` (kubectl's ``--as``)."""
+    headers = [("Impersonate-User", user["as"])] if user.get("as") else []
+    headers += [("Impersonate-Group", group) for group in user.get("as-groups") or ()]
+    for key, values in (user.get("as-user-extra") or {}).items():
+        headers += [(f"Impersonate-Extra-{key}", value) for value in values]
+    return headers
+
+
+def _in_cluster(*, server: str | None, retries: int | None, program: str) -> Connection:
+    """The pod's service account: its token (read again as it is rotated) and the cluster's CA."""
+    from apiclient.connection import Connection, Credentials
+    host, port = os.environ["KUBERNETES_SERVICE_HOST"], os.environ.get("KUBERNETES_SERVICE_PORT", "443")
+    if ":" in host:  # IPv6
+        host = f"[{host}]"
+    try:
+        ca = (IN_CLUSTER / "ca.crt").read_bytes()
+    except OSError as error:
+        raise ConnectError(f"running in a pod, but its service account's files cannot be read: {error} (mount the "
+                           "ServiceAccount token: automountServiceAccountToken)", problem=str(error)) from error
+    return Connection(server or f"https://{host}:{port}", credentials=Credentials(token_file=IN_CLUSTER / "token"),
+                      ca=ca, retries=retries, user_agent=user_agent(program))

@@ -1,9 +1,8 @@
 """Requests to the API server by path, plain JSON in and out, and what their errors mean for the caller.
 
-Every program here speaks the API server's own JSON (dicts), so nothing is deserialised into the Kubernetes
-client's generated models; the client is only the transport (and :mod:`apiclient.kubeconfig` its configuration).
-Not ``CustomObjectsApi`` or ``CoreV1Api``: their first use imports modules and models of the client (about 50 ms for
-the one, half a second for the other, of a cold start on Knative) that plain JSON in and out does not need.
+Every program here speaks the API server's own JSON (dicts) over one :class:`~apiclient.connection.Connection`
+(urllib3; :mod:`apiclient.kubeconfig` makes it by kubectl's rules): nothing is deserialised into generated models,
+and no Kubernetes client package is loaded (it took 0.3 s of CPU and some 20 MiB to import, for a transport).
 
 An answer outside 2xx is an :class:`ApiError`, which :func:`translate` turns into what the caller may do next (in
 the manner of kopf's errors module: not which HTTP status came back), by one table, :data:`API_ERRORS`:
@@ -29,11 +28,12 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
+from urllib.parse import quote, urlencode
 
 from jobflow_core.vocabulary.api import ApiType
 
 if TYPE_CHECKING:
-    from kubernetes import client
+    from apiclient.connection import Connection
 
 
 class ApiError(RuntimeError):
@@ -136,7 +136,7 @@ Answered = Callable[[str, str], None]
 class Rest:
     """Requests over one connection (:func:`apiclient.kubeconfig.connect`), each answer a dict."""
 
-    def __init__(self, api: client.ApiClient, *, answered: Answered | None = None,
+    def __init__(self, api: Connection, *, answered: Answered | None = None,
                  timeout: float | tuple[float, float] | None = None) -> None:
         self.api = api
         self.answered = answered
@@ -146,7 +146,7 @@ class Rest:
     @property
     def host(self) -> str:
         """The API server's URL."""
-        return self.api.configuration.host
+        return self.api.host
 
     def request(self, method: str, path: str, path_params: dict[str, str] | None = None, *,
                 query: list[tuple[str, Any]] | None = None, body: Any = None,
@@ -155,12 +155,14 @@ class Rest:
         """One request by path (``/apis/...``, ``{name}`` placeholders filled from ``path_params``); an answer
         outside 2xx raises :class:`ApiError`, no answer at all the transport's error (urllib3's, or OSError).
         ``timeout``: this request's, instead of the connection's."""
-        request = self.api.param_serialize(method, path, path_params=path_params or {}, query_params=query or [],
-                                           body=body, auth_settings=["BearerToken"],
-                                           header_params={"Accept": "application/json", "Content-Type": content_type,
-                                                          **(headers or {})})
-        response = self.api.call_api(*request, _request_timeout=timeout or self.timeout)
-        response.read()
+        for name, value in (path_params or {}).items():
+            path = path.replace(f"{{{name}}}", quote(str(value), safe=""))
+        if query:
+            path += "?" + urlencode([(key, str(value).lower() if isinstance(value, bool) else str(value))
+                                     for key, value in query])
+        sent = json.dumps(body).encode() if body is not None else None
+        response = self.api.request(method, path, body=sent, headers={"Content-Type": content_type, **(headers or {})},
+                                    timeout=timeout or self.timeout)
         if not 200 <= response.status <= 299:
             text = response.data.decode("utf-8", "replace") if response.data else None
             raise ApiError(response.status, response.reason or "", text)
@@ -171,7 +173,9 @@ class Rest:
         """:meth:`request`, counted, its errors translated by :data:`API_ERRORS`; ``verb`` is the table's (get,
         list, create, replace, patch, delete; ``record`` for a Kubernetes Event, which no row of a create
         concerns). ``missing_ok``: None for a 404."""
-        from urllib3.exceptions import HTTPError
+        from urllib3.exceptions import HTTPError  # here: commands that never connect never load urllib3
+
+        from apiclient.connection import CredentialError
 
         self.requests += 1
         try:
@@ -185,6 +189,9 @@ class Rest:
         except (HTTPError, OSError) as error:
             self._answered(verb, "unreachable")
             raise Unavailable(f"API server unreachable: {error}") from error
+        except CredentialError as error:  # a credential plugin failed: perhaps for now (a token service down)
+            self._answered(verb, "no credential")
+            raise Unavailable(f"no credential for the API server: {error}") from error
         self._answered(verb, "2xx")
         return result
 

@@ -16,15 +16,20 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Mapping
+import json
+from collections.abc import Iterator, Mapping
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Final
+from urllib.parse import urlencode
 
+from urllib3.exceptions import HTTPError
+
+from apiclient.rest import ApiError, Rest
 from jobflow_core.vocabulary.api import JOBFLOW, JOBFLOWTEMPLATE, JOBTEMPLATE, VCJOB, ApiType
 from jobflow_core.vocabulary.naming import FLOW_JOBS_SELECTOR
 
 if TYPE_CHECKING:
-    from kubernetes import client
+    from apiclient.connection import Connection
 
 log = logging.getLogger("apiclient.watch")
 
@@ -50,12 +55,10 @@ class ListWatch:
     """Reports every change to the objects of ``api_type`` in ``namespace`` (None: all namespaces) that match
     ``label_selector`` (None: all of them) to :meth:`seen`, which a subclass says the meaning of."""
 
-    def __init__(self, api: client.ApiClient, api_type: ApiType, namespace: str | None, *, resync_seconds: float,
+    def __init__(self, api: Connection, api_type: ApiType, namespace: str | None, *, resync_seconds: float,
                  stop: threading.Event, label_selector: str | None = None,
                  watch_seconds: int = WATCH_SECONDS) -> None:
-        from kubernetes import client
-
-        self.custom = client.CustomObjectsApi(api)
+        self.api, self.rest = api, Rest(api)
         self.api_type, self.namespace, self.label_selector = api_type, namespace, label_selector
         self.resync_seconds, self.stop, self.watch_seconds = resync_seconds, stop, watch_seconds
         self.known: dict[str, str] = {}  # "<ns>/<name>" -> resourceVersion
@@ -66,17 +69,18 @@ class ListWatch:
         ``key`` is ``<namespace>/<name>``."""
         raise NotImplementedError
 
-    def _call(self, **kwargs: Any) -> Any:
+    @property
+    def path(self) -> str:
         t = self.api_type
-        if self.label_selector:
-            kwargs["label_selector"] = self.label_selector
-        if self.namespace:
-            return self.custom.list_namespaced_custom_object(t.group, t.version, self.namespace, t.plural, **kwargs)
-        return self.custom.list_cluster_custom_object(t.group, t.version, t.plural, **kwargs)
+        where = f"/namespaces/{self.namespace}" if self.namespace else ""
+        return f"/apis/{t.group}/{t.version}{where}/{t.plural}"
+
+    def _query(self, **more: Any) -> list[tuple[str, Any]]:
+        return [*([("labelSelector", self.label_selector)] if self.label_selector else []), *more.items()]
 
     def relist(self) -> str:
         """Report the difference between the API server and what we knew; returns the list's resourceVersion."""
-        listing = self._call()
+        listing = self.rest.request("GET", self.path, query=self._query())
         found: dict[str, str] = {}
         for obj in listing.get("items", []):
             meta = obj["metadata"]
@@ -90,18 +94,35 @@ class ListWatch:
         self.relists += 1
         return listing["metadata"]["resourceVersion"]
 
+    def _events(self, resource_version: str, timeout: int) -> Iterator[dict[str, Any]]:
+        """The watch's events, one JSON object per line, until the server ends the request."""
+        query = self._query(watch="true", resourceVersion=resource_version, timeoutSeconds=timeout,
+                            allowWatchBookmarks="true")
+        response = self.api.request("GET", f"{self.path}?{urlencode(query)}", stream=True,
+                                    timeout=(10.0, timeout + 30.0))
+        try:
+            if response.status != 200:
+                text = response.read().decode("utf-8", "replace")
+                raise ApiError(response.status, response.reason or "", text)
+            pending = b""
+            for chunk in response.stream(64 * 1024, decode_content=True):
+                pending += chunk
+                *lines, pending = pending.split(b"\n")
+                for line in lines:
+                    if line.strip():
+                        yield json.loads(line)
+        finally:
+            response.release_conn()
+
     def _watch(self, resource_version: str, until: float) -> str | None:
         """Stream changes until ``until``; returns the last resourceVersion, or None after 410 Gone."""
-        from kubernetes import watch
-        from kubernetes.client.rest import ApiException
-
-        stream = watch.Watch()
         while time.monotonic() < until and not self.stop.is_set():
             timeout = max(1, min(self.watch_seconds, int(until - time.monotonic())))
             try:
-                for event in stream.stream(self._call, resource_version=resource_version, timeout_seconds=timeout,
-                                           allow_watch_bookmarks=True):
-                    obj = event["object"]
+                for event in self._events(resource_version, timeout):
+                    obj = event.get("object") or {}
+                    if event.get("type") == "ERROR":  # a Status: 410 Gone when the version is too old
+                        raise ApiError(int(obj.get("code") or 500), str(obj.get("reason") or ""), json.dumps(obj))
                     resource_version = obj["metadata"]["resourceVersion"]
                     if event["type"] == "BOOKMARK":
                         continue
@@ -115,7 +136,7 @@ class ListWatch:
                     self.seen(change, obj, key=key, listed=False)
                     if self.stop.is_set():
                         break
-            except ApiException as error:
+            except ApiError as error:
                 if error.status == 410:
                     log.info("%s: resourceVersion %s is gone; re-listing", self.api_type.plural, resource_version)
                     return None
@@ -129,9 +150,6 @@ class ListWatch:
         with ``relist()``; tests use it to resume from a version the API server no longer has, as a watcher that was
         cut off for a long time would, and so see the 410 Gone path against the real API server.
         """
-        from kubernetes.client.rest import ApiException
-        from urllib3.exceptions import HTTPError
-
         backoff = 0.5
         while not self.stop.is_set():
             try:
@@ -141,7 +159,7 @@ class ListWatch:
                 while resource_version is not None and time.monotonic() < until and not self.stop.is_set():
                     resource_version = self._watch(resource_version, until)
                 backoff = 0.5
-            except (ApiException, HTTPError, OSError) as error:
+            except (ApiError, HTTPError, OSError, ValueError) as error:
                 log.warning("%s in %s: %s; retrying in %.1f s", self.api_type.plural,
                             self.namespace or "all namespaces", error, backoff)
                 self.stop.wait(backoff)

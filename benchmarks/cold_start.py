@@ -12,8 +12,8 @@ resident memory (``VmRSS``). Median of ``--runs`` per case:
   ``Created`` event and writes the status. The usual first event after idle: something new to do.
 - ``nothing to do``: a ``ref.update`` of a JobFlow already ``Succeed`` (``throughput.steady_flow``): GET + LIST.
 - ``bare app``: the floor. The same gunicorn command serving a minimal Flask app that parses the event with
-  ``cloudevents`` and GETs the JobFlow with the ``kubernetes`` client (``BARE_APP``), so the product's own cost is
-  the difference, measured on the same machine under the same load.
+  ``cloudevents`` and GETs the JobFlow with the engine's client (``apiclient``; ``BARE_APP``), so the product's own
+  cost is the difference, measured on the same machine under the same load.
 
 Also, in a fresh interpreter (median of 3): importing gunicorn, importing and creating the app, and making the
 handler's Kubernetes client (``shared_client`` + ``KubeApi``).
@@ -54,21 +54,21 @@ APP = "'handlers:create_app()'"
 BARE_APP = f'''
 from cloudevents.core.bindings.http import HTTPMessage, from_http_event
 from flask import Flask, request
-from kubernetes import client
 
 from apiclient.kubeconfig import connect
+from apiclient.rest import Rest
 
 app = Flask(__name__)
-custom = []
+rest = []
 
 
 @app.post("/")
 def receive():
     event = from_http_event(HTTPMessage(dict(request.headers), request.get_data()))
-    if not custom:
-        custom.append(client.CustomObjectsApi(connect()))
-    custom[0].get_namespaced_custom_object({JOBFLOW.group!r}, {JOBFLOW.version!r}, event.get_extension("namespace"),
-                                           {JOBFLOW.plural!r}, event.get_extension("name"))
+    if not rest:
+        rest.append(Rest(connect()))
+    rest[0].request("GET", "/apis/{JOBFLOW.group}/{JOBFLOW.version}/namespaces/{{namespace}}/{JOBFLOW.plural}/{{name}}",
+                    {{"namespace": event.get_extension("namespace"), "name": event.get_extension("name")}})
     return "", 202
 '''
 

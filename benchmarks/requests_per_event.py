@@ -172,7 +172,7 @@ def run(*, flows: int = 3, length: int = 11, run_for: str = "200ms", timeout: fl
     namespace = new_namespace(local, "bench-req")
     for name in ("handlers", "werkzeug"):  # their per-request INFO lines would bury the table
         logging.getLogger(name).setLevel(logging.WARNING)
-    kube = CountingKube(local.api)
+    kube = CountingKube(local.connection)
     app = counting_app(create_app({"KUBE": kube}))
     port = free_port()
     server = make_server("127.0.0.1", port, app, threaded=True)

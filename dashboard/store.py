@@ -22,7 +22,7 @@ from jobflow_core.routing.snapshots import trim_jobflow
 from jobflow_core.vocabulary.api import JOBFLOW, JOBFLOWTEMPLATE, JOBTEMPLATE, ApiType
 
 if TYPE_CHECKING:
-    from apiclient.kubeconfig import Connection
+    from apiclient.connection import Connection
 
 RESYNC_SECONDS = 600.0
 """How often the watches re-list everything (a safety net; a watch loses nothing between)."""

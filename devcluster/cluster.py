@@ -30,7 +30,6 @@ from pathlib import Path
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from apiclient.kubeconfig import connect
 from devcluster import objects, pki, pod_node, processes
 from devcluster.build import ensure_binaries, module_source_dir
 from devcluster.components import module_named
@@ -60,7 +59,7 @@ class ClusterError(RuntimeError):
 
 
 def api_client(state: ClusterState) -> client.ApiClient:
-    return connect(state.kubeconfig)
+    return objects.kube_client(state.kubeconfig)
 
 
 def _http_ok(url: str, token: str | None = None) -> bool:
@@ -74,8 +73,15 @@ def _http_ok(url: str, token: str | None = None) -> bool:
 
 
 def healthy(state: ClusterState) -> bool:
-    """Every process alive, the API server ready and the ``default`` queue Open."""
+    """Every process alive, the API server ready and the ``default`` queue Open; a cluster started by an older
+    version of this module (its API server trusts no client certificates) is not reused."""
     if state.dead_components() or not _http_ok(f"{state.server}/readyz", state.token):
+        return False
+    [apiserver] = [c for c in state.components if c.name == "kube-apiserver"] or [None]
+    try:
+        if apiserver is None or b"--client-ca-file" not in Path(f"/proc/{apiserver.pid}/cmdline").read_bytes():
+            return False
+    except OSError:
         return False
     try:
         with api_client(state) as api:
@@ -146,6 +152,7 @@ class _Starter:
         self.wait("etcd /health", lambda: _http_ok(f"http://127.0.0.1:{state.etcd_port}/health"), etcd)
 
         sa_key, sa_pub = pki.service_account_keys(data / "pki")
+        client_ca = pki.client_ca(data / "pki")
         (data / "tokens.csv").write_text(f"{state.token},admin,admin,system:masters\n")
         if self.pods:
             self.network = pod_node.claim_network(log=self.log)
@@ -155,6 +162,7 @@ class _Starter:
             f"--etcd-servers=http://127.0.0.1:{state.etcd_port}",
             "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", f"--secure-port={state.apiserver_port}",
             f"--cert-dir={data / 'pki'}", f"--token-auth-file={data / 'tokens.csv'}", "--authorization-mode=RBAC",
+            f"--client-ca-file={client_ca}",
             f"--service-account-issuer=https://127.0.0.1:{state.apiserver_port}",
             f"--service-account-key-file={sa_pub}", f"--service-account-signing-key-file={sa_key}",
             "--service-cluster-ip-range=10.96.0.0/24", "--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",

@@ -4,8 +4,8 @@ The Dockerfile is the one users build with ``docker build .``; here it is built 
 argument: ``BASE``, which users leave at ``python:3.11-slim`` from Docker Hub. No registry is reachable from the
 development machine or CI, so the base is made locally, the way a distribution makes its own images:
 
-1. ``debootstrap`` a minimal Debian (the release and mirror apt already uses) with Python 3.11 and a virtual
-   environment on ``PATH`` (Debian's Python refuses ``pip install`` into the system, PEP 668; ``python:3.11-slim``
+1. ``debootstrap`` a minimal Debian (the release and mirror apt already uses) with Python 3.11, slimmed as
+   ``debian:bookworm-slim`` is (:data:`SLIM_EXCLUDED`), and a virtual environment on ``PATH`` (Debian's Python refuses ``pip install`` into the system, PEP 668; ``python:3.11-slim``
    has a pip of its own on ``PATH``, so the Dockerfile needs one there too). The root filesystem is kept as a tar
    under ``~/.cache/volcano-jobflow/image/`` and imported into podman's storage; later runs reuse either.
 2. ``podman build --pull=never --no-cache --network=host``: nothing is pulled, buildah 1.28's cache is not trusted
@@ -41,7 +41,11 @@ from devcluster.podman import PodmanError, ensure_tools, environment, is_root, m
 REPO = Path(__file__).resolve().parent.parent
 DEBIAN_SUITE = "bookworm"
 BASE_PACKAGES = ("python3", "python3-venv", "ca-certificates")
-BASE_RECIPE = 1  # bump when the steps of _debootstrap change, so the cached base is made again
+BASE_RECIPE = 2  # bump when the steps of _debootstrap change, so the cached base is made again
+SLIM_EXCLUDED = ("usr/share/doc", "usr/share/man", "usr/share/groff", "usr/share/info", "usr/share/lintian",
+                 "usr/share/linda", "usr/share/locale")
+"""What debian:bookworm-slim (the base of python:3.11-slim) leaves out, by dpkg's ``path-exclude``: documentation,
+manual pages and translations; each package's copyright file stays, as there."""
 DIGEST_LABEL = "dev.volcano-jobflow.build-digest"
 HOST_CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
@@ -90,9 +94,24 @@ def _debootstrap(tarball: Path, *, log) -> None:
             for entry in (root / cache).glob("*"):
                 if entry.is_file():
                     entry.unlink()
+        _slim(root)
         partial = tarball.with_suffix(".partial")
         _run(["tar", "-C", str(root), "-cf", str(partial), "."], "packing the base")
         partial.rename(tarball)
+
+
+def _slim(root: Path) -> None:
+    """Leave out what debian:bookworm-slim leaves out (:data:`SLIM_EXCLUDED`), and tell dpkg to, as it does."""
+    for excluded in SLIM_EXCLUDED:
+        for path in sorted((root / excluded).rglob("*"), reverse=True):
+            if path.is_dir() and not path.is_symlink():
+                if not any(path.iterdir()):
+                    path.rmdir()
+            elif not (excluded == "usr/share/doc" and path.name == "copyright"):
+                path.unlink()
+    config = root / "etc/dpkg/dpkg.cfg.d/slim"
+    config.write_text("".join(f"path-exclude /{excluded}/*\n" for excluded in SLIM_EXCLUDED)
+                      + "path-include /usr/share/doc/*/copyright\n")
 
 
 def ensure_base(*, log=print) -> str:

@@ -20,6 +20,14 @@ from jobflow_core.vocabulary.api import VCJOB
 FAKE_NODE_COUNT = 2
 
 
+def kube_client(kubeconfig: str | Path) -> client.ApiClient:
+    """The ``kubernetes`` package's client for a kubeconfig: the local cluster's own setup and the tests' reads use
+    its typed APIs; the engine's programs never load it (they connect with :func:`apiclient.kubeconfig.connect`)."""
+    from kubernetes import config
+
+    return config.new_client_from_config(config_file=str(kubeconfig), persist_config=False)
+
+
 class NotReady(RuntimeError):
     """Something did not become ready in time; the message says what."""
 

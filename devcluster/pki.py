@@ -2,10 +2,12 @@
 
 - a service-account key pair for kube-apiserver (it signs and verifies service-account tokens);
 - a throwaway CA and a serving certificate for 127.0.0.1, for admission webhooks that the API server calls over
-  HTTPS on loopback (Volcano's webhook manager, and this project's own webhooks in tests).
+  HTTPS on loopback (Volcano's webhook manager, and this project's own webhooks in tests);
+- a client CA (``--client-ca-file``), so that a kubeconfig with a client certificate, as kubeadm's ``admin.conf``
+  has, can be tested against the real API server (:func:`client_certificate`).
 
-The API server's own serving certificate is self-signed by kube-apiserver into --cert-dir; clients skip its
-verification (the kubeconfig says so), which is fine for a loopback-only test cluster.
+The API server's own serving certificate is self-signed by kube-apiserver into --cert-dir; the kubeconfig names it as
+the certificate authority.
 """
 
 from __future__ import annotations
@@ -65,3 +67,29 @@ def loopback_serving_cert(directory: Path, name: str) -> ServingCert:
     _openssl("x509", "-req", "-in", csr.name, "-CA", ca.name, "-CAkey", ca_key.name, "-CAcreateserial",
              "-out", cert.name, "-days", "365", "-extfile", extensions.name, cwd=directory)
     return ServingCert(ca, cert, key)
+
+
+CLIENT_CA = "client-ca"
+
+
+def client_ca(directory: Path) -> Path:
+    """The CA kube-apiserver trusts for client certificates (made once; its key stays beside it)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    ca = directory / f"{CLIENT_CA}.crt"
+    if not ca.exists():
+        _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{CLIENT_CA}.key", "-out", ca.name,
+                 "-days", "365", "-subj", f"/CN={CLIENT_CA}", cwd=directory)
+    return ca
+
+
+def client_certificate(directory: Path, pki_directory: Path, *, user: str, group: str) -> tuple[Path, Path]:
+    """(certificate, key) for ``user`` in ``group`` (the subject's CN and O, as Kubernetes reads them), signed by
+    the client CA in ``pki_directory``; written to ``directory``."""
+    directory.mkdir(parents=True, exist_ok=True)
+    key, csr, cert = directory / f"{user}.key", directory / f"{user}.csr", directory / f"{user}.crt"
+    _openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(csr),
+             "-subj", f"/O={group}/CN={user}", cwd=directory)
+    _openssl("x509", "-req", "-in", str(csr), "-CA", str(pki_directory / f"{CLIENT_CA}.crt"),
+             "-CAkey", str(pki_directory / f"{CLIENT_CA}.key"), "-CAcreateserial", "-out", str(cert), "-days", "1",
+             cwd=directory)
+    return cert, key

@@ -17,6 +17,8 @@ from typing import TypeVar
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
+from apiclient.connection import Connection
+from apiclient.kubeconfig import connect
 from devcluster import cluster, objects, processes
 from devcluster.state import ClusterState
 from jobflow_core.vocabulary.api import VCJOB
@@ -32,9 +34,13 @@ class WaitTimeout(AssertionError):
 class LocalCluster:
     state: ClusterState
     api: client.ApiClient = field(init=False)
+    """The ``kubernetes`` package's client, for the tests' own reads and setup."""
+    connection: Connection = field(init=False)
+    """The engine's own connection (:mod:`apiclient`), for the handler and the event source a test runs in-process."""
 
     def __post_init__(self) -> None:
         self.api = cluster.api_client(self.state)
+        self.connection = connect(self.state.kubeconfig, program="test")
 
     @property
     def core(self) -> client.CoreV1Api:

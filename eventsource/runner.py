@@ -41,7 +41,7 @@ from jobflow_core.routing.snapshots import SIGNATURE_EXTENSION
 from jobflow_core.vocabulary.api import JOBFLOW, JOBFLOWTEMPLATE
 
 if TYPE_CHECKING:
-    from apiclient.kubeconfig import Connection
+    from apiclient.connection import Connection
 
 log = logging.getLogger("eventsource")
 
@@ -116,7 +116,7 @@ def start(api: Connection, *, sink: str, namespaces: Sequence[str], mode: cloude
     snapshots are signed with (none: events carry none), ``replies`` whether the sink is the handler itself, whose
     answers are then read, ``clock`` the wall clock the JobFlowTemplates' wake-ups are timed by (tests move it).
     """
-    source = api.configuration.host  # ApiServerSource's ``source``: the API server's URL
+    source = api.host  # ApiServerSource's ``source``: the API server's URL
     cache = WatchCache()
     encoder = Encoder(mode=mode, source=source, overrides=overrides or {}, cache=cache, key=snapshot_key,
                       replies=replies)

@@ -23,7 +23,7 @@ from jobflow_core.routing.relevance import fingerprint, phase_of
 from jobflow_core.vocabulary.api import ApiType
 
 if TYPE_CHECKING:
-    from apiclient.kubeconfig import Connection
+    from apiclient.connection import Connection
 
 
 class Watcher(ListWatch):

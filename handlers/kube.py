@@ -22,7 +22,7 @@ from handlers import metrics
 from jobflow_core.vocabulary.api import COMMAND, JOBFLOW, JOBFLOWTEMPLATE, JOBTEMPLATE, QUEUE, VCJOB, ApiType
 
 if TYPE_CHECKING:
-    from apiclient.kubeconfig import Connection
+    from apiclient.connection import Connection
 
 COMPONENT = "volcano-jobflow-handler"
 

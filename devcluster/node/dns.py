@@ -27,7 +27,7 @@ import sys
 import threading
 import time
 
-from apiclient.kubeconfig import connect
+from devcluster.objects import kube_client
 from kubernetes import client
 
 LOG = logging.getLogger(__name__)
@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stdout, format="%(asctime)s %(message)s")
     host, _, port = args.listen.rpartition(":")
-    Server(client.CoreV1Api(connect(args.kubeconfig)), (host, int(port))).serve()
+    Server(client.CoreV1Api(kube_client(args.kubeconfig)), (host, int(port))).serve()
     return 0
 
 

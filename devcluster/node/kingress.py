@@ -41,7 +41,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from apiclient.kubeconfig import connect
+from devcluster.objects import kube_client
 
 LOG = logging.getLogger(__name__)
 CLASS = "standin.ingress.jobflow.dev"
@@ -227,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stdout, format="%(asctime)s %(message)s")
     address, _, port = args.listen.rpartition(":")
-    api = connect(args.kubeconfig)
+    api = kube_client(args.kubeconfig)
     table = Table(api)
     server = ThreadingHTTPServer((address, int(port)), handler_class(table))
     server.daemon_threads = True

@@ -24,7 +24,6 @@ from datetime import datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from kubernetes import client
 from werkzeug.serving import make_server
 
 import eventsource
@@ -34,7 +33,7 @@ from devcluster.testing import LocalCluster
 from eventsource.outbox import Outbox
 from handlers import create_app
 from handlers.kube import KubeApi
-from jobflow_core.vocabulary.api import ApiType
+from jobflow_core.vocabulary.api import JOBFLOW, ApiType
 
 
 @dataclass
@@ -50,7 +49,7 @@ class Handler:
 
 
 def start_handler(cluster: LocalCluster, config: dict | None = None) -> Handler:
-    kube = KubeApi(cluster.api)
+    kube = KubeApi(cluster.connection)
     port = free_port()
     server = make_server("127.0.0.1", port, create_app({"KUBE": kube, **(config or {})}), threaded=True)
     thread = threading.Thread(target=server.serve_forever, name="handler", daemon=True)
@@ -83,8 +82,9 @@ def start_engine(cluster: LocalCluster, namespace: str, *, resync_seconds: float
     ``handler_config`` (a datetime) times the event source's JobFlowTemplate wake-ups too."""
     key = TEST_KEY if snapshots else None
     handler = start_handler(cluster, {"SNAPSHOT_KEY": key, **(handler_config or {})})
-    source = eventsource.start(cluster.api, sink=handler.url, namespaces=[namespace], mode=cloudevents.Mode.REFERENCE,
-                               resync_seconds=resync_seconds, senders=4, snapshot_key=key, replies=True,
+    source = eventsource.start(cluster.connection, sink=handler.url, namespaces=[namespace],
+                               mode=cloudevents.Mode.REFERENCE, resync_seconds=resync_seconds, senders=4,
+                               snapshot_key=key, replies=True,
                                watch_seconds=2,  # short watches, so the threads notice the stop quickly
                                **({"clock": lambda: clock().timestamp()}
                                   if (clock := (handler_config or {}).get("CLOCK")) else {}))
@@ -176,9 +176,9 @@ class RacedKube(KubeApi):
 
     def replace_jobflow_status(self, flow: dict) -> dict:
         meta = flow["metadata"]
-        client.CustomObjectsApi(self.api).patch_namespaced_custom_object(
-            "flow.volcano.sh", "v1alpha1", meta["namespace"], "jobflows", meta["name"],
-            {"metadata": {"annotations": {"raced": str(self.requests)}}})
+        self.rest.request("PATCH", JOBFLOW.path(meta["namespace"], meta["name"]),
+                          body={"metadata": {"annotations": {"raced": str(self.requests)}}},
+                          content_type="application/merge-patch+json")
         return super().replace_jobflow_status(flow)
 
 

@@ -285,7 +285,7 @@ def test_after_410_gone_the_watcher_relists_and_announces_the_gap_including_a_de
     for name in ("a", "b", "c"):
         create(cluster, namespace, JOBFLOW, name)
     recorder, stop = Recorder(), threading.Event()
-    watcher = Watcher(cluster.api, JOBFLOW, namespace, recorder, resync_seconds=600, stop=stop, watch_seconds=2)
+    watcher = Watcher(cluster.connection, JOBFLOW, namespace, recorder, resync_seconds=600, stop=stop, watch_seconds=2)
     watcher.relist()
     assert recorder.changes() == {(Change.ADD, "a"), (Change.ADD, "b"), (Change.ADD, "c")}
     recorder.envelopes.clear()

@@ -93,7 +93,7 @@ def test_the_handler_killed_mid_reconcile_again_and_again_the_flow_finishes(clus
     kills = 0
     try:
         cluster.wait_until("the handler to answer", lambda: answers_health_check(port), timeout=60)
-        source = eventsource.start(cluster.api, sink=f"http://127.0.0.1:{port}/", namespaces=[namespace],
+        source = eventsource.start(cluster.connection, sink=f"http://127.0.0.1:{port}/", namespaces=[namespace],
                                    mode=cloudevents.Mode.REFERENCE, resync_seconds=5, senders=4, watch_seconds=2)
         with watched(cluster, namespace):
             start_diamond(cluster, namespace, run_for="1s")
@@ -113,9 +113,9 @@ def test_the_handler_killed_mid_reconcile_again_and_again_the_flow_finishes(clus
 
 def test_duplicated_dropped_and_shuffled_events_with_a_resync_still_finish_the_flow_once(
         cluster: LocalCluster, namespace: str) -> None:
-    with serve(OneNamespace(cluster.api, namespace)) as url:
+    with serve(OneNamespace(cluster.connection, namespace)) as url:
         mangler = Mangler(url, seed=16)
-        source = eventsource.start(cluster.api, sink=mangler.url, namespaces=[namespace],
+        source = eventsource.start(cluster.connection, sink=mangler.url, namespaces=[namespace],
                                    mode=cloudevents.Mode.REFERENCE, resync_seconds=3600, senders=4, watch_seconds=2)
         pinger = Pinger(url, seconds=10)
         try:
@@ -131,10 +131,10 @@ def test_duplicated_dropped_and_shuffled_events_with_a_resync_still_finish_the_f
 
 def test_three_handlers_behind_one_event_stream_create_each_vcjob_once(cluster: LocalCluster,
                                                                        namespace: str) -> None:
-    with serve(KubeApi(cluster.api)) as one, serve(KubeApi(cluster.api)) as two, \
-            serve(KubeApi(cluster.api)) as three:
+    with serve(KubeApi(cluster.connection)) as one, serve(KubeApi(cluster.connection)) as two, \
+            serve(KubeApi(cluster.connection)) as three:
         spread = Spreader([one, two, three])
-        source = eventsource.start(cluster.api, sink=spread.url, namespaces=[namespace],
+        source = eventsource.start(cluster.connection, sink=spread.url, namespaces=[namespace],
                                    mode=cloudevents.Mode.REFERENCE, resync_seconds=3600, senders=4, watch_seconds=2)
         try:
             with watched(cluster, namespace):

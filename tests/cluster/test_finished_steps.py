@@ -48,12 +48,12 @@ def test_twenty_jobflows_whose_vcjobs_are_deleted_create_each_vcjob_once_under_r
     apply(cluster, namespace, "---\n".join(template(name, run_for="300ms") + ttl for name in "abcdelx"))
     text, expected = jobflows(retain="delete" if not ttl else "retain")
     history = History(cluster, namespace)
-    with serve(KubeApi(cluster.api)) as one, serve(KubeApi(cluster.api)) as two, \
-            serve(KubeApi(cluster.api)) as three:
+    with serve(KubeApi(cluster.connection)) as one, serve(KubeApi(cluster.connection)) as two, \
+            serve(KubeApi(cluster.connection)) as three:
         spread = Spreader([one, two, three])
         mangler = Mangler(spread.url, seed=23, drop=0.1)
         pinger = Pinger(one, seconds=5)
-        source = eventsource.start(cluster.api, sink=mangler.url, namespaces=[namespace],
+        source = eventsource.start(cluster.connection, sink=mangler.url, namespaces=[namespace],
                                    mode=cloudevents.Mode.REFERENCE, resync_seconds=3600, senders=4, watch_seconds=2)
         started = time.monotonic()
         try:

@@ -11,9 +11,9 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from kubernetes import client
 
 from apiclient import cloudevents
+from apiclient.connection import Connection
 from devcluster.processes import free_port
 from devcluster.testing import LocalCluster
 from jobflow_core.vocabulary.api import JOBFLOW, JOBTEMPLATE, VCJOB
@@ -58,10 +58,7 @@ def test_an_event_for_an_object_that_no_longer_exists_is_accepted_with_an_empty_
 
 
 def test_the_api_server_unreachable_gives_503_so_the_bus_retries(namespace: str) -> None:
-    unreachable = client.Configuration()
-    unreachable.host = f"https://127.0.0.1:{free_port()}"
-    unreachable.verify_ssl = False
-    with serve(KubeApi(client.ApiClient(unreachable))) as url:
+    with serve(KubeApi(Connection(f"https://127.0.0.1:{free_port()}", verify=False))) as url:
         status, reply = send(url, JOBFLOW, namespace, "f")
     assert status == 503
     assert json.loads(reply)["retry"] is True
@@ -69,7 +66,7 @@ def test_the_api_server_unreachable_gives_503_so_the_bus_retries(namespace: str)
 
 def test_a_persistent_conflict_gives_503_so_the_bus_retries(cluster: LocalCluster, namespace: str) -> None:
     apply(cluster, namespace, template("a") + "---\n" + FLOW)
-    with serve(RacedKube(cluster.api)) as url:
+    with serve(RacedKube(cluster.connection)) as url:
         status, reply = send(url, JOBFLOW, namespace, "f")
     assert status == 503
     assert "kept changing" in json.loads(reply)["error"]
@@ -102,8 +99,8 @@ def test_events_out_of_order_and_several_handlers_at_once_still_finish_the_flow(
             send(url, VCJOB, namespace, "f-a")
             send(url, JOBFLOW, namespace, "f")
 
-    with serve(KubeApi(cluster.api)) as one, serve(KubeApi(cluster.api)) as two, \
-            serve(KubeApi(cluster.api)) as three:
+    with serve(KubeApi(cluster.connection)) as one, serve(KubeApi(cluster.connection)) as two, \
+            serve(KubeApi(cluster.connection)) as three:
         workers = [threading.Thread(target=storm, args=(url,)) for url in (one, two, three)]
         for worker in workers:
             worker.start()

@@ -75,7 +75,7 @@ def test_a_create_forbidden_by_an_admission_policy_shows_in_status_and_events_an
     try:
         for namespace in (denied, allowed):
             apply(cluster, namespace, template("a") + "---\n" + FLOW)
-        with serve(TheseNamespaces(cluster.api, [denied, allowed])) as url:
+        with serve(TheseNamespaces(cluster.connection, [denied, allowed])) as url:
             headers, body = ping_event()
             assert post(url + "resync", body, headers) == (202, b"")
         state = jobflow(cluster, denied, "f")["status"]["state"]

@@ -20,12 +20,12 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from kubernetes import client
 
 from devcluster.processes import free_port
 from devcluster.testing import LocalCluster
 from engine import RacedKube, serve
 from apiclient import cloudevents
+from apiclient.connection import Connection
 from handlers.kube import KubeApi
 from jobflow_core.vocabulary.api import JOBFLOW, VCJOB, ApiType
 from objects import apply, jobflow, template
@@ -92,7 +92,7 @@ def test_a_ping_event_is_delivered_on_both_routes(cluster: LocalCluster, namespa
         def list_jobflows(self, namespace: str | None = None) -> list[dict]:
             return []
 
-    with serve(Empty(cluster.api)) as url:
+    with serve(Empty(cluster.connection)) as url:
         status, headers, body = answer(url + path, ping_event())
 
     assert (status, body) == (202, b"") and not is_reply_event(headers, body)
@@ -129,7 +129,7 @@ def test_an_object_our_models_cannot_read_gets_422_not_retried(cluster: LocalClu
                     "metadata": {"namespace": namespace, "name": name, "resourceVersion": "1"},
                     "spec": {"flows": "a, b"}}
 
-    with serve(NewerVolcano(cluster.api)) as url:
+    with serve(NewerVolcano(cluster.connection)) as url:
         status, _, reply = answer(url, event(JOBFLOW, namespace, "f"))
 
     assert status == 422 and not broker_retries(status)
@@ -140,7 +140,7 @@ def test_an_object_our_models_cannot_read_gets_422_not_retried(cluster: LocalClu
 
 def test_a_lost_write_race_gets_503_which_the_broker_retries(cluster: LocalCluster, namespace: str) -> None:
     apply(cluster, namespace, template("a") + "---\n" + FLOW)
-    with serve(RacedKube(cluster.api)) as url:
+    with serve(RacedKube(cluster.connection)) as url:
         status, _, reply = answer(url, event(JOBFLOW, namespace, "f"))
 
     assert status == 503 and broker_retries(status)
@@ -148,7 +148,7 @@ def test_a_lost_write_race_gets_503_which_the_broker_retries(cluster: LocalClust
 
 
 @contextmanager
-def api_server_answering(status: int) -> Iterator[client.ApiClient]:
+def api_server_answering(status: int) -> Iterator[Connection]:
     """A stand-in API server that answers every request with ``status`` and a Kubernetes Status body."""
     class Always(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
@@ -165,10 +165,8 @@ def api_server_answering(status: int) -> Iterator[client.ApiClient]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), Always)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
-    configuration = client.Configuration()
-    configuration.host = f"http://127.0.0.1:{server.server_port}"
     try:
-        yield client.ApiClient(configuration)
+        yield Connection(f"http://127.0.0.1:{server.server_port}")
     finally:
         server.shutdown()
         server.server_close()
@@ -186,9 +184,7 @@ def test_an_api_server_that_throttles_or_fails_gives_503_which_the_broker_retrie
 
 
 def test_an_unreachable_api_server_gives_503_which_the_broker_retries(namespace: str) -> None:
-    nobody = client.Configuration()
-    nobody.host = f"http://127.0.0.1:{free_port()}"
-    with serve(KubeApi(client.ApiClient(nobody))) as url:
+    with serve(KubeApi(Connection(f"http://127.0.0.1:{free_port()}"))) as url:
         status, _, reply = answer(url, event(JOBFLOW, namespace, "f"))
 
     assert status == 503 and broker_retries(status)

@@ -226,7 +226,7 @@ def test_pingsource_events_alone_finish_a_jobflow_whose_events_were_all_lost(clu
     time.sleep(1)
     assert jobflow(cluster, namespace, "f").get("status") is None and not vcjobs(cluster, namespace)
 
-    with serve(OneNamespace(cluster.api, namespace)) as url:
+    with serve(OneNamespace(cluster.connection, namespace)) as url:
         def resynced_to_succeed() -> bool:
             headers, body = ping_event()
             assert post(url + path, body, headers) == (202, b"")

@@ -32,6 +32,8 @@ import yaml
 from kubernetes import client, utils, watch
 from kubernetes.client.rest import ApiException
 
+from apiclient.connection import Connection
+from apiclient.kubeconfig import connect
 from apiclient.rest import ApiError, Conflict
 from apiclient.watch import WATCHED
 from devcluster import cluster as devcluster
@@ -156,11 +158,14 @@ def test_kubectl_get_jf_shows_status_progress_queue_position_and_age(cluster: Lo
 
 @dataclass
 class Accounts:
-    """A namespace holding both ServiceAccounts, bound to their ClusterRoles, and an API client acting as each."""
+    """A namespace holding both ServiceAccounts, bound to their ClusterRoles, and clients acting as each: the
+    engine's own connection (what the programs use) and the ``kubernetes`` package's (the tests' typed reads)."""
 
     namespace: str
-    handler: client.ApiClient
-    eventsource: client.ApiClient
+    handler: Connection
+    eventsource: Connection
+    handler_typed: client.ApiClient
+    eventsource_typed: client.ApiClient
 
 
 def rbac_documents(file: str, namespace: str) -> list[dict]:
@@ -179,26 +184,28 @@ def rbac_documents(file: str, namespace: str) -> list[dict]:
     return docs
 
 
-def acting_as(cluster: LocalCluster, namespace: str, account: str) -> client.ApiClient:
-    api = devcluster.api_client(cluster.state)
-    api.set_default_header("Impersonate-User", f"system:serviceaccount:{namespace}:{account}")
-    return api
+def acting_as(cluster: LocalCluster, namespace: str, account: str) -> tuple[Connection, client.ApiClient]:
+    user = f"system:serviceaccount:{namespace}:{account}"
+    connection, typed = connect(cluster.state.kubeconfig, program="test"), devcluster.api_client(cluster.state)
+    connection.headers.append(("Impersonate-User", user))
+    typed.set_default_header("Impersonate-User", user)
+    return connection, typed
 
 
 @pytest.fixture(scope="module")
 def accounts(cluster: LocalCluster) -> Iterator[Accounts]:
     namespace = cluster.create_namespace()
     docs = rbac_documents("handler-rbac.yaml", namespace) + rbac_documents("eventsource-rbac.yaml", namespace)
-    handler = acting_as(cluster, namespace, "jobflow-handler")
-    eventsource = acting_as(cluster, namespace, "jobflow-eventsource")
+    handler, handler_typed = acting_as(cluster, namespace, "jobflow-handler")
+    eventsource, eventsource_typed = acting_as(cluster, namespace, "jobflow-eventsource")
     try:
         for doc in docs:
             utils.create_from_dict(cluster.api, doc)
-        for api in (handler, eventsource):
+        for api in (handler_typed, eventsource_typed):
             # The authorizer learns of new bindings through its informers, a moment after they are created.
             cluster.wait_until("the new ClusterRoleBindings to take effect", lambda: client.CustomObjectsApi(
                 api).list_namespaced_custom_object(*FLOW, namespace, "jobflows"), timeout=30)
-        yield Accounts(namespace, handler, eventsource)
+        yield Accounts(namespace, handler, eventsource, handler_typed, eventsource_typed)
     finally:
         rbac = client.RbacAuthorizationV1Api(cluster.api)
         for doc in docs:
@@ -211,8 +218,8 @@ def accounts(cluster: LocalCluster) -> Iterator[Accounts]:
                 if error.status != 404:
                     raise
         cluster.delete_namespace(namespace)
-        handler.close()
-        eventsource.close()
+        for api in (handler, eventsource, handler_typed, eventsource_typed):
+            api.close()
 
 
 def refusal(call: Callable[[], object]) -> int:
@@ -335,7 +342,7 @@ HANDLER_REFUSED: dict[str, Callable[[client.CustomObjectsApi, client.CoreV1Api, 
 
 @pytest.mark.parametrize("what", list(HANDLER_REFUSED))
 def test_the_handler_role_refuses(what: str, accounts: Accounts) -> None:
-    api = accounts.handler
+    api = accounts.handler_typed
     call = HANDLER_REFUSED[what]
     assert refusal(lambda: call(client.CustomObjectsApi(api), client.CoreV1Api(api), accounts.namespace)) == 403
 
@@ -344,7 +351,7 @@ def test_the_eventsource_role_lists_and_watches_everything_the_event_source_watc
                                                                                   accounts: Accounts) -> None:
     namespace = accounts.namespace
     apply(cluster, namespace, template("seen"))
-    custom = client.CustomObjectsApi(accounts.eventsource)
+    custom = client.CustomObjectsApi(accounts.eventsource_typed)
     outbox = Outbox("http://127.0.0.1:9/", lambda envelope: ({}, b""))  # never sends: only the reads are tested
     for api_type, label_selector in WATCHED.items():
         for scope in (namespace, None):  # NAMESPACES set, and unset (all namespaces)
@@ -380,6 +387,6 @@ EVENTSOURCE_REFUSED: dict[str, Callable[[client.CustomObjectsApi, client.CoreV1A
 
 @pytest.mark.parametrize("what", list(EVENTSOURCE_REFUSED))
 def test_the_eventsource_role_refuses(what: str, accounts: Accounts) -> None:
-    api = accounts.eventsource
+    api = accounts.eventsource_typed
     call = EVENTSOURCE_REFUSED[what]
     assert refusal(lambda: call(client.CustomObjectsApi(api), client.CoreV1Api(api), accounts.namespace)) == 403

@@ -80,7 +80,7 @@ def start_adapter(cluster: LocalCluster, namespace: str, handler: Handler | str)
 def test_the_seed_diamond_runs_to_succeed_on_the_real_adapters_events_alone(cluster: LocalCluster,
                                                                             namespace: str) -> None:
     arrivals = Arrivals()
-    server, port = serve_app(KubeApi(cluster.api), arrivals)
+    server, port = serve_app(KubeApi(cluster.connection), arrivals)
     adapter = start_adapter(cluster, namespace, f"http://127.0.0.1:{port}/")
     try:
         mark = len(arrivals.seen)
@@ -138,7 +138,7 @@ def test_a_lost_write_race_is_answered_503_which_the_real_adapter_retries(cluste
                                                                            namespace: str) -> None:
     """The JobFlow's creation is the only event about it: had the answer been a 409, the adapter would have dropped
     it and the JobFlow would have no status to this day."""
-    kube = LosesRaces(cluster.api, losses=MAX_ATTEMPTS)  # one whole reconcile loses
+    kube = LosesRaces(cluster.connection, losses=MAX_ATTEMPTS)  # one whole reconcile loses
     with serve(kube) as url:
         adapter = start_adapter(cluster, namespace, url)
         try:
@@ -206,7 +206,7 @@ class Resyncs:
 def test_a_20_s_api_server_outage_loses_nothing_on_the_direct_path(cluster: LocalCluster, namespace: str) -> None:
     """The real adapter's relist after a broken watch announces nothing (like its start): a change made while its
     watch was down, such as b completing, is never sent. The resync is the net on this path, as the docs say."""
-    with serve(OneNamespace(cluster.api, namespace)) as url:
+    with serve(OneNamespace(cluster.connection, namespace)) as url:
         adapter = start_adapter(cluster, namespace, url)
         resyncs = Resyncs(url, period=15)
         try:
@@ -253,7 +253,7 @@ ATTRIBUTES = ("ce-specversion", "ce-type", "ce-source", "ce-subject", "ce-kind",
 def test_our_event_source_and_the_real_adapter_send_the_same_events_for_the_same_changes(
         cluster: LocalCluster, namespace: str) -> None:
     ours, theirs = Capture(), Capture()
-    source = eventsource.start(cluster.api, sink=ours.url, namespaces=[namespace], mode=cloudevents.Mode.REFERENCE,
+    source = eventsource.start(cluster.connection, sink=ours.url, namespaces=[namespace], mode=cloudevents.Mode.REFERENCE,
                                resync_seconds=3600, senders=1, watch_seconds=2)
     adapter = knative_eventing.start_apiserver_adapter(cluster.state, sink=theirs.url, namespaces=[namespace])
     try:

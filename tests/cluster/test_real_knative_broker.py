@@ -63,7 +63,7 @@ def knative(cluster: LocalCluster) -> Iterator[Knative]:
     started = time.monotonic()
     eventing = knative_eventing.start_eventing(cluster.state, cluster.api)
     arrivals, dead_letters = Arrivals(), Receiver(name="jobflow-dead-letters")
-    server, port = serve_app(KubeApi(cluster.api), arrivals)
+    server, port = serve_app(KubeApi(cluster.connection), arrivals)
     try:
         knative_eventing.wire(eventing, handler_port=port, dead_letters_port=dead_letters.port)
         print(f"knative eventing: installed, started and wired in {time.monotonic() - started:.1f} s")
