@@ -25,7 +25,8 @@ another (each alone), so that N=1's latency has enough samples (4 per diamond). 
 - API requests: the engine's API server's ``apiserver_request_total``, all verbs, before the engine starts and after
   it stopped (a watch is counted when it ends); vcjob creates answered 409 (AlreadyExists) and JobFlow status
   writes answered 409 (Conflict) from the same counter;
-- CPU and peak memory: user + system CPU time and ``VmHWM`` of every process of the engine, summed;
+- CPU and peak memory: user + system CPU time and ``VmHWM`` of every process of the engine, summed (each
+  process's peak is in the result too);
 - wall time: from the first JobFlow created to all of them ``Succeed``;
 - ours only, from the handler's and the event source's ``/metrics`` at the end: reconciles by the source they
   planned from (snapshots used, stale, none), the handler's answer time (the reconcile histogram's p99 bucket), event
@@ -191,6 +192,15 @@ def processes_of(components: list[Component]) -> list[int]:
     return sorted({pid for c in components for pid in process_tree(c.pid)})
 
 
+def process_name(pid: int) -> str:
+    """A process's program, briefly: ``gunicorn`` (master or worker), ``python -m eventsource``, a binary's name."""
+    args = [arg.decode() for arg in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0") if arg]
+    program = Path(args[0]).name if args else "?"
+    if "-m" in args:
+        return f"{program} -m {args[args.index('-m') + 1]}"
+    return " ".join([program, *(arg for arg in args[1:2] if not arg.startswith("-"))])
+
+
 def kib(value: str) -> int:
     return int(value.split()[0]) if value else 0
 
@@ -247,6 +257,7 @@ def run_once(local: LocalCluster, engine: str, n: int, *, run_for: str, timeout:
         wall = time.monotonic() - started
         pids = processes_of(components)
         cpu = sum(cpu_seconds(p) for p in pids)
+        peaks = {f"{p} {process_name(p)}": round(kib(proc_status(p, "VmHWM")) / 1024, 1) for p in pids}
         rss = sum(kib(proc_status(p, "VmHWM")) for p in pids) / 1024
         ours = ours_figures(scrape(components)) if engine != "upstream" else {}
         after = server.requests()
@@ -278,7 +289,8 @@ def run_once(local: LocalCluster, engine: str, n: int, *, run_for: str, timeout:
                                  if verb == "PUT" and res == "jobflows" and sub == "status")),
         "status_writes_409": int(sum(v for (verb, res, sub, code), v in delta.items()
                                      if verb == "PUT" and res == "jobflows" and sub == "status" and code == "409")),
-        "cpu_seconds": round(cpu, 2), "peak_rss_mib": round(rss, 1), "wall_seconds": round(wall, 1),
+        "cpu_seconds": round(cpu, 2), "peak_rss_mib": round(rss, 1),
+        "peak_rss_by_process_mib": peaks, "wall_seconds": round(wall, 1),
         "templates": templates, "rounds": rounds, **ours,
     }
 
