@@ -101,6 +101,16 @@ class Credentials:
                     self._file_token = (mtime, self.token_file.read_text().strip())
             return self._file_token[1]
 
+    def refused(self, used: dict[str, str]) -> bool:
+        """The API server answered 401 to a request that carried ``used``: forget a plugin's credential if it is
+        still the one sent (it was revoked or rotated before it said it would expire). Whether a new one may help."""
+        with self._lock:
+            if self.exec_plugin is None or self._plugin is None:
+                return False
+            if used.get("Authorization") == f"Bearer {self._plugin[1].get('token')}" or not used:
+                self._plugin = None
+            return True
+
     def _from_plugin(self) -> Mapping[str, Any]:
         with self._lock:
             if self._plugin is not None and (self._plugin[0] is None or self._plugin[0] > time.time() + 10):
@@ -178,16 +188,28 @@ class Connection:
     def request(self, method: str, path: str, *, body: bytes | None = None, headers: Mapping[str, str] | None = None,
                 timeout: float | tuple[float, float] | None = None, stream: bool = False) -> urllib3.BaseHTTPResponse:
         """One request to ``path`` (with its query); the response, its body read unless ``stream``. Raises urllib3's
-        errors (or OSError) when the server cannot be reached."""
+        errors (or OSError) when the server cannot be reached. A 401 to a credential plugin's token runs the plugin
+        again and repeats the request once, as kubectl does."""
+        if isinstance(timeout, tuple):
+            timeout = urllib3.Timeout(connect=timeout[0], read=timeout[1])
+        sent, response = self._send(method, path, body, headers, timeout, stream)
+        if response.status == 401 and self.credentials.refused(sent):
+            response.drain_conn()
+            response.release_conn()
+            _, response = self._send(method, path, body, headers, timeout, stream)
+        return response
+
+    def _send(self, method: str, path: str, body: bytes | None, headers: Mapping[str, str] | None,
+              timeout: float | urllib3.Timeout | None, stream: bool) -> tuple[dict[str, str], urllib3.BaseHTTPResponse]:
+        """The request with the current credential: the ``Authorization`` it carried, and the response."""
         authorization, certificate = self.credentials.current()
         sent = urllib3.HTTPHeaderDict({"User-Agent": self.user_agent, "Accept": "application/json",
                                        **authorization, **(headers or {})})
         for name, value in self.headers:
             sent.add(name, value)
-        if isinstance(timeout, tuple):
-            timeout = urllib3.Timeout(connect=timeout[0], read=timeout[1])
-        return self._pool(certificate).request(method, self.host + path, body=body, headers=sent, timeout=timeout,
-                                    retries=self.retries, preload_content=not stream, redirect=False)
+        return authorization, self._pool(certificate).request(
+            method, self.host + path, body=body, headers=sent, timeout=timeout, retries=self.retries,
+            preload_content=not stream, redirect=False)
 
     def close(self) -> None:
         with self._lock:

@@ -83,17 +83,21 @@ def test_a_client_certificate_in_files_and_inline(cluster: LocalCluster, namespa
 PLUGIN = """\
 import json, pathlib, sys
 calls = pathlib.Path(sys.argv[1])
-calls.write_text(str(int(calls.read_text() or 0) + 1) if calls.exists() else "1")
+count = int(calls.read_text()) + 1 if calls.exists() else 1
+calls.write_text(str(count))
+token = sys.argv[2] if count > int(sys.argv[4]) else "revoked-" + sys.argv[2]
 print(json.dumps({"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential",
-                  "status": {"token": sys.argv[2], "expirationTimestamp": sys.argv[3]}}))
+                  "status": {"token": token, "expirationTimestamp": sys.argv[3]}}))
 """
 
 
-def exec_user(tmp_path: Path, token: str, expires: datetime) -> dict:
+def exec_user(tmp_path: Path, token: str, expires: datetime, *, revoked_first: int = 0) -> dict:
+    """A user entry whose plugin hands out ``token`` until ``expires`` (the first ``revoked_first`` times, a token
+    the API server refuses, as one revoked before its expiry)."""
     (tmp_path / "plugin.py").write_text(PLUGIN)
     return {"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": sys.executable,
                      "args": [str(tmp_path / "plugin.py"), str(tmp_path / "calls"), token,
-                              expires.strftime("%Y-%m-%dT%H:%M:%SZ")],
+                              expires.strftime("%Y-%m-%dT%H:%M:%SZ"), str(revoked_first)],
                      "interactiveMode": "Never"}}
 
 
@@ -113,6 +117,22 @@ def test_an_exec_plugin_runs_once_while_its_credential_lasts(cluster: LocalClust
     for _ in range(2):
         assert rest.request("GET", JOBFLOWS, {"namespace": namespace})["items"]
     assert calls.read_text() == "3", "an expired credential is asked for again on the next request"
+
+
+def test_a_refused_plugin_token_is_asked_for_again_once(cluster: LocalCluster, namespace: str,
+                                                        tmp_path: Path) -> None:
+    make_jobflow(cluster, namespace)
+    revoked = kubeconfig_with(cluster, tmp_path / "revoked", exec_user(
+        tmp_path, cluster.state.token, datetime.now(UTC) + timedelta(hours=1), revoked_first=1))
+    assert list_jobflows(revoked, namespace)
+    assert (tmp_path / "calls").read_text() == "2", "a 401 runs the plugin again, and the request is repeated"
+    (tmp_path / "calls").unlink()
+    always = kubeconfig_with(cluster, tmp_path / "always", exec_user(
+        tmp_path, cluster.state.token, datetime.now(UTC) + timedelta(hours=1), revoked_first=99))
+    with pytest.raises(ApiError) as refused:
+        list_jobflows(always, namespace)
+    assert refused.value.status == 401
+    assert (tmp_path / "calls").read_text() == "2", "only once"
 
 
 def test_the_command_line_with_an_exec_plugin(cluster: LocalCluster, namespace: str, tmp_path: Path) -> None:
