@@ -13,10 +13,10 @@ A watch that ends (server timeout, network error) resumes from the last resource
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
-import json
 from collections.abc import Iterator, Mapping
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Final
