@@ -24,6 +24,7 @@ from urllib.parse import urlencode
 
 from urllib3.exceptions import HTTPError
 
+from apiclient.connection import CredentialError
 from apiclient.rest import ApiError, Rest
 from jobflow_core.vocabulary.api import JOBFLOW, JOBFLOWTEMPLATE, JOBTEMPLATE, VCJOB, ApiType
 from jobflow_core.vocabulary.naming import FLOW_JOBS_SELECTOR
@@ -100,9 +101,11 @@ class ListWatch:
                             allowWatchBookmarks="true")
         response = self.api.request("GET", f"{self.path}?{urlencode(query)}", stream=True,
                                     timeout=(10.0, timeout + 30.0))
+        complete = False
         try:
             if response.status != 200:
                 text = response.read().decode("utf-8", "replace")
+                complete = True
                 raise ApiError(response.status, response.reason or "", text)
             pending = b""
             for chunk in response.stream(64 * 1024, decode_content=True):
@@ -111,7 +114,10 @@ class ListWatch:
                 for line in lines:
                     if line.strip():
                         yield json.loads(line)
+            complete = True
         finally:
+            if not complete:  # left mid-stream (a stop, an error): the connection's unread rest must not be reused
+                response.close()
             response.release_conn()
 
     def _watch(self, resource_version: str, until: float) -> str | None:
@@ -159,7 +165,7 @@ class ListWatch:
                 while resource_version is not None and time.monotonic() < until and not self.stop.is_set():
                     resource_version = self._watch(resource_version, until)
                 backoff = 0.5
-            except (ApiError, HTTPError, OSError, ValueError) as error:
+            except (ApiError, HTTPError, OSError, ValueError, CredentialError) as error:
                 log.warning("%s in %s: %s; retrying in %.1f s", self.api_type.plural,
                             self.namespace or "all namespaces", error, backoff)
                 self.stop.wait(backoff)
