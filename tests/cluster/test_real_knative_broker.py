@@ -125,7 +125,7 @@ def test_the_seed_diamond_runs_to_succeed_through_the_real_broker_wired_by_knati
 def test_a_lost_write_race_is_answered_503_and_the_broker_retries_it(cluster: LocalCluster, namespace: str,
                                                                        knative: Knative) -> None:
     through_the_broker(knative, cluster, namespace)
-    kube = LosesRaces(cluster.api, losses=MAX_ATTEMPTS)  # one whole reconcile loses its races
+    kube = LosesRaces(cluster.connection, losses=MAX_ATTEMPTS)  # one whole reconcile loses its races
     arrivals = Arrivals()
     server, port = serve_app(kube, arrivals)
     try:
