@@ -9,8 +9,9 @@ Measured, on a running ``make cluster``, each program started as users start it:
 - **the command line's peak RSS**: ``kubectl jobflow list`` (a one-shot program: its high-water mark, from the
   kernel's ``ru_maxrss``);
 - **the largest parts**: in a fresh interpreter, what each program imports and makes at start (its app, its
-  connection), under ``tracemalloc``, summed by top-level package; what tracemalloc does not see (the interpreter,
-  shared libraries, allocator slack) is RSS minus the traced total.
+  connection), under ``tracemalloc``, summed by the top-level package whose code was running (see ``PROBE``); what
+  tracemalloc does not see (the interpreter itself, shared libraries such as OpenSSL's, allocator slack) is RSS
+  minus the traced total (RSS is read in an untraced interpreter: the traces take memory too).
 
 Run: ``.venv/bin/python -m benchmarks.memory [--idle 5] [--name memory]``. Results: ``results/<name>.json``.
 The side-by-side figures at N=50 and N=200 (the sum over the engine's processes) are ``benchmarks/side_by_side.py``'s.
@@ -60,33 +61,42 @@ PROBES = {
 
 PROBE = """
 import sys, tracemalloc
-tracemalloc.start()
+if {traced}:
+    tracemalloc.start(100)
 {code}
+if not {traced}:
+    print([line for line in open("/proc/self/status") if line.startswith("VmRSS")][0].split()[1])
+    sys.exit()
 snapshot = tracemalloc.take_snapshot()
 parts = {{}}
-for stat in snapshot.statistics("filename"):
-    name = stat.traceback[0].filename
+for stat in snapshot.statistics("traceback"):
+    # The innermost frame outside the import machinery: the module whose code runs (its classes, its tables), or,
+    # for the code objects of a module being loaded, the module importing it (so a package's own submodules count
+    # to it, and its top module to whoever imported the package).
+    name = next((frame.filename for frame in reversed(stat.traceback) if not frame.filename.startswith("<")), "")
     if "site-packages/" in name:
         part = name.split("site-packages/", 1)[1].split("/", 1)[0].removesuffix(".py")
     elif name.startswith({repo!r}):
         part = name[len({repo!r}) + 1:].split("/", 1)[0]
     else:
-        part = "standard library and interpreter"
+        part = "the standard library"
     parts[part] = parts.get(part, 0) + stat.size
-rss = int([line for line in open("/proc/self/status") if line.startswith("VmRSS")][0].split()[1])
-print(__import__("json").dumps({{"rss_kib": rss, "parts_kib": {{k: v // 1024 for k, v in parts.items()}}}}))
+print(__import__("json").dumps({{k: v // 1024 for k, v in parts.items()}}))
 """
 
 
 def probe(code: str, kubeconfig: Path) -> dict:
-    """A fresh interpreter's RSS after ``code``, and its traced allocations by top-level package (largest first)."""
-    out = subprocess.run([sys.executable, "-c", PROBE.format(code=code, repo=str(REPO))], cwd=REPO, check=True,
-                         capture_output=True, text=True, env={"KUBECONFIG": str(kubeconfig), "PATH": "/usr/bin"})
-    result = json.loads(out.stdout.strip().splitlines()[-1])
-    parts = sorted(result["parts_kib"].items(), key=lambda item: -item[1])
+    """A fresh interpreter's RSS after ``code``, and (in another, traced) its allocations by top-level package."""
+    def python(traced: bool) -> str:
+        return subprocess.run([sys.executable, "-c", PROBE.format(code=code, repo=str(REPO), traced=traced)],
+                              cwd=REPO, check=True, capture_output=True, text=True,
+                              env={"KUBECONFIG": str(kubeconfig), "PATH": "/usr/bin"}).stdout.strip().splitlines()[-1]
+
+    rss_kib = int(python(False))
+    parts = sorted(json.loads(python(True)).items(), key=lambda item: -item[1])
     traced = sum(size for _, size in parts)
-    return {"rss_mib": round(result["rss_kib"] / 1024, 1), "traced_mib": round(traced / 1024, 1),
-            "largest_mib": {name: round(size / 1024, 1) for name, size in parts[:8]}}
+    return {"rss_mib": round(rss_kib / 1024, 1), "traced_mib": round(traced / 1024, 1),
+            "largest_mib": {name: round(size / 1024, 1) for name, size in parts[:10]}}
 
 
 def memory(pid: int) -> dict:
@@ -127,8 +137,8 @@ def run(*, idle: float) -> dict:
         local.wait_until("the dashboard to answer", lambda: _answers(f"http://127.0.0.1:{dashboard_port}/api/jobflows"),
                          timeout=60)
         time.sleep(idle)
-        master, *workers = process_tree(web.pid)[1:]  # under bash -c: gunicorn's master, then its worker
-        idle_rss = {"handler master": memory(master), "handler worker": memory(workers[0]),
+        master, worker = sorted(process_tree(web.pid))[-2:]  # gunicorn's master, then its one worker
+        idle_rss = {"handler master": memory(master), "handler worker": memory(worker),
                     "event source": memory(process_tree(source.pid)[-1]),
                     "dashboard": memory(process_tree(dashboard.pid)[-1])}
         idle_rss["engine (master + worker + event source)"] = {
