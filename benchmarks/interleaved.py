@@ -82,12 +82,13 @@ def main() -> None:
     parser.add_argument("--old", required=True, help="the revision to compare this tree with")
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--events", type=int, default=1000, help="events per handler_cpu run")
+    parser.add_argument("--name", default="interleaved", help="result file name")
     args = parser.parse_args()
     result = run(old=args.old, rounds=args.rounds, events=args.events)
     print(table(["median of the rounds", result["old"], result["new"], "new / old"],
                 [[m, f"{result['medians']['old'][m]:.1f}", f"{result['medians']['new'][m]:.1f}",
                   result["new_vs_old"][m]] for m in MEASURES]))
-    print(f"-> {write_result('interleaved', result)}")
+    print(f"-> {write_result(args.name, result)}")
 
 
 if __name__ == "__main__":
