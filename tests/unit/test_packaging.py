@@ -52,7 +52,7 @@ def test_the_command_line_installs_alone_from_its_lock_and_says_its_version(tmp_
 
     said = subprocess.run([str(command), "--version"], capture_output=True, text=True, check=True)
     assert said.stdout == f"kubectl-jobflow {VERSION}\n"
-    for server in ("gunicorn", "flask", "cloudevents", "prometheus_client", "gevent"):
+    for server in ("gunicorn", "flask", "cloudevents", "prometheus_client", "gevent", "kubernetes"):
         assert subprocess.run([str(python), "-c", f"import {server}"], capture_output=True).returncode != 0, server
     dashboard = subprocess.run([str(command), "dashboard"], capture_output=True, text=True)
     assert dashboard.returncode == 1
