@@ -31,6 +31,7 @@ import subprocess
 import tempfile
 import threading
 import time
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -173,9 +174,10 @@ class Connection:
             pool = self._pools.get(certificate)
             if pool is None:
                 context = ssl.create_default_context(cadata=self.ca.decode() if self.ca else None)
-                if not self.verify:
+                if not self.verify:  # the kubeconfig says insecure-skip-tls-verify: no warning per request
                     context.check_hostname = False
                     context.verify_mode = ssl.CERT_NONE
+                    warnings.filterwarnings("ignore", category=urllib3.exceptions.InsecureRequestWarning)
                 if certificate is not None:
                     _load_certificate(context, *certificate)
                 options: dict[str, Any] = {"ssl_context": context, "maxsize": POOL_SIZE, "block": False}
