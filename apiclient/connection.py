@@ -28,6 +28,7 @@ import json
 import os
 import ssl
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -118,29 +119,39 @@ class Credentials:
                 return self._plugin[1]
             status = run_plugin(self.exec_plugin or {})
             expires = status.get("expirationTimestamp")
-            until = datetime.fromisoformat(expires.replace("Z", "+00:00")).timestamp() if expires else None
+            try:
+                until = datetime.fromisoformat(expires.replace("Z", "+00:00")).timestamp() if expires else None
+            except (AttributeError, ValueError) as error:
+                raise CredentialError(f"the credential plugin {self.exec_plugin.get('command')} gave an "
+                                      f"expirationTimestamp that is not a time: {expires!r}") from error
             self._plugin = (until, status)
             return status
 
 
 def run_plugin(spec: Mapping[str, Any]) -> Mapping[str, Any]:
-    """Run an ``exec`` credential plugin as kubectl does; the ``status`` of the ExecCredential it prints."""
+    """Run an ``exec`` credential plugin as kubectl does; the ``status`` of the ExecCredential it prints.
+
+    Its messages (stderr) go where ours go, as it prints them: a login helper's "open this URL" reaches the person.
+    With a terminal on stdin and ``interactiveMode`` not ``Never``, it may ask, and takes as long as it needs."""
     api_version = spec.get("apiVersion") or "client.authentication.k8s.io/v1"
     command = spec.get("command")
     if not command:
         raise CredentialError("the kubeconfig's exec entry has no command")
-    env = {**os.environ, **{item["name"]: item["value"] for item in spec.get("env") or () if "name" in item},
+    interactive = spec.get("interactiveMode") != "Never" and sys.stdin is not None and sys.stdin.isatty()
+    env = {**os.environ, **{item["name"]: str(item.get("value", "")) for item in spec.get("env") or ()
+                            if isinstance(item, Mapping) and "name" in item},
            "KUBERNETES_EXEC_INFO": json.dumps({"apiVersion": api_version, "kind": "ExecCredential",
-                                               "spec": {"interactive": False}})}
+                                               "spec": {"interactive": interactive}})}
     try:
-        ran = subprocess.run([command, *(spec.get("args") or ())], capture_output=True, text=True, env=env,
-                             timeout=EXEC_TIMEOUT, check=False)
+        ran = subprocess.run([command, *(spec.get("args") or ())], stdout=subprocess.PIPE, text=True, env=env,
+                             stdin=None if interactive else subprocess.DEVNULL,
+                             timeout=None if interactive else EXEC_TIMEOUT, check=False)
     except (OSError, subprocess.TimeoutExpired) as error:
         hint = f" ({spec['installHint']})" if spec.get("installHint") else ""
         raise CredentialError(f"the credential plugin {command} could not run: {error}{hint}") from error
     if ran.returncode != 0:
-        raise CredentialError(f"the credential plugin {command} exited {ran.returncode}: "
-                              f"{ran.stderr.strip()[-500:]}")
+        raise CredentialError(f"the credential plugin {command} exited {ran.returncode} (its own messages are "
+                              "printed before this one)")
     try:
         credential = json.loads(ran.stdout)
     except ValueError as error:
@@ -162,8 +173,10 @@ class Connection:
         self.headers = list(headers or ())  # sent with every request: impersonation (a header may repeat)
         self.credentials = credentials or Credentials()
         self.ca, self.verify, self.server_name, self.proxy = ca, verify, server_name, proxy
-        self.retries = urllib3.Retry(total=retries, connect=retries, read=0, redirect=0, status=0) \
-            if retries is not None else urllib3.Retry(total=3, read=0, redirect=0, status=0)
+        # Connection failures are retried (nothing was sent), and read failures of the methods that may be repeated
+        # (urllib3's default: not POST or PATCH); never "other" errors, which may come after a create was sent.
+        count = 3 if retries is None else retries
+        self.retries = urllib3.Retry(total=count, connect=count, read=count, other=0, redirect=0, status=0)
         self.user_agent = user_agent
         self._pools: dict[tuple[bytes, bytes] | None, urllib3.PoolManager] = {}
         self._lock = threading.Lock()

@@ -23,6 +23,7 @@ import base64
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
+from urllib.parse import quote
 
 import yaml
 
@@ -92,6 +93,9 @@ def merged(kubeconfig: str | os.PathLike[str] | None = None) -> dict[str, Any]:
             config = yaml.safe_load(path.read_text()) or {}
         except yaml.YAMLError as error:
             raise ConnectError(f"cannot use kubeconfig {path}: {error}", problem=f"{path} is not YAML") from error
+        except (OSError, UnicodeDecodeError) as error:  # a directory, no permission, not text
+            raise ConnectError(f"cannot read kubeconfig {path}: {error}",
+                               problem=f"{path} cannot be read: {error}") from error
         if not isinstance(config, dict):
             raise ConnectError(f"cannot use kubeconfig {path}: not a kubeconfig", problem=f"{path} is not a mapping")
         result["current-context"] = result["current-context"] or config.get("current-context")
@@ -103,11 +107,30 @@ def merged(kubeconfig: str | os.PathLike[str] | None = None) -> dict[str, Any]:
 
 
 def _absolute(entry: dict[str, Any], base: Path) -> dict[str, Any]:
+    """Paths relative to the kubeconfig's folder, as kubectl reads them: files, and an exec plugin's command when it
+    names a path (``./bin/token``; a bare name is looked up on PATH)."""
     fixed = dict(entry)
     for key in ("certificate-authority", "client-certificate", "client-key", "tokenFile"):
         if fixed.get(key):
             fixed[key] = str((base / Path(fixed[key]).expanduser()).resolve())
+    plugin = fixed.get("exec")
+    if isinstance(plugin, dict) and isinstance(plugin.get("command"), str) and "/" in plugin["command"]:
+        fixed["exec"] = {**plugin, "command": str((base / Path(plugin["command"]).expanduser()).resolve())}
     return fixed
+
+
+def proxy_for(server: str, proxy_url: str | None) -> str | None:
+    """The proxy to reach ``server`` through: the kubeconfig's ``proxy-url``, else ``HTTPS_PROXY``/``HTTP_PROXY``
+    unless ``NO_PROXY`` names the host (as kubectl); SOCKS proxies are not supported, and said so."""
+    from urllib.parse import urlsplit
+    from urllib.request import getproxies, proxy_bypass
+
+    split = urlsplit(server)
+    proxy = proxy_url or (None if proxy_bypass(split.hostname or "") else getproxies().get(split.scheme))
+    if proxy and proxy.lower().startswith("socks"):
+        problem = f"the proxy {proxy} is a SOCKS proxy, which is not supported (use an HTTP proxy, or none)"
+        raise ConnectError(f"cannot reach {server}: {problem}", problem=problem)
+    return proxy or None
 
 
 def _data(entry: dict[str, Any], key: str) -> bytes | None:
@@ -155,7 +178,8 @@ def connect(kubeconfig: str | os.PathLike[str] | None = None, *, context: str | 
                            problem=problem) from error
     return Connection(server or cluster["server"], credentials=credentials, ca=ca,
                       verify=not cluster.get("insecure-skip-tls-verify"), server_name=cluster.get("tls-server-name"),
-                      proxy=cluster.get("proxy-url"), retries=retries, user_agent=user_agent(program),
+                      proxy=proxy_for(server or cluster["server"], cluster.get("proxy-url")), retries=retries,
+                      user_agent=user_agent(program),
                       headers=impersonation(user))
 
 
@@ -163,8 +187,8 @@ def impersonation(user: dict[str, Any]) -> list[tuple[str, str]]:
     """The headers of a user entry's ``as``, ``as-groups`` and ``as-user-extra`` (kubectl's ``--as``)."""
     headers = [("Impersonate-User", user["as"])] if user.get("as") else []
     headers += [("Impersonate-Group", group) for group in user.get("as-groups") or ()]
-    for key, values in (user.get("as-user-extra") or {}).items():
-        headers += [(f"Impersonate-Extra-{key}", value) for value in values]
+    for key, values in (user.get("as-user-extra") or {}).items():  # the key percent-encoded, as client-go does
+        headers += [(f"Impersonate-Extra-{quote(str(key), safe='')}", value) for value in values]
     return headers
 
 
@@ -176,8 +200,10 @@ def _in_cluster(*, server: str | None, retries: int | None, program: str) -> Con
         host = f"[{host}]"
     try:
         ca = (IN_CLUSTER / "ca.crt").read_bytes()
+        (IN_CLUSTER / "token").read_text()
     except OSError as error:
         raise ConnectError(f"running in a pod, but its service account's files cannot be read: {error} (mount the "
                            "ServiceAccount token: automountServiceAccountToken)", problem=str(error)) from error
-    return Connection(server or f"https://{host}:{port}", credentials=Credentials(token_file=IN_CLUSTER / "token"),
-                      ca=ca, retries=retries, user_agent=user_agent(program))
+    server = server or f"https://{host}:{port}"
+    return Connection(server, credentials=Credentials(token_file=IN_CLUSTER / "token"), ca=ca,
+                      proxy=proxy_for(server, None), retries=retries, user_agent=user_agent(program))

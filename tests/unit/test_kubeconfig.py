@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from apiclient import connection
-from apiclient.kubeconfig import ConnectError, connect, default_namespace, merged
+from apiclient.kubeconfig import ConnectError, connect, default_namespace, merged, proxy_for
 
 
 def write(path: Path, *, context: str | None, clusters=(), users=(), contexts=()) -> Path:
@@ -71,22 +71,56 @@ def test_impersonation_and_the_servers_tls_settings(tmp_path: Path) -> None:
                    clusters=[("k", {"server": "https://k/", "insecure-skip-tls-verify": True,
                                     "tls-server-name": "api.internal", "proxy-url": "http://proxy:3128"})],
                    users=[("u", {"token": "t", "as": "jane", "as-groups": ["ops", "dev"],
-                                 "as-user-extra": {"scopes": ["a"]}})],
+                                 "as-user-extra": {"scopes": ["a"], "acme.com/team": ["ml"]}})],
                    contexts=[("c", {"cluster": "k", "user": "u"})])
     api = connect(config, server="https://override")
     assert api.host == "https://override"
     assert (api.verify, api.server_name, api.proxy) == (False, "api.internal", "http://proxy:3128")
     assert api.headers == [("Impersonate-User", "jane"), ("Impersonate-Group", "ops"), ("Impersonate-Group", "dev"),
-                           ("Impersonate-Extra-scopes", "a")]
+                           ("Impersonate-Extra-acme.com%2Fteam", "ml"), ("Impersonate-Extra-scopes", "a")]
 
 
-def test_a_credential_plugin_that_fails_says_which_and_why(tmp_path: Path) -> None:
+def test_a_credential_plugin_that_fails_says_which_and_its_messages_reach_the_person(tmp_path: Path, capfd) -> None:
     plugin = tmp_path / "plugin"
     plugin.write_text("#!/bin/sh\necho 'token expired, run: login' >&2\nexit 3\n")
     plugin.chmod(0o755)
-    credentials = connection.Credentials(exec_plugin={"command": str(plugin)})
-    with pytest.raises(connection.CredentialError, match="exited 3: token expired, run: login"):
+    credentials = connection.Credentials(exec_plugin={"command": str(plugin), "env": [{"name": "ONLY_A_NAME"}]})
+    with pytest.raises(connection.CredentialError, match=f"the credential plugin {plugin} exited 3"):
         credentials.current()
+    assert "token expired, run: login" in capfd.readouterr().err
+
+
+def test_a_plugins_expiry_that_is_not_a_time_is_its_error(tmp_path: Path) -> None:
+    plugin = tmp_path / "plugin"
+    plugin.write_text("#!/bin/sh\necho '{\"status\": {\"token\": \"t\", \"expirationTimestamp\": \"soon\"}}'\n")
+    plugin.chmod(0o755)
+    with pytest.raises(connection.CredentialError, match="expirationTimestamp that is not a time: 'soon'"):
+        connection.Credentials(exec_plugin={"command": str(plugin)}).current()
+
+
+def test_a_plugin_command_that_names_a_path_is_relative_to_the_kubeconfig(tmp_path: Path) -> None:
+    config = write(tmp_path / "config", context="c", clusters=[("k", {"server": "https://k"})],
+                   users=[("u", {"exec": {"command": "./bin/token"}}), ("v", {"exec": {"command": "aws"}})],
+                   contexts=[("c", {"cluster": "k", "user": "u"})])
+    users = merged(config)["users"]
+    assert users["u"]["exec"]["command"] == str(tmp_path / "bin" / "token")
+    assert users["v"]["exec"]["command"] == "aws"  # looked up on PATH
+
+
+def test_proxies_from_the_kubeconfig_else_the_environment_unless_no_proxy(monkeypatch) -> None:
+    monkeypatch.setenv("HTTPS_PROXY", "http://corporate:3128")
+    monkeypatch.setenv("NO_PROXY", "internal.example")
+    assert proxy_for("https://api.example:6443", None) == "http://corporate:3128"
+    assert proxy_for("https://api.internal.example:6443", None) is None
+    assert proxy_for("https://api.example:6443", "http://own:8080") == "http://own:8080"
+    with pytest.raises(ConnectError, match="SOCKS proxy, which is not supported"):
+        proxy_for("https://api.example:6443", "socks5://tunnel:1080")
+
+
+def test_a_kubeconfig_path_that_is_a_folder_says_so(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path))
+    with pytest.raises(ConnectError, match="cannot read kubeconfig .*Is a directory"):
+        connect()
 
 
 @pytest.mark.parametrize("config, says", [
