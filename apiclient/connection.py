@@ -42,7 +42,7 @@ from typing import Any
 import urllib3
 
 EXEC_TIMEOUT = 60
-"""Seconds a credential plugin may take (one that asks a person to log in in a browser takes a while)."""
+"""Seconds a credential plugin may take when it cannot ask anyone (no terminal); one that may ask takes its time."""
 TOKEN_FILE_SECONDS = 60.0
 """How often a token file is looked at again."""
 POOL_SIZE = 32

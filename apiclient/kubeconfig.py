@@ -54,20 +54,9 @@ def kubeconfig_files(kubeconfig: str | os.PathLike[str] | None = None) -> list[P
 
 def contexts(kubeconfig: str | os.PathLike[str] | None = None) -> tuple[str | None, dict[str, dict]]:
     """The current context's name and every context, merged from the kubeconfig files as kubectl merges them (the
-    first file to set a value wins)."""
-    current, found = None, {}
-    for path in kubeconfig_files(kubeconfig):
-        try:
-            config = yaml.safe_load(path.read_text()) or {}
-        except (OSError, yaml.YAMLError):
-            continue
-        if not isinstance(config, dict):
-            continue
-        current = current or config.get("current-context")
-        for entry in config.get("contexts") or ():
-            if isinstance(entry, dict) and entry.get("name") not in found:
-                found[entry.get("name")] = entry.get("context") or {}
-    return current, found
+    first file to set a value wins); a file that cannot be read or is no kubeconfig is passed over."""
+    config = merged(kubeconfig, lenient=True)
+    return config["current-context"], config["contexts"]
 
 
 def default_namespace(kubeconfig: str | os.PathLike[str] | None = None, *, context: str | None = None) -> str:
@@ -82,28 +71,40 @@ IN_CLUSTER: Final = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 """Where a pod finds its service account's token and the cluster's CA."""
 
 
-def merged(kubeconfig: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+def merged(kubeconfig: str | os.PathLike[str] | None = None, *, lenient: bool = False) -> dict[str, Any]:
     """The kubeconfig files merged as kubectl merges them: each named cluster, user and context from the first file
-    that has it, the first ``current-context``; paths made absolute against the file that names them."""
+    that has it, the first ``current-context``; paths made absolute against the file that names them. A file that
+    cannot be read, or is no kubeconfig, is a :class:`ConnectError`, or passed over when ``lenient``."""
     result: dict[str, Any] = {"current-context": None, "clusters": {}, "users": {}, "contexts": {}}
     for path in kubeconfig_files(kubeconfig):
         if not path.exists():
             continue
         try:
-            config = yaml.safe_load(path.read_text()) or {}
-        except yaml.YAMLError as error:
-            raise ConnectError(f"cannot use kubeconfig {path}: {error}", problem=f"{path} is not YAML") from error
-        except (OSError, UnicodeDecodeError) as error:  # a directory, no permission, not text
-            raise ConnectError(f"cannot read kubeconfig {path}: {error}",
-                               problem=f"{path} cannot be read: {error}") from error
-        if not isinstance(config, dict):
-            raise ConnectError(f"cannot use kubeconfig {path}: not a kubeconfig", problem=f"{path} is not a mapping")
+            config = _load(path)
+        except ConnectError:
+            if lenient:
+                continue
+            raise
         result["current-context"] = result["current-context"] or config.get("current-context")
         for section, key in (("clusters", "cluster"), ("users", "user"), ("contexts", "context")):
             for entry in config.get(section) or ():
                 if isinstance(entry, dict) and entry.get("name") not in result[section]:
                     result[section][entry.get("name")] = _absolute(entry.get(key) or {}, path.parent)
     return result
+
+
+def _load(path: Path) -> dict[str, Any]:
+    """One kubeconfig file; a :class:`ConnectError` saying why when it cannot be read or is no kubeconfig."""
+    try:
+        config = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as error:
+        raise ConnectError(f"cannot use kubeconfig {path}: {error}", problem=f"{path} is not YAML") from error
+    except (OSError, UnicodeDecodeError) as error:  # a directory, no permission, not text
+        raise ConnectError(f"cannot read kubeconfig {path}: {error}",
+                           problem=f"{path} cannot be read: {error}") from error
+    if not isinstance(config, dict):
+        raise ConnectError(f"cannot use kubeconfig {path}: not a kubeconfig", problem=f"{path} is not a mapping")
+    return config
 
 
 def _absolute(entry: dict[str, Any], base: Path) -> dict[str, Any]:

@@ -25,7 +25,7 @@ anything else                                                          the ``Api
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import quote, urlencode
@@ -133,6 +133,22 @@ Answered = Callable[[str, str], None]
 """Told of each request's verb and outcome (``2xx``, the status, or ``unreachable``), for a program's metrics."""
 
 
+def _target(path: str, path_params: dict[str, str] | None, query: list[tuple[str, Any]] | None) -> str:
+    """``path`` with its ``{name}`` placeholders filled (quoted) and the query appended (booleans as ``true``)."""
+    for name, value in (path_params or {}).items():
+        path = path.replace(f"{{{name}}}", quote(str(value), safe=""))
+    if query:
+        path += "?" + urlencode([(key, str(value).lower() if isinstance(value, bool) else str(value))
+                                 for key, value in query])
+    return path
+
+
+def _raise_unless_2xx(response: Any) -> None:
+    if not 200 <= response.status <= 299:
+        text = response.data.decode("utf-8", "replace") if response.data else None
+        raise ApiError(response.status, response.reason or "", text)
+
+
 class Rest:
     """Requests over one connection (:func:`apiclient.kubeconfig.connect`), each answer a dict."""
 
@@ -155,18 +171,35 @@ class Rest:
         """One request by path (``/apis/...``, ``{name}`` placeholders filled from ``path_params``); an answer
         outside 2xx raises :class:`ApiError`, no answer at all the transport's error (urllib3's, or OSError).
         ``timeout``: this request's, instead of the connection's."""
-        for name, value in (path_params or {}).items():
-            path = path.replace(f"{{{name}}}", quote(str(value), safe=""))
-        if query:
-            path += "?" + urlencode([(key, str(value).lower() if isinstance(value, bool) else str(value))
-                                     for key, value in query])
         sent = json.dumps(body).encode() if body is not None else None
-        response = self.api.request(method, path, body=sent, headers={"Content-Type": content_type, **(headers or {})},
+        response = self.api.request(method, _target(path, path_params, query), body=sent,
+                                    headers={"Content-Type": content_type, **(headers or {})},
                                     timeout=timeout or self.timeout)
-        if not 200 <= response.status <= 299:
-            text = response.data.decode("utf-8", "replace") if response.data else None
-            raise ApiError(response.status, response.reason or "", text)
+        _raise_unless_2xx(response)
         return json.loads(response.data) if response.data else {}
+
+    def lines(self, path: str, *, query: list[tuple[str, Any]], timeout: tuple[float, float]) -> Iterator[dict]:
+        """A streamed GET (a watch): each line of the answer as it arrives, decoded; until the server ends it. An
+        answer outside 2xx raises :class:`ApiError`, as :meth:`request` does."""
+        response = self.api.request("GET", _target(path, None, query), timeout=timeout, stream=True)
+        complete = False
+        try:
+            if not 200 <= response.status <= 299:
+                response.read(cache_content=True)  # so that .data holds the body, for the error
+                complete = True
+                _raise_unless_2xx(response)
+            pending = b""
+            for chunk in response.stream(64 * 1024, decode_content=True):
+                pending += chunk
+                *done, pending = pending.split(b"\n")
+                for line in done:
+                    if line.strip():
+                        yield json.loads(line)
+            complete = True
+        finally:
+            if not complete:  # left mid-stream (a stop, an error): the connection's unread rest must not be reused
+                response.close()
+            response.release_conn()
 
     def call(self, verb: str, method: str, path: str, path_params: dict[str, str] | None = None, *,
              missing_ok: bool = False, **kwargs: Any) -> Any:

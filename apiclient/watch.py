@@ -20,7 +20,6 @@ import time
 from collections.abc import Iterator, Mapping
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Final
-from urllib.parse import urlencode
 
 from urllib3.exceptions import HTTPError
 
@@ -59,7 +58,7 @@ class ListWatch:
     def __init__(self, api: Connection, api_type: ApiType, namespace: str | None, *, resync_seconds: float,
                  stop: threading.Event, label_selector: str | None = None,
                  watch_seconds: int = WATCH_SECONDS) -> None:
-        self.api, self.rest = api, Rest(api)
+        self.rest = Rest(api)
         self.api_type, self.namespace, self.label_selector = api_type, namespace, label_selector
         self.resync_seconds, self.stop, self.watch_seconds = resync_seconds, stop, watch_seconds
         self.known: dict[str, str] = {}  # "<ns>/<name>" -> resourceVersion
@@ -97,28 +96,9 @@ class ListWatch:
 
     def _events(self, resource_version: str, timeout: int) -> Iterator[dict[str, Any]]:
         """The watch's events, one JSON object per line, until the server ends the request."""
-        query = self._query(watch="true", resourceVersion=resource_version, timeoutSeconds=timeout,
-                            allowWatchBookmarks="true")
-        response = self.api.request("GET", f"{self.path}?{urlencode(query)}", stream=True,
-                                    timeout=(10.0, timeout + 30.0))
-        complete = False
-        try:
-            if response.status != 200:
-                text = response.read().decode("utf-8", "replace")
-                complete = True
-                raise ApiError(response.status, response.reason or "", text)
-            pending = b""
-            for chunk in response.stream(64 * 1024, decode_content=True):
-                pending += chunk
-                *lines, pending = pending.split(b"\n")
-                for line in lines:
-                    if line.strip():
-                        yield json.loads(line)
-            complete = True
-        finally:
-            if not complete:  # left mid-stream (a stop, an error): the connection's unread rest must not be reused
-                response.close()
-            response.release_conn()
+        query = self._query(watch=True, resourceVersion=resource_version, timeoutSeconds=timeout,
+                            allowWatchBookmarks=True)
+        return self.rest.lines(self.path, query=query, timeout=(10.0, timeout + 30.0))
 
     def _watch(self, resource_version: str, until: float) -> str | None:
         """Stream changes until ``until``; returns the last resourceVersion, or None after 410 Gone."""
