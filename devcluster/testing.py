@@ -138,3 +138,4 @@ class LocalCluster:
 
     def close(self) -> None:
         self.api.close()
+        self.connection.close()

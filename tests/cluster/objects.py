@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import yaml
+from kubernetes import client
+from kubernetes.client.rest import ApiException
 
 from devcluster.testing import LocalCluster
 
@@ -231,3 +235,25 @@ deleted within one gap is not seen)."""
         return {name: seen for name, seen in self.phases.items()
                 if any(phase in ("Succeed", "Failed") and later != phase
                        for i, phase in enumerate(seen) for later in seen[i + 1:])}
+
+
+@contextmanager
+def served_crd(cluster: LocalCluster, crd: dict[str, Any]) -> Iterator[None]:
+    """A throwaway CustomResourceDefinition, created (the API server compiles its CEL rules then), waited for until
+    its objects can be listed, and deleted afterwards."""
+    spec = crd["spec"]
+    extensions = client.ApiextensionsV1Api(cluster.api)
+    extensions.create_custom_resource_definition(crd)
+    try:
+        def served() -> bool:
+            try:
+                cluster.custom.list_namespaced_custom_object(spec["group"], spec["versions"][0]["name"], "default",
+                                                             spec["names"]["plural"])
+            except ApiException:
+                return False
+            return True
+
+        cluster.wait_until(f"CRD {crd['metadata']['name']} to be served", served, timeout=30)
+        yield
+    finally:
+        extensions.delete_custom_resource_definition(crd["metadata"]["name"])

@@ -13,11 +13,11 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
-from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from devcluster.testing import LocalCluster
 from jobflow_core.flows.conditions import Verdict, evaluate
+from objects import served_crd
 
 SELF = {"s": "Hello World", "csv": "a,b,c", "empty": [], "xs": [3, 1, 2], "ds": [0.5, 0.25], "q": "2Gi",
         "bad": "200K", "files": ["x.csv", "y.txt"], "words": ["a", "b", "c"]}
@@ -80,20 +80,8 @@ def kind(cluster: LocalCluster) -> Iterator[str]:
                     "names": {"plural": "celchecks", "singular": "celcheck", "kind": "CelCheck"},
                     "versions": [{"name": "v1", "served": True, "storage": True,
                                   "schema": {"openAPIV3Schema": schema}}]}}
-    extensions = client.ApiextensionsV1Api(cluster.api)
-    extensions.create_custom_resource_definition(crd)  # the API server compiles every rule: each one type-checks
-    try:
-        def served() -> bool:
-            try:
-                cluster.custom.list_namespaced_custom_object(group, "v1", "default", "celchecks")
-            except ApiException:
-                return False
-            return True
-
-        cluster.wait_until(f"CRD celchecks.{group} to be served", served, timeout=30)
+    with served_crd(cluster, crd):  # the API server compiles every rule: each one type-checks
         yield group
-    finally:
-        extensions.delete_custom_resource_definition(crd["metadata"]["name"])
 
 
 def refusals(message: str) -> dict[str, str | None]:

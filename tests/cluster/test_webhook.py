@@ -40,7 +40,7 @@ from werkzeug.serving import make_server
 from devcluster.processes import free_port
 from devcluster.testing import LocalCluster
 from handlers import create_app
-from objects import one_pod_vcjob
+from objects import one_pod_vcjob, served_crd
 
 pytestmark = pytest.mark.cluster
 
@@ -466,23 +466,11 @@ def cel_only(cluster: LocalCluster) -> Iterator[str]:
     crd["metadata"] = {"name": f"jobflows.{group}"}
     crd["spec"]["group"] = group
     del crd["spec"]["names"]["shortNames"]
-    extensions = client.ApiextensionsV1Api(cluster.api)
-    extensions.create_custom_resource_definition(crd)
-    try:
-        def served() -> bool:
-            try:
-                cluster.custom.list_namespaced_custom_object(group, "v1alpha1", "default", "jobflows")
-            except ApiException:
-                return False
-            return True
-
-        cluster.wait_until(f"CRD jobflows.{group} to be served", served, timeout=30)
+    with served_crd(cluster, crd):
         hooks = client.AdmissionregistrationV1Api(cluster.api).list_validating_webhook_configuration().items
         assert not [rule for hook in hooks for webhook in hook.webhooks or [] for rule in webhook.rules or []
                     if group in (rule.api_groups or []) or "*" in (rule.api_groups or [])]
         yield group
-    finally:
-        extensions.delete_custom_resource_definition(crd["metadata"]["name"])
 
 
 def create_in(cluster: LocalCluster, group: str, text: str) -> dict:
