@@ -66,10 +66,10 @@ class Cluster:
             api = connect(target.kubeconfig, context=target.context, server=target.master, retries=1, program=program)
         except ConnectError as error:
             if error.problem is None:
-                raise KubeError(
-                    f"no kubeconfig found ({target.describe()}): pass --kubeconfig FILE or set KUBECONFIG "
-                    "(for the local cluster of this repository: export KUBECONFIG=$PWD/.devcluster/kubeconfig)"
-                ) from error
+                files = os.pathsep.join(str(path) for path in target.kubeconfig_files())
+                raise KubeError(f"no kubeconfig found: {files} does not exist, and this is not a pod. Pass "
+                                "--kubeconfig FILE or set KUBECONFIG to the file your cluster's admin gave you "
+                                "(kubectl config view shows the one kubectl uses)") from error
             raise KubeError(f"cannot use {target.describe()}: {error.problem} (fix the file, or pick another "
                             "context with --context)") from error
         self.rest = Rest(api, timeout=(CONNECT_TIMEOUT, READ_TIMEOUT))
@@ -135,10 +135,13 @@ class Cluster:
                 return None
             raise
 
-    def list(self, api_type: ApiType, namespace: str | None, *, label_selector: str | None = None) -> dict:
-        """The list object (``items`` and all); every namespace when ``namespace`` is None."""
-        query = [("labelSelector", label_selector)] if label_selector else None
-        return self._call("GET", self._path(api_type, namespace), query=query)
+    def list(self, api_type: ApiType, namespace: str | None, *, label_selector: str | None = None,
+             limit: int | None = None) -> dict:
+        """The list object (``items`` and all, or the first ``limit``); every namespace when ``namespace`` is
+        None."""
+        query = [*([("labelSelector", label_selector)] if label_selector else []),
+                 *([("limit", limit)] if limit else [])]
+        return self._call("GET", self._path(api_type, namespace), query=query or None)
 
     def create(self, api_type: ApiType, namespace: str, body: dict) -> dict:
         """Create an object, asking for strict field validation as kubectl does: a field the schema does not have

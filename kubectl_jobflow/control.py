@@ -30,11 +30,12 @@ from typing import TYPE_CHECKING
 from apiclient.steering import request_retry, set_suspend, set_template_suspend
 from jobflow_core.vocabulary.api import JOBFLOW, JOBFLOWTEMPLATE, RECORD_FINALIZER, VCJOB, ApiType
 from jobflow_core.vocabulary.naming import FLOW_JOBS_SELECTOR
+from kubectl_jobflow import exits
 from kubectl_jobflow.errors import CommandError
 from kubectl_jobflow.output import utc_now
 
 if TYPE_CHECKING:
-    from kubectl_jobflow.cli import Context
+    from kubectl_jobflow.context import Context
 
 
 def suspend(ctx: Context) -> int:
@@ -59,7 +60,7 @@ def suspendable(text: str, *, verb: str) -> tuple[ApiType, str]:
     api_type = SUSPENDABLE.get(kind.lower()) if slash else JOBFLOW
     if api_type is None or not name:
         raise CommandError(f"{verb} acts on a JobFlow (NAME or jf/NAME) or a JobFlowTemplate (jft/NAME), not "
-                           f"{text!r}: e.g. kubectl jobflow {verb} jft/nightly")
+                           f"{text!r}: e.g. kubectl jobflow {verb} jft/nightly", code=exits.USAGE)
     return api_type, name
 
 
@@ -68,7 +69,7 @@ def _set_suspend(ctx: Context, value: bool) -> int:
     given = ctx.args.name or ctx.args.name_flag
     if not given:
         raise CommandError(f"name the JobFlow or the JobFlowTemplate: kubectl jobflow {verb} NAME, or "
-                           f"{verb} jft/NAME for a JobFlowTemplate")
+                           f"{verb} jft/NAME for a JobFlowTemplate", code=exits.USAGE)
     api_type, name = suspendable(given, verb=verb)
     if api_type is JOBFLOWTEMPLATE:
         ctx.say(set_template_suspend(ctx.cluster, ctx.namespace, name, value, now=utc_now()))
@@ -80,7 +81,7 @@ def _set_suspend(ctx: Context, value: bool) -> int:
 def retry(ctx: Context) -> int:
     name = ctx.args.name or ctx.args.name_flag
     if not name:
-        raise CommandError("name the JobFlow: kubectl jobflow retry NAME [--flow FLOW ...]")
+        raise CommandError("name the JobFlow: kubectl jobflow retry NAME [--flow FLOW ...]", code=exits.USAGE)
     ctx.say(request_retry(ctx.cluster, ctx.namespace, name, list(ctx.args.flow or ())))
     return 0
 

@@ -16,10 +16,11 @@ import sys
 from importlib.util import find_spec
 from typing import TYPE_CHECKING
 
+from jobflow_core.vocabulary.api import JOBFLOW
 from kubectl_jobflow.errors import CommandError
 
 if TYPE_CHECKING:
-    from kubectl_jobflow.cli import Context
+    from kubectl_jobflow.context import Context
 
 
 EXTRA = ("flask", "gevent")
@@ -31,6 +32,9 @@ def run(ctx: Context) -> int:
     if missing:
         raise CommandError(f"the dashboard needs {', '.join(missing)}, which this install lacks: pip install "
                            "'volcano-jobflow-serverless[dashboard]' (or from requirements/image.txt)")
+    # One request first, so an unreachable cluster or a missing permission is one line (and its exit code) here,
+    # not a traceback from the server's process.
+    ctx.cluster.list(JOBFLOW, ctx.namespace_given, limit=1)
     args = ctx.args
     command = [sys.executable, "-m", "dashboard", "--port", str(args.port)]
     for flag, value in (("--kubeconfig", ctx.target.kubeconfig), ("--context", ctx.target.context),

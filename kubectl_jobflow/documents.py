@@ -4,7 +4,9 @@ vcctl split a file on the raw text ``---`` (reference G.16), which cut any docum
 in two. Here a file is parsed by a YAML parser (JSON is YAML too); ``-`` is standard input; a directory means
 its ``*.yaml``, ``*.yml`` and ``*.json`` files in name order; empty documents are skipped; a ``kind: List`` (what
 ``kubectl get -o yaml`` prints for several objects) stands for its items. A file that does not parse is an error
-naming the file, line and column, before anything is sent to the cluster.
+naming the file, line and column, before anything is sent to the cluster; so is a file (or standard input) that
+holds no object at all (an empty file once passed ``validate``), and a directory that holds a ``kustomization.yaml``
+(its files are kustomize's input, not objects: ``--kustomize DIR`` builds them).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 import yaml
 
 SUFFIXES = (".yaml", ".yml", ".json")
+KUSTOMIZATIONS = ("kustomization.yaml", "kustomization.yml", "Kustomization")
 
 
 class DocumentError(ValueError):
@@ -53,9 +56,33 @@ def read(paths: Iterable[str]) -> list[Document]:
     """Every document of every file, in order."""
     documents: list[Document] = []
     for path in paths:
-        for name, text in _texts(path):
-            documents.extend(parse(text, source=name))
+        found = [doc for name, text in _texts(path) for doc in parse(text, source=name)]
+        if not found:
+            raise DocumentError(f"{'standard input' if path == '-' else path} holds no object: give a file with "
+                                "at least one JobFlow or JobTemplate")
+        documents.extend(found)
     return documents
+
+
+def kustomize(directory: str) -> list[Document]:
+    """The objects kustomize builds from ``directory``, by ``kubectl kustomize`` (else ``kustomize build``): the
+    kustomize a kubectl user has, rather than a second one of ours that could build differently."""
+    import shutil
+    import subprocess
+
+    kubectl, standalone = shutil.which("kubectl"), shutil.which("kustomize")
+    if not (kubectl or standalone):
+        raise DocumentError("--kustomize runs kubectl kustomize (or kustomize build), and neither kubectl nor "
+                            "kustomize is on PATH: install one, or run kubectl kustomize DIR | kubectl jobflow "
+                            "create -f -")
+    command = [kubectl, "kustomize", directory] if kubectl else [standalone or "kustomize", "build", directory]
+    built = subprocess.run(command, capture_output=True, text=True, check=False)
+    if built.returncode != 0:
+        raise DocumentError(f"{' '.join(command)} failed: {built.stderr.strip() or built.returncode}")
+    found = parse(built.stdout, source=f"{directory} (kustomized)")
+    if not found:
+        raise DocumentError(f"kustomize built no object from {directory}")
+    return found
 
 
 def parse(text: str, *, source: str) -> list[Document]:
@@ -87,6 +114,9 @@ def _texts(path: str) -> list[tuple[str, str]]:
         return [("<stdin>", sys.stdin.read())]
     location = Path(path)
     if location.is_dir():
+        if any((location / name).is_file() for name in KUSTOMIZATIONS):
+            raise DocumentError(f"{path} is a kustomization: build it with --kustomize {path} (kubectl's -k), or "
+                                "give its files one by one")
         files = sorted(p for p in location.iterdir() if p.suffix in SUFFIXES and p.is_file())
         if not files:
             raise DocumentError(f"{path} is a directory without *.yaml, *.yml or *.json files")

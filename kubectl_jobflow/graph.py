@@ -26,12 +26,12 @@ from display.facts import take
 from jobflow_core.dag.graph import flow_graph
 from jobflow_core.models import JobFlow
 from jobflow_core.vocabulary.api import JOBFLOW
-from kubectl_jobflow import documents
+from kubectl_jobflow import documents, exits
 from kubectl_jobflow.errors import CommandError
 from kubectl_jobflow.status import fetch
 
 if TYPE_CHECKING:
-    from kubectl_jobflow.cli import Context
+    from kubectl_jobflow.context import Context
 
 FORMATS = ("text", "dot", "mermaid", "svg")
 
@@ -47,10 +47,10 @@ def load(ctx: Context) -> tuple[JobFlow, dict[str, str]]:
             raise CommandError(f"{'no' if not chosen else len(chosen)} JobFlow{'' if name else 's'} "
                                f"{'named ' + repr(name) + ' ' if name else ''}in {', '.join(ctx.args.file)} "
                                f"(JobFlows there: {found}): name the one to draw, "
-                               "kubectl jobflow graph -f FILE NAME")
+                               "kubectl jobflow graph -f FILE NAME", code=exits.USAGE)
         return JobFlow.model_validate(chosen[0].with_namespace(ctx.namespace)), {}
     if not name:
-        raise CommandError("name a JobFlow on the cluster (kubectl jobflow graph NAME) or a file (-f FILE)")
+        raise CommandError("name a JobFlow on the cluster (kubectl jobflow graph NAME) or a file (-f FILE)", code=exits.USAGE)
     jobflow, jobs = fetch(ctx, name)
     return JobFlow.model_validate(jobflow), {row.name: row.phase for row in take(jobflow, jobs).rows}
 

@@ -13,13 +13,14 @@ style, as ``sigs.k8s.io/yaml`` (and kubectl) print it.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 import yaml
 
-FORMATS = ("json", "yaml")
+from kubectl_jobflow.formats import Output
+
 COLUMN_SPACING = 4
 
 
@@ -44,6 +45,40 @@ def dump(value: Any, fmt: str) -> str:
     if fmt == "json":
         return json.dumps(value, indent=2) + "\n"
     return yaml.safe_dump(value, sort_keys=True, default_flow_style=False, allow_unicode=True)
+
+
+def formatted(value: Any, output: Output) -> str:
+    """``value`` as ``-o`` asks for data: ``json``, ``yaml`` or ``jsonpath=`` (kubectl's template, applied to it)."""
+    if output.format == "jsonpath":
+        from kubectl_jobflow.jsonpath import jsonpath
+
+        return jsonpath(output.template or "", value)
+    return dump(value, output.format)
+
+
+Table = Callable[[list[dict[str, Any]], bool], tuple[Sequence[str], list[list[str]]]]
+"""Objects to a table: (headers, rows), the wide one when asked."""
+
+
+def objects_text(objects: list[dict[str, Any]], output: Output | None, *, resource: str, table: Table,
+                 layout: Callable[[Sequence[str], Sequence[Sequence[str]]], str] = vcctl_table,
+                 no_headers: bool = False, single: bool = False) -> str:
+    """Objects as ``-o`` asks, as kubectl prints them: a table (``wide``: more columns), ``name``
+    (``<resource>/<name>``), ``custom-columns=``, or data; one object named by itself is printed alone (``single``),
+    several as a ``kind: List``."""
+    fmt = output.format if output else ""
+    if fmt in ("", "wide"):
+        text = layout(*table(objects, fmt == "wide"))
+        return text.split("\n", 1)[1] if no_headers else text
+    if fmt == "name":
+        return "".join(f"{resource}/{obj['metadata']['name']}\n" for obj in objects)
+    if fmt == "custom-columns":
+        from kubectl_jobflow.jsonpath import custom_columns
+
+        return custom_columns(output.template or "", objects, no_headers=no_headers)
+    value = objects[0] if single else {"apiVersion": "v1", "kind": "List", "items": objects,
+                                       "metadata": {"resourceVersion": ""}}
+    return formatted(value, output)
 
 
 def dump_all(values: Sequence[Any], fmt: str) -> str:

@@ -17,36 +17,51 @@ adds the vcjob manifests that would be created.
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+from apiclient.cluster import KubeError
 from display.times import expected, parse_time
 from jobflow_core import observe, plan_observation, templates_needed
 from jobflow_core.models import JobFlow, JobTemplate, VcJob
 from jobflow_core.vocabulary.api import JOBFLOW, JOBTEMPLATE, VCJOB
 from jobflow_core.vocabulary.naming import job_name, template_name
-from kubectl_jobflow import documents
+from kubectl_jobflow import documents, exits
 from kubectl_jobflow.errors import CommandError
-from kubectl_jobflow.output import dump, utc_now
+from kubectl_jobflow.output import formatted, utc_now
 
 if TYPE_CHECKING:
-    from kubectl_jobflow.cli import Context
+    from kubectl_jobflow.context import Context
+
+
+INVALID = "InvalidSpec"
+RERUN_ADVICE = re.compile(r" \(then rerun it: .*\)$")
+"""The core's advice to rerun a failed JobFlow, which a JobFlow that exists only in a file cannot follow."""
 
 
 def run(ctx: Context) -> int:
     docs = documents.read(ctx.args.file)
     flows = [doc for doc in docs if doc.kind == JOBFLOW.kind]
     if not flows:
-        raise CommandError(f"no JobFlow in {', '.join(ctx.args.file)}: plan needs one (kind: JobFlow)")
+        raise CommandError(f"no JobFlow in {', '.join(ctx.args.file)}: plan needs one (kind: JobFlow)", code=exits.USAGE)
     templates = [doc for doc in docs if doc.kind == JOBTEMPLATE.kind]
-    plans = [_plan_one(ctx, doc, templates) for doc in flows]
+    try:
+        plans = [_plan_one(ctx, doc, templates) for doc in flows]
+    except KubeError as error:
+        if exits.code_of(error) != exits.UNREACHABLE:
+            raise
+        raise KubeError(f"{str(error).rstrip('.')}. To plan without the cluster (only the file's JobTemplates, no vcjobs): "
+                        f"kubectl jobflow plan --local -f {' -f '.join(ctx.args.file)}", status=error.status) from error
     if ctx.args.output:
-        ctx.write(dump(plans if len(plans) > 1 else plans[0], ctx.args.output))
+        ctx.write(formatted(plans if len(plans) > 1 else plans[0], ctx.args.output))
     else:
         ctx.write("\n".join(_text(item) for item in plans))
-    return 1 if any(item["reason"] for item in plans) else 0
+    if any(item["reason"] == INVALID for item in plans):
+        return exits.USAGE
+    return exits.FAILED if any(item["reason"] for item in plans) else exits.OK
 
 
 def _parse(model, body: dict[str, Any], source: str):
@@ -54,7 +69,7 @@ def _parse(model, body: dict[str, Any], source: str):
         return model.model_validate(body)
     except ValidationError as error:
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in error.errors())
-        raise CommandError(f"{source} cannot be read as a {model.__name__}: {problems} (fix these fields)") from error
+        raise CommandError(f"{source} cannot be read as a {model.__name__}: {problems} (fix these fields)", code=exits.USAGE) from error
 
 
 def _plan_one(ctx: Context, doc: documents.Document, template_docs: list[documents.Document]) -> dict[str, Any]:
@@ -122,7 +137,10 @@ def _text(item: dict[str, Any]) -> str:
         lines.append("  note: it already exists on the cluster, so creating it would fail; "
                      f"kubectl jobflow status {item['name']} shows how it runs")
     if item["reason"]:
-        lines.append(f"  blocked, {item['reason']}: {item['message']}")
+        message = item["message"] or ""
+        if not item["existsOnCluster"]:  # nothing to rerun yet: the file is what to fix
+            message = RERUN_ADVICE.sub(" (fix the file and plan again)", message)
+        lines.append(f"  blocked, {item['reason']}: {message}")
     lines.append("  start now:" if item["start"] else "  start now: nothing")
     for start in item["start"]:
         lines.append(f"    {start['flow']}   vcjob {start['job']} from JobTemplate {start['template']}"

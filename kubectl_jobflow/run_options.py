@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from kubectl_jobflow import exits
 from kubectl_jobflow.errors import CommandError
 
 GENERATED_SUFFIX = "-xxxxx"
@@ -23,7 +24,7 @@ def parse_parameters(pairs: list[str] | None) -> dict[str, str]:
     for pair in pairs or ():
         name, equals, value = pair.partition("=")
         if not equals or not name:
-            raise CommandError(f"-p {pair}: write it as NAME=VALUE, e.g. -p lr=0.01")
+            raise CommandError(f"-p {pair}: write it as NAME=VALUE, e.g. -p lr=0.01", code=exits.USAGE)
         found[name] = value
     return found
 
@@ -38,7 +39,7 @@ def apply(body: dict[str, Any], *, params: dict[str, str], generate_name: bool) 
         listed = ", ".join(str(name) for name in names) or "none"
         raise CommandError(f"JobFlow {body.get('metadata', {}).get('name')!r} declares no parameter "
                            f"{', '.join(unknown)} (it declares: {listed}): fix the name, or declare it under "
-                           "spec.parameters")
+                           "spec.parameters", code=exits.USAGE)
     for entry in declared:
         if isinstance(entry, dict) and entry.get("name") in params:
             entry["value"] = params[entry["name"]]
@@ -46,7 +47,7 @@ def apply(body: dict[str, Any], *, params: dict[str, str], generate_name: bool) 
         metadata = result.setdefault("metadata", {})
         name = metadata.pop("name", None) or metadata.get("generateName", "").rstrip("-")
         if not name:
-            raise CommandError("--generate-name needs metadata.name (or generateName) in the file to start from")
+            raise CommandError("--generate-name needs metadata.name (or generateName) in the file to start from", code=exits.USAGE)
         metadata["generateName"] = f"{name}-"
     return result
 

@@ -18,15 +18,24 @@ from typing import TYPE_CHECKING
 
 from display.times import age, human_duration
 from jobflow_core.models import JobFlowTemplate, format_time
-from jobflow_core.schedules.runs import Cause, Run, Start, UnknownParameter, manual_run_name, run_from, run_manifest
-from jobflow_core.schedules.runs import run_of_template_selector
+from jobflow_core.schedules.runs import (
+    Cause,
+    Run,
+    Start,
+    UnknownParameter,
+    manual_run_name,
+    run_from,
+    run_manifest,
+    run_of_template_selector,
+)
 from jobflow_core.vocabulary.api import JOBFLOW, JOBFLOWTEMPLATE
+from kubectl_jobflow import exits
 from kubectl_jobflow.errors import CommandError
-from kubectl_jobflow.output import columns, dump, utc_now
+from kubectl_jobflow.output import columns, objects_text, utc_now, without_managed_fields
 from kubectl_jobflow.run_options import parse_parameters
 
 if TYPE_CHECKING:
-    from kubectl_jobflow.cli import Context
+    from kubectl_jobflow.context import Context
 
 HEADERS = ("RUN", "STARTED-BY", "PHASE", "START", "DURATION")
 
@@ -34,7 +43,7 @@ HEADERS = ("RUN", "STARTED-BY", "PHASE", "START", "DURATION")
 def _template(ctx: Context) -> dict:
     name = ctx.args.name or ctx.args.name_flag
     if not name:
-        raise CommandError(f"name the JobFlowTemplate: kubectl jobflow {ctx.args.verb} NAME")
+        raise CommandError(f"name the JobFlowTemplate: kubectl jobflow {ctx.args.verb} NAME", code=exits.USAGE)
     found = ctx.cluster.find(JOBFLOWTEMPLATE, ctx.namespace, name)
     if found is None:
         raise CommandError(f'JobFlowTemplate "{ctx.namespace}/{name}" not found: check the name and the namespace '
@@ -82,11 +91,13 @@ def history(ctx: Context) -> int:
     template = _template(ctx)
     name = template["metadata"]["name"]
     listed = ctx.cluster.list(JOBFLOW, ctx.namespace, label_selector=run_of_template_selector(name))["items"]
-    if getattr(ctx.args, "output", None):
-        ctx.write(dump(listed, ctx.args.output))
-        return 0
-    if not listed:
+    output = ctx.args.output
+    if not listed and (not output or output.format in ("wide", "name", "custom-columns")):
         ctx.say(f"JobFlowTemplate {ctx.namespace}/{name} has no runs (kept: the history limits delete older ones)")
         return 0
-    ctx.write(columns(HEADERS, rows(listed, now=utc_now())))
+    now = utc_now()
+    shown = [{"apiVersion": JOBFLOW.api_version, "kind": JOBFLOW.kind, **without_managed_fields(raw)}
+             for raw in sorted(listed, key=lambda raw: raw["metadata"].get("creationTimestamp") or "")]
+    ctx.write(objects_text(shown, output, resource=f"jobflow.{JOBFLOW.group}", layout=columns,
+                           table=lambda objs, _wide: (HEADERS, rows(objs, now=now)), no_headers=ctx.args.no_headers))
     return 0

@@ -23,9 +23,11 @@ vcjobs reserve; another the cost of its ended vcjobs (``status.cost``: requests 
 column gives each flow's (``jobStatusList[].cost``, a ``forEach`` or ``repeat`` flow's items added up; ``-`` while
 nothing is charged); a vcjob that no longer exists (``jobRetainPolicy: delete``) is marked ``(deleted)``.
 
-``--watch`` reads the JobFlow and its vcjobs every ``--interval`` seconds until it is Succeed (exit 0) or Failed
-(exit 1). On a terminal the view is redrawn in place; otherwise a new view is printed only when something other
-than an age changed, so a log stays short.
+``--watch`` reads the JobFlow and its vcjobs once, then follows both through the watch API
+(:mod:`kubectl_jobflow.watching`: no polling; a dropped watch, 410 Gone and an API-server restart are survived)
+until it is Succeed (exit 0) or Failed (exit 1), ``--timeout`` passes (exit 4) or the API server stays unreachable
+too long (exit 5). On a terminal the view is redrawn in place (each second, for the ages); otherwise a new view is
+printed only when something other than an age changed, so a log stays short.
 """
 
 from __future__ import annotations
@@ -37,12 +39,14 @@ from typing import TYPE_CHECKING, Any
 from apiclient.cluster import KubeError
 from display.facts import FlowRow, JobFlowFacts, cost_text, queue_line, take, tasks_text
 from display.times import age, expected
-from jobflow_core.vocabulary.api import JOBFLOW
+from jobflow_core.vocabulary.api import JOBFLOW, VCJOB
+from jobflow_core.vocabulary.naming import jobs_of_jobflow_selector
+from kubectl_jobflow import exits
 from kubectl_jobflow.errors import CommandError
-from kubectl_jobflow.output import columns, dump, utc_now
+from kubectl_jobflow.output import columns, formatted, utc_now
 
 if TYPE_CHECKING:
-    from kubectl_jobflow.cli import Context
+    from kubectl_jobflow.context import Context
 
 HEADERS = ("FLOW", "AFTER", "JOB", "PHASE", "AGE", "RESTARTS", "DETAIL")
 REDRAW = "\x1b[H\x1b[2J"
@@ -141,31 +145,66 @@ def read(ctx: Context, name: str) -> JobFlowFacts:
 def run(ctx: Context) -> int:
     name = ctx.args.name or ctx.args.name_flag
     if not name:
-        raise CommandError("name the JobFlow: kubectl jobflow status NAME")
+        raise CommandError("name the JobFlow: kubectl jobflow status NAME", code=exits.USAGE)
     if not ctx.args.watch:
         _show(ctx, read(ctx, name), redraw=False)
-        return 0
+        return exits.OK
+    return _watch(ctx, name)
+
+
+def _watch(ctx: Context, name: str) -> int:
+    """Show the JobFlow, then again on each change the watch API reports of it or of its vcjobs (no polling), until
+    it ends (exit 0 when it Succeeds, 1 otherwise), ``--timeout`` passes (exit 4) or the watch is lost (exit 5)."""
+    from apiclient.follow import follow, merged
+
+    jobflow, job_list = fetch(ctx, name)
+    meta = jobflow["metadata"]
+    jobs = {job["metadata"]["name"]: job for job in job_list}
+    streams = merged(
+        follow(ctx.cluster, JOBFLOW, ctx.namespace, field_selector=f"metadata.name={name}",
+               since=meta["resourceVersion"], seen=(jobflow,)),
+        follow(ctx.cluster, VCJOB, ctx.namespace, seen=tuple(job_list),
+               label_selector=jobs_of_jobflow_selector(namespace=meta["namespace"], jobflow=name)),
+        timeout=1.0)
     deadline = time.monotonic() + ctx.args.timeout if ctx.args.timeout > 0 else None
     redraw = ctx.out.isatty() and not ctx.args.output
     shown: JobFlowFacts | None = None
     while True:
-        snap = read(ctx, name)
+        snap = take(jobflow, list(jobs.values()), now=utc_now())
         if redraw or snap != shown:
             if shown is not None and not redraw:
-                ctx.write({None: "\n", "yaml": "---\n", "json": ""}[ctx.args.output])
+                ctx.write({"": "\n", "yaml": "---\n"}.get(ctx.args.output.format if ctx.args.output else "", ""))
             _show(ctx, snap, redraw=redraw)
             shown = snap
         if snap.ended:
-            return 0 if snap.phase == "Succeed" else 1
-        if deadline is not None and time.monotonic() > deadline:
-            raise CommandError(f"JobFlow {snap.namespace}/{name} is still {snap.phase or 'without status'} after "
-                               f"{ctx.args.timeout:g}s (raise --timeout, or 0 to wait for ever)")
-        time.sleep(ctx.args.interval)
+            return exits.OK if snap.phase == "Succeed" else exits.FAILED
+        while True:  # until something changed (or a second passed, to redraw ages on a terminal)
+            if deadline is not None and time.monotonic() > deadline:
+                raise CommandError(f"JobFlow {snap.namespace}/{name} is still {snap.phase or 'without status'} "
+                                   f"after {ctx.args.timeout:g}s (raise --timeout, or 0 to wait for ever)",
+                                   code=exits.TIMED_OUT)
+            event = next(streams)
+            if event is None:
+                if redraw:
+                    break
+                continue
+            which, kind, obj = event
+            if which == 0 and kind == "DELETED":
+                raise CommandError(f"JobFlow {snap.namespace}/{name} was deleted")
+            if which == 0:
+                jobflow = obj
+            elif kind == "DELETED":
+                jobs.pop(obj["metadata"]["name"], None)
+            else:
+                jobs[obj["metadata"]["name"]] = obj
+            break
 
 
 def _show(ctx: Context, snap: JobFlowFacts, *, redraw: bool) -> None:
     now = utc_now()
-    if ctx.args.output:
-        ctx.write(dump(as_data(snap, now=now), ctx.args.output))
+    if ctx.args.output and ctx.args.output.format == "name":
+        ctx.write(f"jobflow.{JOBFLOW.group}/{snap.name}\n")
+    elif ctx.args.output:
+        ctx.write(formatted(as_data(snap, now=now), ctx.args.output))
     else:
         ctx.write((REDRAW if redraw else "") + render(snap, now=now, items=getattr(ctx.args, "items", False)))

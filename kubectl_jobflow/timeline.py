@@ -6,12 +6,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from display.timeline import build, svg, text
+from kubectl_jobflow import exits
 from kubectl_jobflow.errors import CommandError
 from kubectl_jobflow.output import utc_now
 from kubectl_jobflow.status import fetch
 
 if TYPE_CHECKING:
-    from kubectl_jobflow.cli import Context
+    from kubectl_jobflow.context import Context
 
 FORMATS = ("text", "svg")
 
@@ -19,7 +20,7 @@ FORMATS = ("text", "svg")
 def run(ctx: Context) -> int:
     name = ctx.args.name or ctx.args.name_flag
     if not name:
-        raise CommandError("name the JobFlow: kubectl jobflow timeline NAME")
+        raise CommandError("name the JobFlow: kubectl jobflow timeline NAME", code=exits.USAGE)
     jobflow, jobs = fetch(ctx, name)
     timeline = build(jobflow, jobs, now=utc_now())
     if not timeline.bars:

@@ -22,11 +22,11 @@ from apiclient.cluster import KubeError
 from jobflow_core.validation.fields import VCJOB_CRD, unknown_fields, vcjob_spec_schema
 from jobflow_core.validation.review import KINDS, decide
 from jobflow_core.vocabulary.api import JOBFLOW, JOBFLOWTEMPLATE, JOBTEMPLATE
-from kubectl_jobflow import documents
-from kubectl_jobflow.output import dump
+from kubectl_jobflow import documents, exits
+from kubectl_jobflow.output import formatted
 
 if TYPE_CHECKING:
-    from kubectl_jobflow.cli import Context
+    from kubectl_jobflow.context import Context
 
 CHECKED = {JOBFLOW.kind: JOBFLOW, JOBTEMPLATE.kind: JOBTEMPLATE, JOBFLOWTEMPLATE.kind: JOBFLOWTEMPLATE}
 SCHEMA_TIMEOUT = (1.0, 3.0)
@@ -129,7 +129,7 @@ def run(ctx: Context) -> int:
             continue
         reviews.append(review(doc.body, namespace=ctx.namespace, source=doc.source, vcjob_spec=schema))
     if ctx.args.output:
-        ctx.write(dump([asdict(item) for item in reviews], ctx.args.output))
+        ctx.write(formatted([asdict(item) for item in reviews], ctx.args.output))
     else:
         for item in reviews:
             what = f"{item.kind or 'object'} {item.namespace}/{item.name}"
@@ -139,4 +139,4 @@ def run(ctx: Context) -> int:
                 ctx.say(f"{item.source}: {what} is invalid:")
                 for problem in item.problems:
                     ctx.say(f"  - {problem}")
-    return 0 if all(item.valid for item in reviews) else 1
+    return exits.OK if all(item.valid for item in reviews) else exits.USAGE

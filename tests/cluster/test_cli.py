@@ -93,7 +93,7 @@ def test_create_refuses_an_invalid_jobflow_with_the_webhooks_message_and_sends_n
 
     code, out, err = cli("create", "-f", path, "-n", namespace)
 
-    assert (code, out) == (1, "")
+    assert (code, out) == (2, "")
     assert err == (f"Failed to create JobFlow: {path}#1: jobflow Flow is not DAG: a -> b -> a (a flow must not "
                    "depend on itself, directly or through other flows: remove one of these dependencies) (or skip "
                    "this check with --validate=false)\n")
@@ -222,7 +222,7 @@ def test_template_create_refuses_a_jobflow_and_sends_nothing(cli, cluster: Local
 
     code, out, err = cli("template", "create", "-f", path, "-n", namespace)
 
-    assert (code, out) == (1, "")
+    assert (code, out) == (2, "")
     assert err == (f"Failed to create jobtemplate: {path}#2 is a JobFlow, not a JobTemplate (use kubectl apply -f "
                    "for other kinds; nothing was sent)\n")
     assert cli("template", "list", "-n", namespace)[1] == "No resources found\n"
@@ -315,13 +315,13 @@ def test_a_typo_is_named_by_validate_and_refused_by_create_in_a_jobflow_and_a_jo
     path = write(tmp_path, TYPO_FLOW + "---\n" + TYPO_JFT)
 
     code, out, _ = cli("validate", "-f", path, "-n", namespace)
-    assert code == 1 and out.splitlines() == [
+    assert code == 2 and out.splitlines() == [
         f"{path}#1: JobFlow {namespace}/typo is invalid:",
         "  - spec.flows[1].dependOn: unknown field (did you mean dependsOn?)",
         f"{path}#2: JobFlowTemplate {namespace}/nightly is invalid:",
         "  - spec.jobFlow.spec.flows[1].dependOn: unknown field (did you mean dependsOn?)"]
     code, out, err = cli("create", "-f", path, "-n", namespace)
-    assert (code, out) == (1, "")
+    assert (code, out) == (2, "")
     assert err.splitlines() == [
         f"Failed to create JobFlow: {path}#1: spec.flows[1].dependOn: unknown field (did you mean dependsOn?) (or "
         "skip this check with --validate=false)",
@@ -334,7 +334,7 @@ def test_without_its_checks_create_asks_the_api_server_for_strict_fields_so_a_ty
         cli, cluster: LocalCluster, namespace: str, tmp_path) -> None:
     code, out, err = cli("create", "-f", write(tmp_path, TYPO_FLOW), "-n", namespace, "--validate=false")
 
-    assert (code, out) == (1, "")
+    assert (code, out) == (2, "")
     assert 'unknown field "spec.flows[1].dependOn"' in err
     assert jobflow(cluster, namespace, "typo") is None
 
@@ -345,6 +345,6 @@ def test_validate_checks_a_jobtemplates_vcjob_spec_against_the_clusters_volcano(
     assert "imagePullPolicie" in typo
     code, out, err = cli("validate", "-f", write(tmp_path, typo), "-n", namespace)
 
-    assert (code, err) == (1, "")
+    assert (code, err) == (2, "")
     assert "spec.tasks[0].template.spec.containers[0].imagePullPolicie: unknown field (did you mean " \
            "imagePullPolicy?)" in out

@@ -49,7 +49,7 @@ def cli(cluster: LocalCluster):
 
 
 def watch(cluster: LocalCluster, namespace: str, name: str) -> subprocess.Popen:
-    return subprocess.Popen([str(PLUGIN), "status", name, "-n", namespace, "--watch", "--interval", "0.2",
+    return subprocess.Popen([str(PLUGIN), "status", name, "-n", namespace, "--watch",
                              "--timeout", "120"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "KUBECONFIG": str(cluster.state.kubeconfig)})
 

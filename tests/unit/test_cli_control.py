@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 import pytest
 
 from jobflow_core.vocabulary.api import JOBFLOW, JOBFLOWTEMPLATE, ApiType
-from kubectl_jobflow import cli
+from kubectl_jobflow import cli, context
 
 
 class Stored:
@@ -41,7 +41,7 @@ def held() -> dict:
 
 
 def jobflow(monkeypatch, stored: Stored, *argv: str) -> tuple[int, str, str]:
-    monkeypatch.setattr(cli.Context, "cluster", property(lambda ctx: stored))
+    monkeypatch.setattr(context.Context, "cluster", property(lambda ctx: stored))
     out, err = io.StringIO(), io.StringIO()
     code = cli.run([*argv, "-n", "ns"], out=out, err=err)
     return code, out.getvalue(), err.getvalue()
@@ -114,5 +114,6 @@ def test_suspending_a_suspended_template_says_so_and_patches_nothing(monkeypatch
 ])
 def test_what_cannot_be_suspended_or_resumed_is_refused_saying_what_to_write(monkeypatch, argv, message):
     stored = Stored((JOBFLOWTEMPLATE, nightly()))
-    assert jobflow(monkeypatch, stored, *argv) == (1, "", message)
+    # A missing object is a failure (1), a command line that names nothing suspendable a usage error (2).
+    assert jobflow(monkeypatch, stored, *argv) == (1 if argv[1:] == ("jft/missing",) else 2, "", message)
     assert stored.patches == []

@@ -131,7 +131,7 @@ def test_the_command_fails_on_a_kind_it_cannot_convert_and_prints_nothing(tmp_pa
     source = tmp_path / "mixed.yaml"
     source.write_text(TEMPLATE + "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n")
     code, out, err = cli("convert", "-f", str(source))
-    assert (code, out) == (1, "")
+    assert (code, out) == (2, "")
     assert err == (f"Failed to convert: {source}#2: cannot convert v1/ConfigMap: expected a flow.volcano.sh/v1alpha1 "
                    "JobTemplate or a batch.volcano.sh/v1alpha1 Job (vcjob)\n")
 

@@ -126,7 +126,7 @@ def test_graph_of_a_file_works_offline_in_every_format():
 def test_graph_of_a_file_with_several_jobflows_asks_which(tmp_path):
     path = tmp_path / "two.yaml"
     path.write_text("kind: JobFlow\nmetadata: {name: x}\n---\nkind: JobFlow\nmetadata: {name: y}\n")
-    assert cli("graph", "-f", str(path)) == (1, "", f"Failed to draw the graph: 2 JobFlows in {path} (JobFlows "
+    assert cli("graph", "-f", str(path)) == (2, "", f"Failed to draw the graph: 2 JobFlows in {path} (JobFlows "
                                                     "there: x, y): name the one to draw, kubectl jobflow graph -f "
                                                     "FILE NAME\n")
     assert cli("graph", "-f", str(path), "y")[1] == "JobFlow default/y\n"

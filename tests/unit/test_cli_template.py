@@ -7,7 +7,7 @@ import yaml
 
 from jobflow_core.models import JobTemplate
 from jobflow_core.vocabulary.api import JOBTEMPLATE, ApiType
-from kubectl_jobflow import cli
+from kubectl_jobflow import cli, context
 
 TEMPLATE = """
 apiVersion: flow.volcano.sh/v1alpha1
@@ -39,7 +39,7 @@ class Stored:
 
 def describe(monkeypatch, *argv: str) -> tuple[int, str]:
     stored = Stored(yaml.safe_load(TEMPLATE))
-    monkeypatch.setattr(cli.Context, "cluster", property(lambda ctx: stored))
+    monkeypatch.setattr(context.Context, "cluster", property(lambda ctx: stored))
     out, err = io.StringIO(), io.StringIO()
     code = cli.run(["template", "describe", "train", "-n", "ns", *argv], out=out, err=err)
     assert err.getvalue() == ""

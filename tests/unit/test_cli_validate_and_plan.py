@@ -75,10 +75,10 @@ def test_the_seed_example_is_valid_and_exits_0(monkeypatch, tmp_path):
         f"{EXAMPLE}/jobtemplates.yaml#{i}: JobTemplate default/{name} is valid" for i, name in enumerate("abcde", 1)]
 
 
-def test_each_problem_is_listed_in_the_webhooks_words_and_the_exit_is_1(tmp_path):
+def test_each_problem_is_listed_in_the_webhooks_words_and_the_exit_is_2(tmp_path):
     path = write(tmp_path, CYCLE + "---" + BAD_TEMPLATE)
     code, out, _ = cli("validate", "-f", path, "-n", "team")
-    assert code == 1
+    assert code == 2
     assert out.splitlines() == [
         f"{path}#1: JobFlow team/loop is invalid:",
         '  - jobflow Flow is not DAG: vertex is not defined: x (flow "c" depends on "x", which is not a flow of this '
@@ -95,7 +95,7 @@ def test_the_json_verdict_carries_the_webhooks_exact_denial_message(tmp_path):
     path = write(tmp_path, CYCLE + "---" + BAD_TEMPLATE)
     code, out, _ = cli("validate", "-f", path, "-o", "json")
     flow, template = json.loads(out)
-    assert code == 1
+    assert code == 2
     assert flow["message"] == webhook_message(JOBFLOW, yaml.safe_load(CYCLE))
     assert template["message"] == webhook_message(JOBTEMPLATE, yaml.safe_load(BAD_TEMPLATE))
     assert (flow["valid"], template["valid"]) == (False, False)
@@ -106,7 +106,7 @@ def test_the_namespace_counts_as_it_does_for_the_webhook_label_lengths(tmp_path)
                            "spec: {flows: [{name: a}]}\n")
     assert cli("validate", "-f", path, "-n", "short")[0] == 0
     code, out, _ = cli("validate", "-f", path, "-n", "n" * 62)
-    assert code == 1
+    assert code == 2
     assert "label volcano.sh/createdByJobFlow value" in out
 
 
@@ -114,7 +114,7 @@ def test_an_object_the_webhook_cannot_read_gets_its_message(tmp_path):
     path = write(tmp_path, "apiVersion: flow.volcano.sh/v1alpha1\nkind: JobFlow\nmetadata: {name: f}\n"
                            "spec: {flows: [{dependsOn: {targets: [a]}}]}\n")
     code, out, _ = cli("validate", "-f", path)
-    assert code == 1
+    assert code == 2
     assert "this object cannot be read as a JobFlow: spec.flows.0.name: Field required (fix these fields)" in out
 
 
@@ -172,7 +172,7 @@ def test_plan_blocks_on_a_missing_jobtemplate_and_exits_1(tmp_path):
 
 def test_plan_of_an_invalid_spec_starts_nothing(tmp_path):
     code, out, _ = cli("plan", "-f", write(tmp_path, CYCLE), "--local")
-    assert code == 1
+    assert code == 2
     assert "would be Failed" in out
     assert "blocked, InvalidSpec: jobflow Flow is not DAG" in out
     assert "start now: nothing" in out
@@ -201,4 +201,4 @@ spec:
 def test_plan_needs_a_jobflow(tmp_path):
     path = write(tmp_path, TEMPLATE.format(name="a"))
     assert cli("plan", "-f", path, "--local") == (
-        1, "", f"Failed to plan: no JobFlow in {path}: plan needs one (kind: JobFlow)\n")
+        2, "", f"Failed to plan: no JobFlow in {path}: plan needs one (kind: JobFlow)\n")
