@@ -139,3 +139,17 @@ def test_each_end_has_its_exit_code(cli, cluster: LocalCluster, namespace: str, 
     code, out, err = cli("status", "long", "-n", namespace, "-w", "--timeout", "1s")
     assert code == 4, err
     assert out.startswith(f"JobFlow {namespace}/long   ")
+
+
+def test_create_kustomize_creates_what_kubectl_kustomize_builds(cli, cluster: LocalCluster, namespace: str,
+                                                                tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("PATH", f"{PLUGIN.parent}{os.pathsep}{os.environ['PATH']}")  # kubectl, as users have it
+    (tmp_path / "kustomization.yaml").write_text(f"namespace: {namespace}\ncommonLabels: {{team: k}}\n"
+                                                 "resources: [a.yaml, flow.yaml]\n")
+    (tmp_path / "a.yaml").write_text(template("a"))
+    (tmp_path / "flow.yaml").write_text(flow("kf"))
+
+    # In kustomize's order (its legacy sort: kinds it does not know, by name), the namespace and labels its own.
+    assert cli("create", "--kustomize", str(tmp_path)) == (
+        0, f"Created JobFlow: {namespace}/kf\nCreated JobTemplate: {namespace}/a\n", "")
+    assert cli("get", "-n", namespace, "-l", "team=k", "-o", "name") == (0, "jobflow.flow.volcano.sh/kf\n", "")
