@@ -183,3 +183,9 @@ def test_a_watch_whose_api_server_stays_away_is_lost(endpoint):
     with pytest.raises(WatchLost, match=r"lost the watch: the API server http://127\.0\.0\.1:\d+ did not answer for "
                                         r"0\.5s"):
         list(follow(cluster, JOBFLOW, "ns", patience=0.5))
+
+
+def test_the_dashboard_on_an_unreachable_cluster_says_so_in_one_line():
+    code, out, err = cli("dashboard", "--port", "0")
+    assert (code, out, len(err.splitlines())) == (3, "", 1)
+    assert err.startswith("Failed to serve the dashboard: no kubeconfig found: ")

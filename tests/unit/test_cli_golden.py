@@ -118,6 +118,21 @@ class Stored:
         return {"apiVersion": api_type.api_version, "kind": f"{api_type.kind}List",
                 "metadata": {"resourceVersion": "20"}, "items": items}
 
+    def create(self, api_type: ApiType, namespace: str, body: dict) -> dict:
+        if self.find(api_type, namespace, body["metadata"]["name"]) is not None:
+            from apiclient.cluster import KubeError
+
+            raise KubeError(f'{api_type.plural}.{api_type.group} "{body["metadata"]["name"]}" already exists',
+                            status=409)
+        return body
+
+    def delete(self, api_type: ApiType, namespace: str, name: str) -> dict:
+        return self.get(api_type, namespace, name)
+
+    def merge_patch(self, api_type: ApiType, namespace: str, name: str, patch: dict) -> dict:
+        obj = self.get(api_type, namespace, name)
+        return {**obj, "spec": {**obj["spec"], **patch.get("spec", {})}}
+
     def jobs_of(self, jobflow: dict) -> list[dict]:
         return self._of(VCJOB, jobflow["metadata"]["namespace"])
 
@@ -143,6 +158,12 @@ CASES = {
     "template-get": ["jt", "get"],
     "template-get-wide": ["jt", "get", "-o", "wide"],
     "template-get-name": ["template", "get", "-o", "name"],
+    "create": ["create", "-f", str(EXAMPLE)],
+    "create-existing": ["jt", "create", "-f", str(EXAMPLE / "jobtemplates.yaml")],
+    "delete": ["delete", "test"],
+    "delete-missing": ["jt", "delete", "nope"],
+    "suspend": ["suspend", "test"],
+    "retry-not-failed": ["retry", "test"],
     "describe": ["describe", "test"],
     "describe-json": ["describe", "test", "-o", "json"],
     "status": ["status", "test"],
