@@ -92,6 +92,8 @@ def follow(cluster: Cluster, api_type: ApiType, namespace: str | None, *, label_
             lost_since = _wait_out(cluster, error, lost_since, backoff, patience)
             backoff = min(backoff * 2, 5.0)
         except (HTTPError, OSError) as error:
+            if stop is not None and stop.is_set():  # the connections were closed under us: we are done
+                return
             lost_since = _wait_out(cluster, error, lost_since, backoff, patience)
             backoff = min(backoff * 2, 5.0)
 
@@ -121,10 +123,12 @@ def _wait_out(cluster: Cluster, error: Exception, lost_since: float | None, back
     return lost_since
 
 
-def merged(*streams: Iterator[Event], timeout: float | None) -> Iterator[tuple[int, str, dict[str, Any]] | None]:
+def merged(*streams: Iterator[Event], timeout: float | None,
+           stop: threading.Event) -> Iterator[tuple[int, str, dict[str, Any]] | None]:
     """The events of several :func:`follow` streams as (which stream, type, object), in arrival order; None when
     ``timeout`` seconds pass without one (the caller decides whether that is the end). A stream's error is raised
-    here."""
+    here. ``stop`` (the one the streams were given) is set once the caller is done with this generator, so their
+    threads end at their next event instead of watching on for nobody."""
     events: queue.Queue[tuple[int, str, dict[str, Any]] | BaseException] = queue.Queue()
 
     def pump(index: int, stream: Iterator[Event]) -> None:
@@ -136,12 +140,15 @@ def merged(*streams: Iterator[Event], timeout: float | None) -> Iterator[tuple[i
 
     for index, stream in enumerate(streams):
         threading.Thread(target=pump, args=(index, stream), daemon=True, name=f"watch-{index}").start()
-    while True:
-        try:
-            item = events.get(timeout=timeout)
-        except queue.Empty:
-            yield None
-            continue
-        if isinstance(item, BaseException):
-            raise item
-        yield item
+    try:
+        while True:
+            try:
+                item = events.get(timeout=timeout)
+            except queue.Empty:
+                yield None
+                continue
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()

@@ -223,8 +223,8 @@ def _watch(ctx: Context, noun: Noun, namespace: str | None, names: list[str], ve
         changes = follow(ctx.cluster, noun.api_type, ctx.namespace if names else namespace,
                          label_selector=ctx.args.selector, since=None if names else version, seen=tuple(objects))
     for kind, obj in changes:
-        if (names and obj["metadata"]["name"] not in names) or kind == "DELETED" and "spec" not in obj:
-            continue
+        if (names and obj["metadata"]["name"] not in names) or (kind == "DELETED" and "spec" not in obj):
+            continue  # another object, or one that vanished during a gap (only its name is known)
         ctx.write(objects_text([_complete(noun, obj)], ctx.args.output, resource=noun.resource, table=noun.table,
                                no_headers=True, single=True))
     return exits.OK

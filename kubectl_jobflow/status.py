@@ -32,6 +32,7 @@ printed only when something other than an age changed, so a log stays short.
 
 from __future__ import annotations
 
+import threading
 import time
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -160,12 +161,13 @@ def _watch(ctx: Context, name: str) -> int:
     jobflow, job_list = fetch(ctx, name)
     meta = jobflow["metadata"]
     jobs = {job["metadata"]["name"]: job for job in job_list}
+    stop = threading.Event()
     streams = merged(
         follow(ctx.cluster, JOBFLOW, ctx.namespace, field_selector=f"metadata.name={name}",
-               since=meta["resourceVersion"], seen=(jobflow,)),
-        follow(ctx.cluster, VCJOB, ctx.namespace, seen=tuple(job_list),
+               since=meta["resourceVersion"], seen=(jobflow,), stop=stop),
+        follow(ctx.cluster, VCJOB, ctx.namespace, seen=tuple(job_list), stop=stop,
                label_selector=jobs_of_jobflow_selector(namespace=meta["namespace"], jobflow=name)),
-        timeout=1.0)
+        timeout=1.0, stop=stop)
     deadline = time.monotonic() + ctx.args.timeout if ctx.args.timeout > 0 else None
     redraw = ctx.out.isatty() and not ctx.args.output
     shown: JobFlowFacts | None = None

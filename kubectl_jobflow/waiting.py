@@ -11,6 +11,7 @@ a negative one waits a week, as kubectl's.
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -59,8 +60,10 @@ def run(ctx: Context) -> int:
             ctx.say(f"{shown} condition met")
             return exits.OK
         raise CommandError(f'JobFlow "{ctx.namespace}/{name}" not found: check the name and the namespace') from error
+    stop = threading.Event()
     changes = merged(follow(ctx.cluster, JOBFLOW, ctx.namespace, field_selector=f"metadata.name={name}",
-                            since=jobflow["metadata"]["resourceVersion"], seen=(jobflow,)), timeout=1.0)
+                            since=jobflow["metadata"]["resourceVersion"], seen=(jobflow,), stop=stop),
+                     timeout=1.0, stop=stop)
     while True:
         if jobflow is None:
             if wanted is None:

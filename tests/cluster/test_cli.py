@@ -298,6 +298,21 @@ def test_kubectl_finds_the_plugin_on_path_and_runs_it(cluster: LocalCluster, nam
     assert missing.stderr == 'Failed to get jobflow: jobflows.flow.volcano.sh "nope" not found\n'
 
 
+def test_kubectl_completes_the_plugin_through_its_helper(cluster: LocalCluster, namespace: str) -> None:
+    apply(cluster, namespace, jobflow_yaml("completed-by-tab", "[{name: a}]"))
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+           "KUBECONFIG": str(cluster.state.kubeconfig)}
+
+    def tab(*words: str) -> list[str]:  # what kubectl's own completion asks when TAB is pressed
+        done = subprocess.run(["kubectl", "__complete", "jobflow", *words], env=env, capture_output=True, text=True,
+                              timeout=60, check=True)
+        return done.stdout.splitlines()
+
+    assert tab("sta") == ["status", ":4"]
+    assert tab("get", "-o", "")[:-1] == ["wide", "name", "json", "yaml", "jsonpath=", "custom-columns="]
+    assert tab("status", "-n", namespace, "comp") == ["completed-by-tab", ":4"]  # names from the cluster
+
+
 TYPO_FLOW = jobflow_yaml("typo", "[{name: a}, {name: b, dependOn: {targets: [a]}}]")
 TYPO_JFT = """
 apiVersion: flow.volcano.sh/v1alpha1

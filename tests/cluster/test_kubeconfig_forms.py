@@ -148,7 +148,7 @@ def test_the_command_line_with_an_exec_plugin(cluster: LocalCluster, namespace: 
         "installHint": "install jobflow-no-such-plugin from your cloud's docs"}})
     refused = subprocess.run([sys.executable, "-m", "kubectl_jobflow", "--kubeconfig", str(failing), "list",
                               "-n", namespace], capture_output=True, text=True, timeout=60, check=False)
-    assert refused.returncode == 1
+    assert refused.returncode == 3  # cannot authenticate: not allowed
     assert "jobflow-no-such-plugin could not run" in refused.stderr
     assert "install jobflow-no-such-plugin from your cloud's docs" in refused.stderr
     assert "Traceback" not in refused.stderr

@@ -70,7 +70,7 @@ def test_one_jobflow_file_run_twice_with_other_parameters_makes_vcjobs_that_diff
     assert first["spec"] == second["spec"]  # nothing else differs
 
     code, output = jobflow_cli(cluster, "create", "-f", str(path), "-n", namespace, "-p", "rate=1")
-    assert code == 1 and "declares no parameter rate (it declares: lr, epochs)" in output
+    assert code == 2 and "declares no parameter rate (it declares: lr, epochs)" in output
 
 
 class VcjobWatch:

@@ -323,10 +323,23 @@ def test_kubectl_jobflow_dashboard_runs_the_dashboard_with_the_users_connection(
     import sys
 
     from kubectl_jobflow.cli import run
+    from kubectl_jobflow.context import Context
 
-    ran = []
+    ran, asked = [], []
+
+    class Reachable:
+        def list(self, api_type, namespace, **query):
+            asked.append((api_type.kind, namespace, query))
+            return {"items": []}
+
+        def close(self) -> None:
+            pass
+
+    monkeypatch.setattr(Context, "cluster", property(lambda ctx: Reachable()))
     monkeypatch.setattr(subprocess, "call", lambda command, **kwargs: ran.append(command) or 0)
     assert run(["dashboard", "--kubeconfig", "/k", "--context", "dev", "-n", "team", "--port", "0"]) == 0
+    # One request first, so that an unreachable cluster is one line and exit 3 here, not the server's traceback.
+    assert asked == [("JobFlow", "team", {"limit": 1})]
     assert ran == [[sys.executable, "-m", "dashboard", "--port", "0", "--kubeconfig", "/k", "--context", "dev",
                     "--namespace", "team"]]
 
