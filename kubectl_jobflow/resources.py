@@ -222,11 +222,18 @@ def _watch(ctx: Context, noun: Noun, namespace: str | None, names: list[str], ve
     else:
         changes = follow(ctx.cluster, noun.api_type, ctx.namespace if names else namespace,
                          label_selector=ctx.args.selector, since=None if names else version, seen=tuple(objects))
+    tabled = not ctx.args.output or ctx.args.output.format == "wide"
+    shown = [_complete(noun, obj) for obj in objects]
     for kind, obj in changes:
         if (names and obj["metadata"]["name"] not in names) or (kind == "DELETED" and "spec" not in obj):
             continue  # another object, or one that vanished during a gap (only its name is known)
-        ctx.write(objects_text([_complete(noun, obj)], ctx.args.output, resource=noun.resource, table=noun.table,
-                               no_headers=True, single=True))
+        if tabled:  # one row, in the columns of what was printed before it, as kubectl keeps its columns
+            shown.append(_complete(noun, obj))
+            ctx.write(objects_text(shown, ctx.args.output, resource=noun.resource, table=noun.table,
+                                   no_headers=True).splitlines(keepends=True)[-1])
+        else:
+            ctx.write(objects_text([_complete(noun, obj)], ctx.args.output, resource=noun.resource,
+                                   table=noun.table, no_headers=True, single=True))
     return exits.OK
 
 

@@ -189,3 +189,22 @@ def test_the_dashboard_on_an_unreachable_cluster_says_so_in_one_line():
     code, out, err = cli("dashboard", "--port", "0")
     assert (code, out, len(err.splitlines())) == (3, "", 1)
     assert err.startswith("Failed to serve the dashboard: no kubeconfig found: ")
+
+
+def test_get_watch_prints_a_row_per_change_in_the_columns_of_the_list(endpoint, tmp_path):
+    import subprocess
+    import sys
+
+    kubeconfig = tmp_path / "config"  # the endpoint fixture's
+    watch = subprocess.Popen([sys.executable, "-m", "kubectl_jobflow", "get", "-w", "-n", "ns", "--kubeconfig",
+                              str(kubeconfig)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        lines = [watch.stdout.readline() for _ in range(4)]
+    finally:
+        watch.kill()
+        watch.communicate(timeout=10)
+    # the list (header and row), then one row per change: the re-list after 410, then the watch's event
+    assert [line.split() for line in lines] == [["Name", "Namespace", "Phase", "Age", "Progress"],
+                                                ["f", "ns", "<unknown>", "0/0"], ["f", "ns", "<unknown>", "0/0"],
+                                                ["f", "ns", "<unknown>", "0/0"]]
+    assert len({len(line) for line in lines}) == 1  # every line as wide as the list's

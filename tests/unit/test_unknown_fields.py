@@ -175,7 +175,7 @@ def test_validate_names_the_typo_in_a_jobflow_and_in_a_jobflowtemplate(tmp_path,
     path = tmp_path / "typos.yaml"
     path.write_text(yaml.safe_dump_all([jobflow, JFT]))
     code, out, err = cli("validate", "-f", str(path))
-    assert code == 1 and err == ""
+    assert code == 2 and err == ""  # invalid input
     assert out.splitlines() == [
         f"{path}#1: JobFlow default/test is invalid:",
         "  - spec.flows[1].dependOn: unknown field (did you mean dependsOn?)",
