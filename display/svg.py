@@ -1,8 +1,8 @@
 """A JobFlow's DAG as a standalone SVG, laid out here (no Graphviz binary).
 
-The layout is the classic layered one, kept simple: a column per level (:attr:`FlowGraph.levels`, so every edge
-of a DAG goes left to right), in each column the flows ordered by the mean row of the flows they depend on (one
-barycentre pass, which untangles the usual diamonds and fans), columns centred vertically. A node is a rounded
+The columns and their order are :func:`display.layout.columns`, the dashboard's too (a column per level, so every
+edge of a DAG goes left to right; in each column the flows ordered by the mean row of the flows they depend on),
+here centred vertically, each box as wide as its text. A node is a rounded
 box with the flow's name and, below it, its phase; edges are curves from the right side of a flow to the left
 side of the flows waiting for it, with an arrowhead (an edge of a cycle, which cannot go left to right, loops
 below the boxes). Text widths are estimated from the character count (no font
@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from xml.sax.saxutils import escape, quoteattr
 
+from display.layout import columns
 from jobflow_core.dag.graph import FlowGraph
 
 FONT_SIZE = 13
@@ -79,28 +80,16 @@ def _size(node: str, note: str | None) -> tuple[float, float]:
 
 
 def _layout(graph: FlowGraph, notes: Mapping[str, str | None], *, top: float) -> dict[str, Box]:
-    columns: dict[int, list[str]] = {}
-    for node in graph.order:
-        columns.setdefault(graph.levels[node], []).append(node)
-    row: dict[str, float] = {}
-    for level in sorted(columns):
-        spec_order = {node: index for index, node in enumerate(columns[level])}
-
-        def barycentre(node: str, spec_order: dict[str, int] = spec_order) -> tuple[float, int]:
-            before = [row[target] for target in graph.targets(node) if target in row]
-            return (sum(before) / len(before) if before else float(spec_order[node]), spec_order[node])
-
-        columns[level].sort(key=barycentre)
-        row.update({node: float(index) for index, node in enumerate(columns[level])})
+    ordered = columns(graph)
     sizes = {node: _size(node, notes.get(node)) for node in graph.nodes}
-    heights = {level: sum(sizes[n][1] for n in nodes) + ROW_GAP * (len(nodes) - 1) for level, nodes in columns.items()}
-    tallest = max(heights.values(), default=0)
+    heights = [sum(sizes[n][1] for n in nodes) + ROW_GAP * (len(nodes) - 1) for nodes in ordered]
+    tallest = max(heights, default=0)
     boxes: dict[str, Box] = {}
     x = float(MARGIN)
-    for level in sorted(columns):
-        column_width = max(sizes[node][0] for node in columns[level])
-        y = top + (tallest - heights[level]) / 2
-        for node in columns[level]:
+    for nodes, height_of_column in zip(ordered, heights, strict=True):
+        column_width = max(sizes[node][0] for node in nodes)
+        y = top + (tallest - height_of_column) / 2
+        for node in nodes:
             width, height = sizes[node]
             boxes[node] = Box(x + (column_width - width) / 2, y, width, height)
             y += height + ROW_GAP

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+import xml.etree.ElementTree as ET
 from datetime import UTC, datetime
 
 import pytest
@@ -18,7 +19,8 @@ from dashboard.pages import Pages
 from dashboard.store import Store
 from dashboard.views import STATES, items_view, jobflow_view
 from display.facts import CACHED, CREATED, SKIPPED, WAITING
-from display.layout import NODE_HEIGHT, NODE_WIDTH, place
+from display.layout import NODE_HEIGHT, NODE_WIDTH, columns, place
+from display.svg import render
 from jobflow_core.dag.graph import flow_graph
 from jobflow_core.models import JobFlow, VcJobPhase
 from jobflow_core.vocabulary.api import CREATED_BY_JOBTEMPLATE, JOBFLOW, JOBFLOWTEMPLATE, JOBTEMPLATE, RUN_OF, VCJOB
@@ -106,6 +108,33 @@ def test_the_layout_places_every_flow_once_edges_point_right_and_nodes_never_ove
     corners = list(positions.values())
     assert len(set(corners)) == len(corners)
     assert all(x + NODE_WIDTH <= width and y + NODE_HEIGHT <= height for x, y in corners)
+
+
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def _drawn_columns(boxes: dict[str, tuple[float, float]]) -> list[list[str]]:
+    """Columns left to right, each top to bottom, as they appear in a picture (node -> its x and y)."""
+    by_x: dict[float, list[str]] = {}
+    for name, (x, _) in sorted(boxes.items(), key=lambda item: item[1][0]):
+        by_x.setdefault(x, []).append(name)
+    return [sorted(names, key=lambda name: boxes[name][1]) for _, names in sorted(by_x.items())]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 40), max_size=3), min_size=1, max_size=30))
+def test_the_dashboard_and_graph_svg_draw_the_same_columns_in_the_same_order(targets) -> None:
+    # Targets may point forward (a cycle) or at no flow (undefined): broken specs are drawn too.
+    flows = [{"name": f"f{i}", **({"dependsOn": {"targets": sorted({f"f{t}" for t in ts})}} if ts else {})}
+             for i, ts in enumerate(targets)]
+    graph = flow_graph(JobFlow.model_validate(jobflow(flows=flows)))
+    dashboard = _drawn_columns(place(graph)[0])
+    svg = ET.fromstring(render(graph, {}, {}, title="t"))
+    rects = {g.get("data-flow"): g.find(f"{SVG}rect") for g in svg.iter(f"{SVG}g") if g.get("data-flow")}
+    # The SVG centres each box in its column: a column is where the boxes' centres are, not their left edges.
+    centres = {name: (round(float(r.get("x")) + float(r.get("width")) / 2, 1), float(r.get("y")))
+               for name, r in rects.items()}
+    assert _drawn_columns(centres) == dashboard == columns(graph)
 
 
 def test_two_thousand_flows_are_each_a_node() -> None:
