@@ -18,7 +18,6 @@ import shutil
 import sys
 import threading
 import time
-import urllib.request
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
@@ -32,6 +31,7 @@ from devcluster.processes import Component, start
 from devcluster.state import ClusterState
 from devcluster.testing import LocalCluster
 from jobflow_core.vocabulary.api import JOBFLOW, JOBTEMPLATE, VCJOB, api_type_of
+from tests.healthz import wait_for_healthz
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "benchmarks" / "results"
@@ -150,16 +150,8 @@ def spawn(name: str, command: str, *, log_dir: Path, env: dict[str, str]) -> Com
 
 
 def wait_healthy(url: str, component: Component | None = None, *, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if component is not None and not component.alive():
-            raise RuntimeError(f"{component.name} exited:\n{component.log_tail()}")
-        try:
-            with urllib.request.urlopen(url.rstrip("/") + "/healthz", timeout=2):
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError(f"{url} did not become healthy within {timeout:.0f} s")
+    """The tests' wait for ``/healthz`` (``tests/healthz.py``); it fails at once if ``component`` exits first."""
+    wait_for_healthz(url, timeout=timeout, server=component)
 
 
 # --- watching vcjobs -------------------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "unit")]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "tests" / "unit")]  # scenario needs seeds
 
 from jobflow_core.models import VcJobPhase  # noqa: E402
 from scenario import Cluster, jobflow  # noqa: E402

@@ -28,7 +28,7 @@ from pathlib import Path
 import yaml
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "tests" / "unit"))
+sys.path[:0] = [str(REPO / "tests"), str(REPO / "tests" / "unit")]  # scenario needs seeds
 
 from handlers import create_app  # noqa: E402
 from jobflow_core.vocabulary.api import JOBFLOW, JOBTEMPLATE, VCJOB, ApiType  # noqa: E402

@@ -17,9 +17,7 @@ import argparse
 import json
 import sys
 import tempfile
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 if __package__ in (None, ""):
@@ -40,35 +38,8 @@ from benchmarks.common import (  # noqa: E402
 from benchmarks.fan_out import request_counts  # noqa: E402
 from devcluster.processes import free_port  # noqa: E402
 from jobflow_core.vocabulary.api import JOBFLOW  # noqa: E402
-
-
-class Sink:
-    def __init__(self) -> None:
-        self.received: list[str] = []
-        sink = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                sink.received.append(self.headers["ce-id"])
-                self.send_response(202)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, *args) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_port}/"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-
-def diamond(name: str) -> dict:
-    flows = [{"name": "a"}, {"name": "b", "dependsOn": {"targets": ["a"]}},
-             {"name": "c", "dependsOn": {"targets": ["b"]}}, {"name": "d", "dependsOn": {"targets": ["b"]}},
-             {"name": "e", "dependsOn": {"targets": ["c", "d"]}}]
-    return {"apiVersion": JOBFLOW.api_version, "kind": JOBFLOW.kind, "metadata": {"name": name},
-            "spec": {"jobRetainPolicy": "retain", "flows": flows}}
+from tests.seeds import diamond  # noqa: E402
+from tests.sinks import Sink  # noqa: E402
 
 
 def done(local, namespace: str, *, flows: int, notify: bool) -> tuple[bool, int]:
@@ -101,7 +72,7 @@ def run_once(*, flows: int, notify: bool, timeout: float = 600) -> dict:
         before = request_counts(local)
         started = time.monotonic()
         for index in range(flows):
-            create(local, namespace, diamond(f"d{index}"))
+            create(local, namespace, diamond(f"d{index}", retain="retain"))
         while time.monotonic() - started < timeout:
             finished, size = done(local, namespace, flows=flows, notify=notify)
             lists += 1
@@ -117,13 +88,14 @@ def run_once(*, flows: int, notify: bool, timeout: float = 600) -> dict:
         for component in (source, web):
             if component is not None:
                 component.stop()
-        sink.server.shutdown()
+        sink.close()
         local.delete_namespace(namespace)
+    received = [request.headers["ce-id"] for request in sink.received]
     jobflow_requests = sum(value for (resource, _, _), value in counts.items() if resource == "jobflows")
     return {"notify": notify, "wall_seconds": round(wall, 1),
             "status_writes": counts[("jobflows", "status", "PUT")],
             "jobflow_requests": jobflow_requests,
-            "events_received": len(sink.received), "distinct_events": len(set(sink.received)),
+            "events_received": len(received), "distinct_events": len(set(received)),
             "largest_jobflow_bytes": largest}
 
 

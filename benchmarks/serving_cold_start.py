@@ -41,6 +41,7 @@ from devcluster import cluster as devcluster, image, knative_serving, pod_node, 
 from devcluster.node.kubelet import cgroup_root
 from devcluster.node.network import NodeNetwork
 from devcluster.testing import LocalCluster
+from tests import seeds
 
 TEMPLATE = ("apiVersion: flow.volcano.sh/v1alpha1\nkind: JobTemplate\nmetadata: {{name: {name}}}\nspec:\n"
             "  minAvailable: 1\n  schedulerName: volcano\n  tasks:\n  - name: main\n    replicas: 1\n    template:\n"
@@ -125,12 +126,9 @@ def pod_memory(local: LocalCluster) -> dict[str, float]:
 
 def diamond(local: LocalCluster, namespace: str, *, name: str) -> float:
     """Create the diamond ``name``; seconds until it succeeded."""
-    text = ("apiVersion: flow.volcano.sh/v1alpha1\nkind: JobFlow\nmetadata: {name: %s}\nspec:\n  flows:\n"
-            "  - {name: a}\n  - {name: b, dependsOn: {targets: [a]}}\n  - {name: c, dependsOn: {targets: [b]}}\n"
-            "  - {name: d, dependsOn: {targets: [b]}}\n  - {name: e, dependsOn: {targets: [c, d]}}\n") % name
     started = time.time()
     local.custom.create_namespaced_custom_object("flow.volcano.sh", "v1alpha1", namespace, "jobflows",
-                                                 yaml.safe_load(text))
+                                                 seeds.diamond(name))
     local.wait_until(f"{name} to Succeed", lambda: ((local.custom.get_namespaced_custom_object(
         "flow.volcano.sh", "v1alpha1", namespace, "jobflows", name).get("status") or {}).get("state") or {}).get(
         "phase") == "Succeed", timeout=180, interval=0.2)

@@ -3,9 +3,9 @@ tier's own cluster, whose node runs the image's pods (``devcluster/pod_node.py``
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
+import io
 import os
+from collections.abc import Iterator
 
 import pytest
 
@@ -13,6 +13,18 @@ from devcluster import cluster as devcluster
 from devcluster import image, pod_node
 from devcluster.testing import LocalCluster
 from engine import Engine, Handler, start_engine, start_handler
+from kubectl_jobflow.cli import run
+
+
+@pytest.fixture
+def cli(cluster: LocalCluster):
+    """Run ``kubectl jobflow ARGS`` in-process (as the console script does) against the local cluster: (exit code,
+    stdout, stderr)."""
+    def invoke(*argv: str) -> tuple[int, str, str]:
+        out, err = io.StringIO(), io.StringIO()
+        code = run([*argv, "--kubeconfig", str(cluster.state.kubeconfig)], out=out, err=err)
+        return code, out.getvalue(), err.getvalue()
+    return invoke
 
 
 @pytest.fixture

@@ -10,7 +10,6 @@ them to several handlers in turn, :class:`Pinger` plays the PingSource's resync.
 
 from __future__ import annotations
 
-import http.client
 import random
 import secrets
 import threading
@@ -189,16 +188,6 @@ def children(pid: int) -> list[int]:
                 for c in (task / "children").read_text().split()]
     except OSError:
         return []
-
-
-def answers_health_check(port: int) -> bool:
-    """Whether a handler on ``port`` answers ``GET /healthz`` with 200."""
-    try:
-        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-        connection.request("GET", "/healthz")
-        return connection.getresponse().status == 200
-    except OSError:
-        return False
 
 
 class Mangler:

@@ -13,6 +13,7 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from devcluster.testing import LocalCluster
+from seeds import diamond_yaml
 
 PLURALS = {
     ("flow.volcano.sh/v1alpha1", "JobFlow"): "jobflows",
@@ -111,9 +112,8 @@ def events_of(cluster: LocalCluster, namespace: str, name: str) -> list[tuple[st
     return [(e.type, e.reason, e.message) for e in items]
 
 
-DIAMOND = ("apiVersion: flow.volcano.sh/v1alpha1\nkind: JobFlow\nmetadata: {name: diamond}\nspec:\n  flows:\n"
-           "  - {name: a}\n  - {name: b, dependsOn: {targets: [a]}}\n  - {name: c, dependsOn: {targets: [b]}}\n"
-           "  - {name: d, dependsOn: {targets: [b]}}\n  - {name: e, dependsOn: {targets: [c, d]}}\n")
+DIAMOND = diamond_yaml("diamond")
+"""The seed diamond (``seeds.py``) named ``diamond``; it keeps its vcjobs."""
 
 
 def diamond_templates(*, run_for: str) -> str:

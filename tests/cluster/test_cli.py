@@ -6,7 +6,6 @@ own plugin mechanism, with ``.venv/bin`` on PATH, exactly as a user types it.
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import re
@@ -18,7 +17,6 @@ import pytest
 import yaml
 
 from devcluster.testing import LocalCluster
-from kubectl_jobflow.cli import run
 from objects import apply, jobflow, template, vcjobs, wait_for_phase
 
 pytestmark = pytest.mark.cluster
@@ -48,16 +46,6 @@ spec:
 
 def jobflow_yaml(name: str, flows: str) -> str:
     return f"apiVersion: flow.volcano.sh/v1alpha1\nkind: JobFlow\nmetadata: {{name: {name}}}\nspec: {{flows: {flows}}}\n"
-
-
-@pytest.fixture
-def cli(cluster: LocalCluster):
-    """Run ``kubectl jobflow ARGS`` in-process against the local cluster: (exit code, stdout, stderr)."""
-    def invoke(*argv: str) -> tuple[int, str, str]:
-        out, err = io.StringIO(), io.StringIO()
-        code = run([*argv, "--kubeconfig", str(cluster.state.kubeconfig)], out=out, err=err)
-        return code, out.getvalue(), err.getvalue()
-    return invoke
 
 
 def write(tmp_path: Path, text: str, name: str = "objects.yaml") -> str:

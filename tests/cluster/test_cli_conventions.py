@@ -7,7 +7,6 @@ The watches run as their own processes (``kubectl-jobflow`` from the virtual env
 
 from __future__ import annotations
 
-import io
 import os
 import queue
 import signal
@@ -21,7 +20,6 @@ from objects import apply, template
 
 from devcluster.testing import LocalCluster
 from jobflow_core.vocabulary.api import JOBFLOW
-from kubectl_jobflow.cli import run
 
 pytestmark = pytest.mark.cluster
 
@@ -31,15 +29,6 @@ PLUGIN = Path(sys.executable).parent / "kubectl-jobflow"
 def flow(name: str, *, labels: str = "{}", flows: str = "[{name: a}]") -> str:
     return (f"apiVersion: flow.volcano.sh/v1alpha1\nkind: JobFlow\nmetadata: {{name: {name}, labels: {labels}}}\n"
             f"spec: {{flows: {flows}}}\n")
-
-
-@pytest.fixture
-def cli(cluster: LocalCluster):
-    def invoke(*argv: str) -> tuple[int, str, str]:
-        out, err = io.StringIO(), io.StringIO()
-        code = run([*argv, "--kubeconfig", str(cluster.state.kubeconfig)], out=out, err=err)
-        return code, out.getvalue(), err.getvalue()
-    return invoke
 
 
 @pytest.fixture

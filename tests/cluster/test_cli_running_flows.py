@@ -6,7 +6,6 @@ the flow along; it must print the flow as it changes and exit 0 once it is Succe
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import re
@@ -18,34 +17,14 @@ from pathlib import Path
 import pytest
 
 from devcluster.testing import LocalCluster
-from kubectl_jobflow.cli import run
 from objects import apply, template, wait_for_phase
+from seeds import diamond_flows, diamond_yaml
 
 pytestmark = pytest.mark.cluster
 
 PLUGIN = Path(sys.executable).parent / "kubectl-jobflow"
 
-DIAMOND = """
-apiVersion: flow.volcano.sh/v1alpha1
-kind: JobFlow
-metadata: {name: test}
-spec:
-  flows:
-  - name: a
-  - {name: b, dependsOn: {targets: [a]}}
-  - {name: c, dependsOn: {targets: [b]}}
-  - {name: d, dependsOn: {targets: [b]}}
-  - {name: e, dependsOn: {targets: [c, d]}}
-"""
-
-
-@pytest.fixture
-def cli(cluster: LocalCluster):
-    def invoke(*argv: str) -> tuple[int, str, str]:
-        out, err = io.StringIO(), io.StringIO()
-        code = run([*argv, "--kubeconfig", str(cluster.state.kubeconfig)], out=out, err=err)
-        return code, out.getvalue(), err.getvalue()
-    return invoke
+DIAMOND = diamond_yaml()
 
 
 def watch(cluster: LocalCluster, namespace: str, name: str) -> subprocess.Popen:
@@ -160,9 +139,8 @@ def test_kubectl_wait_on_the_phase_as_docs_install_says_returns_when_the_jobflow
     kubectl = Path(sys.executable).parent / "kubectl"
     recipe = re.search(r"kubectl wait jobflow/nightly (--for=jsonpath='[^']+'=Succeed)",
                        (Path(__file__).parents[2] / "docs" / "install.md").read_text()).group(1)
-    apply(cluster, namespace, "---\n".join(template(name) for name in "ab") + "---\n" + DIAMOND.replace(
-        "  - {name: c, dependsOn: {targets: [b]}}\n  - {name: d, dependsOn: {targets: [b]}}\n"
-        "  - {name: e, dependsOn: {targets: [c, d]}}\n", ""))
+    apply(cluster, namespace, "---\n".join(template(name) for name in "ab") + "---\n" +
+          diamond_yaml(flows=diamond_flows()[:2]))  # a -> b only
 
     waited = subprocess.run([str(kubectl), f"--kubeconfig={cluster.state.kubeconfig}", "-n", namespace, "wait",
                              "jobflow/test", recipe.replace("'", ""), "--timeout=120s"],

@@ -16,6 +16,7 @@ import pytest
 from devcluster.testing import LocalCluster
 from kubectl_jobflow.cli import run
 from objects import apply, events_of, jobflow, template, vcjobs, wait_for_phase
+from seeds import diamond_flows, diamond_yaml
 
 pytestmark = pytest.mark.cluster
 
@@ -181,18 +182,7 @@ spec:
 def test_kubectl_jobflow_retry_reruns_the_failed_c_and_its_dependent_e_but_not_a_b_d(
         cluster: LocalCluster, namespace: str, engine) -> None:
     apply(cluster, namespace, "---\n".join(template(name, fail_attempts=1 if name == "c" else 0) for name in "abcde"))
-    apply(cluster, namespace, """
-apiVersion: flow.volcano.sh/v1alpha1
-kind: JobFlow
-metadata: {name: diamond}
-spec:
-  flows:
-  - name: a
-  - {name: b, dependsOn: {targets: [a]}}
-  - {name: c, dependsOn: {targets: [b]}}
-  - {name: d, dependsOn: {targets: [b]}}
-  - {name: e, dependsOn: {targets: [c, d]}}
-""")
+    apply(cluster, namespace, diamond_yaml("diamond"))
     wait_for_phase(cluster, namespace, "diamond", "Failed", timeout=90)
     cluster.wait_until("d to complete", lambda: cluster.vcjob_phase(namespace, "diamond-d") == "Completed",
                        timeout=30)
@@ -291,14 +281,18 @@ spec:
     assert "activation" not in status["state"]["message"]
 
 
+FAIL_C = {"jobSpec": {"tasks": [{
+    "name": "main", "template": {"metadata": {"annotations": {"kwok.jobflow.dev/fail": "true"}}},
+    "policies": [{"event": "PodFailed", "action": "TerminateJob"}]}]}}
+"""A patch that makes flow ``c``'s pod fail, and Volcano its vcjob with it."""
+
+
 def diamond_run(name: str, *, fail_c: bool = False) -> str:
-    failing = ("    patch: {jobSpec: {tasks: [{name: main, template: {metadata: {annotations: "
-               "{kwok.jobflow.dev/fail: 'true'}}}, policies: [{event: PodFailed, action: TerminateJob}]}]}}\n"
-               if fail_c else "")
-    return (f"apiVersion: flow.volcano.sh/v1alpha1\nkind: JobFlow\nmetadata: {{name: {name}}}\nspec:\n  flows:\n"
-            "  - {name: a}\n  - {name: b, dependsOn: {targets: [a]}}\n"
-            f"  - name: c\n    dependsOn: {{targets: [b]}}\n{failing}"
-            "  - {name: d, dependsOn: {targets: [b]}}\n  - {name: e, dependsOn: {targets: [c, d]}}\n")
+    """The seed diamond named ``name``; with ``fail_c``, flow ``c`` fails."""
+    flows = diamond_flows()
+    if fail_c:
+        flows[2]["patch"] = FAIL_C  # flow c
+    return diamond_yaml(name, flows=flows)
 
 
 def test_job_templates_count_runs_failures_and_durations_across_jobflows_and_replayed_events_change_nothing(

@@ -24,6 +24,7 @@ from devcluster.browser import BrowserMissing, ensure_browser
 from devcluster.processes import free_port
 from devcluster.testing import LocalCluster
 from objects import DIAMOND, apply, jobflow, template, vcjobs
+from seeds import diamond_yaml
 
 pytestmark = pytest.mark.cluster
 
@@ -336,7 +337,7 @@ def test_an_api_server_outage_and_a_dashboard_restart_leave_an_open_page_live(
 def test_the_list_shows_every_jobflow_and_filters_them_by_words_and_phase(
         cluster: LocalCluster, namespace: str, dashboard: Dashboard, driver) -> None:
     apply(cluster, namespace, DIAMOND)
-    apply(cluster, namespace, DIAMOND.replace("name: diamond", "name: other"))
+    apply(cluster, namespace, diamond_yaml("other"))
     rows = "return [...document.querySelectorAll('#jobflows tbody tr[data-jobflow]')].map(r => r.dataset.jobflow)"
     driver.get(dashboard.url)
     wait_for(driver, "both JobFlows", lambda d: sorted(d.execute_script(rows)) == [f"{namespace}/diamond",

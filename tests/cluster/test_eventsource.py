@@ -8,7 +8,6 @@ may write the status of any JobFlow, so no test assumes it made an object's only
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -18,7 +17,6 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -29,6 +27,7 @@ from apiclient.cloudevents import Change, Envelope
 from devcluster.testing import LocalCluster
 from eventsource.watcher import Watcher
 from jobflow_core.vocabulary.api import CREATED_BY_JOBFLOW, JOBFLOW, JOBTEMPLATE, VCJOB, ApiType
+from sinks import Sink
 
 pytestmark = pytest.mark.cluster
 
@@ -52,33 +51,16 @@ class Event:
         return self.data.get("metadata", {}).get("labels") or {}
 
 
-class Sink:
-    """Accepts and records every event, except while ``down`` is set: then it answers 503 and counts the refusals."""
+class EventSink(Sink):
+    """The capture sink, answering 503 while ``down`` is set; what it accepted reads as events."""
 
     def __init__(self) -> None:
-        self.events: list[Event] = []
-        self.refused = 0
         self.down = threading.Event()
-        sink = self
+        super().__init__(answer=lambda headers: 503 if self.down.is_set() else 202)
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                if sink.down.is_set():
-                    sink.refused += 1
-                    self.send_response(503)
-                else:
-                    sink.events.append(Event({k.lower(): v for k, v in self.headers.items()}, json.loads(body)))
-                    self.send_response(202)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_port}/"
-        threading.Thread(target=self.server.serve_forever, args=(0.05,), name="sink", daemon=True).start()
+    @property
+    def events(self) -> list[Event]:
+        return [Event(request.headers, request.json()) for request in self.accepted()]
 
     def of(self, kind: str, name: str) -> list[Event]:
         return [e for e in self.events if (e.headers["ce-kind"], e.headers["ce-name"]) == (kind, name)]
@@ -89,15 +71,14 @@ class Sink:
 
 
 @pytest.fixture
-def sink() -> Iterator[Sink]:
-    running = Sink()
-    yield running
-    running.server.shutdown()
-    running.server.server_close()
+def sink() -> Iterator[EventSink]:
+    with EventSink() as running:
+        yield running
 
 
 @pytest.fixture
-def start_source(cluster: LocalCluster, namespace: str, sink: Sink, tmp_path: Path) -> Iterator[Callable[..., None]]:
+def start_source(cluster: LocalCluster, namespace: str, sink: EventSink,
+                 tmp_path: Path) -> Iterator[Callable[..., None]]:
     """Starts ``python -m eventsource`` for the test's namespace; SIGTERMs it afterwards and shows its log."""
     processes: list[subprocess.Popen] = []
     log = tmp_path / "eventsource.log"
@@ -239,7 +220,7 @@ def test_a_sink_outage_loses_no_change_and_the_watches_survive_it(cluster, names
     create(cluster, namespace, JOBFLOW, "d")
     label(cluster, namespace, JOBTEMPLATE, "t", step="1")
     cluster.wait_until("an outage of several seconds and retries", lambda: (
-        sink.refused >= 5 and time.monotonic() - outage > 6), timeout=60)
+        len(sink.refused()) >= 5 and time.monotonic() - outage > 6), timeout=60)
     sink.down.clear()
 
     def delivered_latest(api_type: ApiType, name: str) -> bool:

@@ -23,10 +23,12 @@ import eventsource
 from demo.procfile import read_procfile
 from devcluster.processes import free_port, start
 from devcluster.testing import LocalCluster
-from engine import Mangler, Pinger, Spreader, answers_health_check, children, serve, start_engine
+from engine import Mangler, Pinger, Spreader, children, serve, start_engine
+from healthz import wait_for_healthz
 from apiclient import cloudevents
 from handlers.kube import KubeApi
 from objects import DIAMOND, History, apply, diamond_templates, flow_phase, vcjobs
+from seeds import diamond_yaml
 from test_knative_events import OneNamespace
 
 pytestmark = pytest.mark.cluster
@@ -59,8 +61,7 @@ def start_diamond(cluster: LocalCluster, namespace: str, *, run_for: str = "2s")
     """JobFlow ``diamond`` keeps its vcjobs; ``gone``, the same DAG, deletes them once it succeeded (issue 23)."""
     apply(cluster, namespace, diamond_templates(run_for=run_for))
     apply(cluster, namespace, DIAMOND)
-    apply(cluster, namespace, DIAMOND.replace("name: diamond}", "name: gone}").replace(
-        "spec:\n", "spec:\n  jobRetainPolicy: delete\n"))
+    apply(cluster, namespace, diamond_yaml("gone", retain="delete"))
 
 
 def test_the_api_server_restarted_mid_run_our_event_source_and_handler_finish_the_flow(
@@ -92,7 +93,7 @@ def test_the_handler_killed_mid_reconcile_again_and_again_the_flow_finishes(clus
     source = None
     kills = 0
     try:
-        cluster.wait_until("the handler to answer", lambda: answers_health_check(port), timeout=60)
+        wait_for_healthz(f"http://127.0.0.1:{port}/", timeout=60, server=web)
         source = eventsource.start(cluster.connection, sink=f"http://127.0.0.1:{port}/", namespaces=[namespace],
                                    mode=cloudevents.Mode.REFERENCE, resync_seconds=5, senders=4, watch_seconds=2)
         with watched(cluster, namespace):

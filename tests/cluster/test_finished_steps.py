@@ -10,6 +10,7 @@ interleaved call by call, is ``tests/unit/test_race_properties.py``.
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -20,12 +21,12 @@ from engine import Mangler, Pinger, Spreader, serve
 from apiclient import cloudevents
 from handlers.kube import KubeApi
 from objects import History, apply, flow_phase, template, vcjobs
+from seeds import diamond_flows
 
 pytestmark = pytest.mark.cluster
 
 DIAMONDS = 18
-DIAMOND_FLOWS = ("[{name: a}, {name: b, dependsOn: {targets: [a]}}, {name: c, dependsOn: {targets: [b]}},"
-                 " {name: d, dependsOn: {targets: [b]}}, {name: e, dependsOn: {targets: [c, d]}}]")
+DIAMOND_FLOWS = json.dumps(diamond_flows())  # JSON is YAML (its flow style)
 FAN_OUT_FLOWS = ("[{name: a}, {name: x, dependsOn: {targets: [a]}, forEach: {items: [1, 2, 3], parallelism: 2}},"
                  " {name: b, dependsOn: {targets: [x]}}]")
 LOOP_FLOWS = "[{name: l, repeat: {until: 'iteration >= 2', limit: 3}}, {name: b, dependsOn: {targets: [l]}}]"

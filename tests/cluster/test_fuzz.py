@@ -32,7 +32,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from demo.procfile import read_procfile
 from devcluster.processes import free_port, start
 from devcluster.testing import LocalCluster
-from engine import answers_health_check, children
+from engine import children
+from healthz import answers_healthz, wait_for_healthz
 from objects import apply, template
 
 pytestmark = pytest.mark.cluster
@@ -189,7 +190,7 @@ def test_ten_thousand_generated_requests_get_no_5xx_and_the_handler_stays_health
         return reply.status
 
     try:
-        cluster.wait_until("the handler to answer", lambda: answers_health_check(port), timeout=60)
+        wait_for_healthz(f"http://127.0.0.1:{port}/", timeout=60, server=web)
         master, worker = _master(web.pid), _worker(web.pid)
         memory.append((0, rss_mib(master), rss_mib(worker)))
 
@@ -212,7 +213,7 @@ def test_ten_thousand_generated_requests_get_no_5xx_and_the_handler_stays_health
 
         each()
         memory.append((WARM_UP + sum(codes.values()), rss_mib(master), rss_mib(worker)))
-        assert web.alive() and answers_health_check(port), web.log_tail()
+        assert web.alive() and answers_healthz(f"http://127.0.0.1:{port}/"), web.log_tail()
     finally:
         connection.close()
         web.stop()

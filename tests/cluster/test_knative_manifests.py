@@ -22,10 +22,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-from kubernetes.client.rest import ApiException
 
 from devcluster import knative
 from devcluster.testing import LocalCluster
+from pod_security import enforce_restricted
 
 pytestmark = pytest.mark.cluster
 
@@ -120,20 +120,7 @@ def pods_knative_makes(docs: list[dict]) -> dict[str, dict]:
 
 def test_the_pods_knative_makes_are_admitted_under_the_restricted_pod_security_standard(
         cluster: LocalCluster, namespace: str) -> None:
-    core = cluster.core
-    core.patch_namespace(namespace, {"metadata": {"labels": {"pod-security.kubernetes.io/enforce": "restricted"}}})
-
-    def refused_by_pod_security() -> bool:
-        """The check has teeth: a pod with no securityContext at all is refused here."""
-        try:
-            core.create_namespaced_pod(namespace, {"metadata": {"name": "careless"}, "spec": {
-                "containers": [{"name": "main", "image": "busybox"}]}}, dry_run="All")
-        except ApiException as error:
-            return error.status == 403 and "PodSecurity" in error.body
-        return False
-
-    cluster.wait_until("Pod Security admission to enforce the namespace's new label", refused_by_pod_security,
-                       timeout=30)
+    enforce_restricted(cluster, namespace)
     pods = pods_knative_makes(rendered(cluster, "knative", namespace) +
                               rendered(cluster, "knative/eventsource", namespace))
     assert sorted(pods) == ["containersource-jobflow-eventsource", "service-jobflow-dead-letters",

@@ -30,7 +30,8 @@ from kubernetes import client
 from devcluster import knative_serving, pod_node, serving_engine
 from devcluster.testing import LocalCluster
 from installation import KUBECTL
-from objects import DIAMOND, History, apply, diamond_templates, flow_phase
+from objects import History, apply, diamond_templates, flow_phase
+from seeds import diamond_yaml
 from serving import EventCounts, handler_processes, remove_plain_install, wait_at_zero
 
 pytestmark = pytest.mark.cluster
@@ -88,7 +89,7 @@ def run_burst(cluster: LocalCluster, namespace: str, *, names: list[str], timeou
     meanwhile."""
     history = History(cluster, namespace)
     with ThreadPoolExecutor(max_workers=10) as pool:  # the API client's connection pool
-        list(pool.map(lambda name: apply(cluster, namespace, DIAMOND.replace("name: diamond}", f"name: {name}}}")),
+        list(pool.map(lambda name: apply(cluster, namespace, diamond_yaml(name)),
                       names))
     cluster.wait_until(f"{len(names)} JobFlows to Succeed", lambda: all(
         flow_phase(cluster, namespace, name) == "Succeed" for name in names), timeout=timeout, interval=1)

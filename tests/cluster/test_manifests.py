@@ -46,6 +46,7 @@ from jobflow_core.flows.vcjobs import abort_command
 from jobflow_core.models import VcJob
 from jobflow_core.vocabulary.naming import FLOW_JOBS_SELECTOR
 from objects import apply, one_pod_vcjob, template
+from pod_security import enforce_restricted
 
 pytestmark = pytest.mark.cluster
 
@@ -104,19 +105,7 @@ def test_every_rendered_document_passes_a_server_side_dry_run(cluster: LocalClus
 def test_both_pods_are_admitted_where_the_restricted_pod_security_standard_is_enforced(cluster: LocalCluster,
                                                                                       namespace: str) -> None:
     core = cluster.core
-    core.patch_namespace(namespace, {"metadata": {"labels": {"pod-security.kubernetes.io/enforce": "restricted"}}})
-
-    def refused_by_pod_security() -> bool:
-        """The check has teeth: a pod with no securityContext at all is refused here."""
-        try:
-            core.create_namespaced_pod(namespace, {"metadata": {"name": "careless"}, "spec": {
-                "containers": [{"name": "main", "image": "busybox"}]}}, dry_run="All")
-        except ApiException as error:
-            return error.status == 403 and "PodSecurity" in error.body
-        return False
-
-    cluster.wait_until("Pod Security admission to enforce the namespace's new label", refused_by_pod_security,
-                       timeout=30)
+    enforce_restricted(cluster, namespace)
     for file in ("handler.yaml", "eventsource.yaml"):
         [deployment] = [doc for doc in manifest(file) if doc["kind"] == "Deployment"]
         pod = deployment["spec"]["template"]

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 
@@ -15,6 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from devcluster.processes import free_port
 from devcluster.testing import LocalCluster
 from engine import send
+from healthz import wait_for_healthz
 from jobflow_core.vocabulary.api import JOBFLOW
 from objects import apply, template, wait_for_phase
 
@@ -44,7 +44,7 @@ def test_two_gunicorn_workers_report_one_sum_whichever_answers_the_scrape(cluste
                                cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}/"
     try:
-        cluster.wait_until("gunicorn to answer", lambda: _healthy(url), timeout=30)
+        wait_for_healthz(url, timeout=30, server=process)
         apply(cluster, namespace, template("a") + "---\n" + "apiVersion: flow.volcano.sh/v1alpha1\nkind: JobFlow\n"
               "metadata: {name: f}\nspec: {flows: [{name: a}]}\n")
         for _ in range(8):  # the first creates f-a and writes the status; the rest find nothing to do
@@ -61,12 +61,3 @@ def test_two_gunicorn_workers_report_one_sum_whichever_answers_the_scrape(cluste
     finally:
         process.terminate()
         process.wait(timeout=30)
-
-
-def _healthy(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url + "healthz", timeout=2):
-            return True
-    except OSError:
-        time.sleep(0.1)
-        return False

@@ -7,14 +7,12 @@ starts (only the resync, a PingSource's event, brings those forward), and it sen
 
 from __future__ import annotations
 
-import json
 import statistics
 import threading
 import time
 import urllib.request
 import uuid
 from datetime import datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -22,7 +20,6 @@ from prometheus_client import REGISTRY
 
 import eventsource
 from devcluster import knative_eventing
-from devcluster.processes import free_port
 from devcluster.processes import Component
 from devcluster.testing import LocalCluster
 from engine import Arrivals, Handler, post, serve, serve_app
@@ -32,6 +29,7 @@ from handlers.jobflows import MAX_ATTEMPTS
 from handlers.kube import KubeApi
 from test_knative_events import OneNamespace, ping_event
 from objects import DIAMOND, VcjobUids, apply, diamond_templates, jobflow, template, vcjobs, wait_for_phase
+from sinks import Sink
 
 pytestmark = pytest.mark.cluster
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "diamond"
@@ -220,30 +218,9 @@ def test_a_20_s_api_server_outage_loses_nothing_on_the_direct_path(cluster: Loca
           f"{resyncs.sent} resyncs sent")
 
 
-class Capture:
-    """A sink that records every request: (lower-cased headers, JSON body)."""
-
-    def __init__(self) -> None:
-        self.requests: list[tuple[dict[str, str], object]] = []
-        capture = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                capture.requests.append(({k.lower(): v for k, v in self.headers.items()}, json.loads(body)))
-                self.send_response(202)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, *args) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_port}/"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def about(self, name: str) -> list[tuple[dict[str, str], object]]:
-        return [(headers, body) for headers, body in self.requests if headers.get("ce-name") == name]
+def about(sink: Sink, name: str) -> list[tuple[dict[str, str], object]]:
+    """(lower-cased headers, JSON body) of every request the sink received about object ``name``."""
+    return [(request.headers, request.json()) for request in sink.received if request.headers.get("ce-name") == name]
 
 
 ATTRIBUTES = ("ce-specversion", "ce-type", "ce-source", "ce-subject", "ce-kind", "ce-apiversion", "ce-name",
@@ -252,13 +229,13 @@ ATTRIBUTES = ("ce-specversion", "ce-type", "ce-source", "ce-subject", "ce-kind",
 
 def test_our_event_source_and_the_real_adapter_send_the_same_events_for_the_same_changes(
         cluster: LocalCluster, namespace: str) -> None:
-    ours, theirs = Capture(), Capture()
+    ours, theirs = Sink(), Sink()
     source = eventsource.start(cluster.connection, sink=ours.url, namespaces=[namespace], mode=cloudevents.Mode.REFERENCE,
                                resync_seconds=3600, senders=1, watch_seconds=2)
     adapter = knative_eventing.start_apiserver_adapter(cluster.state, sink=theirs.url, namespaces=[namespace])
     try:
         def both_heard(name: str, count: int) -> bool:
-            return len(ours.about(name)) >= count and len(theirs.about(name)) >= count
+            return len(about(ours, name)) >= count and len(about(theirs, name)) >= count
 
         apply(cluster, namespace, template("warm"))
 
@@ -278,16 +255,17 @@ def test_our_event_source_and_the_real_adapter_send_the_same_events_for_the_same
     finally:
         adapter.stop()
         source.stop()
-        ours.server.shutdown()
-        theirs.server.shutdown()
-    for (our_headers, our_body), (their_headers, their_body) in zip(ours.about("t"), theirs.about("t"), strict=True):
+        ours.close()
+        theirs.close()
+    pairs = zip(about(ours, "t"), about(theirs, "t"), strict=True)
+    for (our_headers, our_body), (their_headers, their_body) in pairs:
         assert {a: our_headers.get(a) for a in ATTRIBUTES} == {a: their_headers.get(a) for a in ATTRIBUTES}
         assert our_body == their_body  # the same JSON (theirs is compact: the bytes differ, the reading does not)
         for headers in (our_headers, their_headers):
             uuid.UUID(headers["ce-id"])
             datetime.fromisoformat(headers["ce-time"][:26].rstrip("Z") + "+00:00")
-    assert [h["ce-type"] for h, _ in theirs.about("t")] == [f"dev.knative.apiserver.ref.{c}" for c in
+    assert [h["ce-type"] for h, _ in about(theirs, "t")] == [f"dev.knative.apiserver.ref.{c}" for c in
                                                             ("add", "update", "delete")]
     # The deliberate differences, as they are today: Knative adds Kn-Namespace (its source's namespace), we do not.
-    assert all("kn-namespace" in h for h, _ in theirs.about("t")) and not any("kn-namespace" in h for h, _ in
-                                                                              ours.about("t"))
+    assert all("kn-namespace" in h for h, _ in about(theirs, "t")) and not any("kn-namespace" in h for h, _ in
+                                                                              about(ours, "t"))

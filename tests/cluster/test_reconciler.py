@@ -14,26 +14,11 @@ from devcluster.testing import LocalCluster
 from engine import send
 from jobflow_core.vocabulary.api import JOBFLOW
 from objects import apply, events_of, jobflow, template, vcjobs, wait_for_phase
+from seeds import diamond_yaml
 
 pytestmark = pytest.mark.cluster
 
-DIAMOND = """
-apiVersion: flow.volcano.sh/v1alpha1
-kind: JobFlow
-metadata: {name: test}
-spec:
-  jobRetainPolicy: delete
-  flows:
-  - name: a
-  - name: b
-    dependsOn: {targets: [a]}
-  - name: c
-    dependsOn: {targets: [b]}
-  - name: d
-    dependsOn: {targets: [b]}
-  - name: e
-    dependsOn: {targets: [c, d]}
-"""
+DIAMOND = diamond_yaml(retain="delete")
 
 
 def stamp(value: str) -> datetime:

@@ -41,6 +41,7 @@ from devcluster.processes import free_port
 from devcluster.testing import LocalCluster
 from handlers import create_app
 from objects import one_pod_vcjob, served_crd
+from pod_security import enforce_restricted
 
 pytestmark = pytest.mark.cluster
 
@@ -431,23 +432,12 @@ def test_the_webhook_manifests_pass_a_server_side_dry_run(cluster: LocalCluster,
 
 
 def test_the_webhook_pod_is_admitted_where_the_restricted_pod_security_standard_is_enforced(cluster: LocalCluster):
-    namespace = create_namespace(cluster, {"pod-security.kubernetes.io/enforce": "restricted"})
+    namespace = create_namespace(cluster, {})
     try:
         [deployment] = [doc for doc in yaml.safe_load_all((REPO / "manifests/webhook/base/admission.yaml").read_text())
                         if doc and doc["kind"] == "Deployment"]
         pod = deployment["spec"]["template"]
-        careless = {"metadata": {"name": "careless"}, "spec": {"containers": [{"name": "main", "image": "busybox"}]}}
-
-        def refused_by_pod_security() -> bool:
-            """The check has teeth: a pod with no securityContext at all is refused here."""
-            try:
-                cluster.core.create_namespaced_pod(namespace, careless, dry_run="All")
-            except ApiException as error:
-                return error.status == 403 and "PodSecurity" in error.body
-            return False
-
-        cluster.wait_until("Pod Security admission to enforce the new namespace's label", refused_by_pod_security,
-                           timeout=30)
+        enforce_restricted(cluster, namespace)
         cluster.core.create_namespaced_pod(namespace, {"metadata": {"name": "admission", **pod["metadata"]},
                                                        "spec": pod["spec"]}, dry_run="All")
     finally:

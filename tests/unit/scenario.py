@@ -13,6 +13,7 @@ import yaml
 from jobflow_core import Create, Plan, plan
 from jobflow_core.models import JobFlow, JobTemplate, VcJob, VcJobPhase
 from jobflow_core.vocabulary.naming import job_name, owner_reference
+from seeds import diamond_yaml
 
 UID = "0d4f6f5e-7b7c-4c55-9a5e-2f1f5c0e0001"
 T0 = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
@@ -161,24 +162,5 @@ class Cluster:
         return sorted(self.jobs)
 
 
-DIAMOND = """
-metadata:
-  name: test
-spec:
-  jobRetainPolicy: delete
-  flows:
-    - name: a
-    - name: b
-      dependsOn:
-        targets: [a]
-    - name: c
-      dependsOn:
-        targets: [b]
-    - name: d
-      dependsOn:
-        targets: [b]
-    - name: e
-      dependsOn:
-        targets: [c, d]
-"""
-"""The upstream example (reference B.10): a -> b -> {c, d} -> e, jobs deleted once the flow succeeds."""
+DIAMOND = diamond_yaml(retain="delete")
+"""The seed diamond (``seeds.py``) named ``test``, its jobs deleted once the flow succeeds."""

@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import argparse
 import io
-import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import ClassVar
 
 import pytest
 
+from api_standin import send_json, serving
 from apiclient.cluster import Cluster, KubeError, Target
 from apiclient.follow import WatchLost, follow
 from jobflow_core.vocabulary.api import JOBFLOW
@@ -139,12 +138,7 @@ class WatchEndpoint(BaseHTTPRequestHandler):
             lines = [{"type": "ERROR", "object": {"kind": "Status", "code": 410, "reason": "Expired"}}]
         else:
             lines = [{"type": "MODIFIED", "object": {"metadata": {**flow["metadata"], "resourceVersion": "9"}}}]
-        data = b"".join(json.dumps(line).encode() + b"\n" for line in lines)
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        send_json(self, *lines)
 
     def log_message(self, *_: object) -> None:
         pass
@@ -152,17 +146,11 @@ class WatchEndpoint(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def endpoint(tmp_path):
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), WatchEndpoint)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
     WatchEndpoint.requests = []
-    kubeconfig = tmp_path / "config"
-    kubeconfig.write_text(f'apiVersion: v1\nkind: Config\nclusters: [{{name: c, cluster: {{server: '
-                          f'"http://127.0.0.1:{httpd.server_address[1]}"}}}}]\nusers: [{{name: u, user: {{}}}}]\n'
-                          "contexts: [{name: here, context: {cluster: c, user: u}}]\ncurrent-context: here\n")
-    cluster = Cluster(Target(kubeconfig=str(kubeconfig)))
-    yield httpd, cluster
-    cluster.close()
-    httpd.shutdown()
+    with serving(WatchEndpoint, tmp_path / "config") as httpd:
+        cluster = Cluster(Target(kubeconfig=str(tmp_path / "config")))
+        yield httpd, cluster
+        cluster.close()
 
 
 def test_a_watch_that_gets_410_gone_lists_again_and_reports_only_what_changed(endpoint):

@@ -11,19 +11,13 @@ from display.svg import render
 from jobflow_core.dag.graph import flow_graph
 from kubectl_jobflow.cli import run
 from scenario import jobflow
+from seeds import diamond_flows, diamond_yaml
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "diamond" / "jobflow.yaml"
 SVG = "{http://www.w3.org/2000/svg}"
 
-DIAMOND = """
-spec:
-  flows:
-  - {name: e, dependsOn: {targets: [c, d]}}
-  - {name: d, dependsOn: {targets: [b]}}
-  - {name: c, dependsOn: {targets: [b]}}
-  - {name: b, dependsOn: {targets: [a]}}
-  - {name: a}
-"""
+DIAMOND = diamond_yaml(flows=diamond_flows()[::-1])
+"""The seed diamond written backwards, e first: the order drawn must not depend on the order written."""
 PHASES = {"a": "Completed", "b": "Running", "c": "Waiting", "d": "Waiting", "e": "Waiting"}
 
 

@@ -4,17 +4,16 @@ read makes (counted on a real HTTP server, not timed)."""
 from __future__ import annotations
 
 import io
-import json
 import subprocess
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import ClassVar
 
 import pytest
 
 from jobflow_core.vocabulary.api import JOBFLOW
+from api_standin import send_json, serving
 from kubectl_jobflow import cli
 
 HEAVY = ("jobflow_core", "pydantic", "yaml", "apiclient", "urllib3", "display", "kubernetes", "celpy")
@@ -50,12 +49,7 @@ class Answers(BaseHTTPRequestHandler):
             body = {"kind": "JobFlowList", "metadata": {"resourceVersion": "7"}, "items": [flow]}
         else:
             body = flow
-        data = json.dumps(body).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        send_json(self, body)
 
     def log_message(self, *_: object) -> None:
         pass
@@ -63,20 +57,9 @@ class Answers(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def server(tmp_path):
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Answers)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    kubeconfig = tmp_path / "config"
-    kubeconfig.write_text(f"""
-apiVersion: v1
-kind: Config
-clusters: [{{name: c, cluster: {{server: "http://127.0.0.1:{httpd.server_address[1]}"}}}}]
-users: [{{name: u, user: {{token: t}}}}]
-contexts: [{{name: here, context: {{cluster: c, user: u}}}}]
-current-context: here
-""")
     Answers.seen = []
-    yield kubeconfig
-    httpd.shutdown()
+    with serving(Answers, tmp_path / "config"):
+        yield tmp_path / "config"
 
 
 @pytest.mark.parametrize(("argv", "requests"), [

@@ -6,34 +6,26 @@ import yaml
 
 from display.facts import take
 from kubectl_jobflow.status import as_data, render
+from seeds import diamond_yaml
 
 NOW = datetime(2026, 1, 2, 3, 10, 0, tzinfo=UTC)
 UID = "4e96c682"
 
-JOBFLOW = f"""
-apiVersion: flow.volcano.sh/v1alpha1
-kind: JobFlow
-metadata: {{name: test, namespace: default, uid: {UID}, creationTimestamp: "2026-01-02T03:04:00Z"}}
-spec:
-  flows:
-  - name: a
-  - {{name: b, dependsOn: {{targets: [a]}}}}
-  - {{name: c, dependsOn: {{targets: [b]}}}}
-  - {{name: d, dependsOn: {{targets: [b]}}}}
-  - {{name: e, dependsOn: {{targets: [c, d]}}}}
-status:
-  state: {{phase: Running}}
-  progress: 1/5
-  jobStatusList:
-  - {{name: test-a, state: Completed, startTimestamp: "2026-01-02T03:04:01Z", restartCount: 0}}
-  - {{name: test-b, state: Running, startTimestamp: "2026-01-02T03:06:00Z", restartCount: 1}}
-  conditions:
-    test-a: {{phase: Completed, runningDuration: 1m30s}}
-  waitingFlows:
-  - {{name: c, jobName: test-c, waitingFor: [b], message: 'waiting for "b" to be Completed'}}
-  - {{name: d, jobName: test-d, waitingFor: [b], message: 'waiting for "b" to be Completed'}}
-  - {{name: e, jobName: test-e, waitingFor: [c, d], message: 'waiting for "c", "d" to be Completed'}}
+STATUS = """
+state: {phase: Running}
+progress: 1/5
+jobStatusList:
+- {name: test-a, state: Completed, startTimestamp: "2026-01-02T03:04:01Z", restartCount: 0}
+- {name: test-b, state: Running, startTimestamp: "2026-01-02T03:06:00Z", restartCount: 1}
+conditions:
+  test-a: {phase: Completed, runningDuration: 1m30s}
+waitingFlows:
+- {name: c, jobName: test-c, waitingFor: [b], message: 'waiting for "b" to be Completed'}
+- {name: d, jobName: test-d, waitingFor: [b], message: 'waiting for "b" to be Completed'}
+- {name: e, jobName: test-e, waitingFor: [c, d], message: 'waiting for "c", "d" to be Completed'}
 """
+JOBFLOW = diamond_yaml(metadata={"namespace": "default", "uid": UID, "creationTimestamp": "2026-01-02T03:04:00Z"},
+                       status=yaml.safe_load(STATUS))
 
 LIVE_B = f"""
 apiVersion: batch.volcano.sh/v1alpha1

@@ -7,18 +7,11 @@ import xml.etree.ElementTree as ET
 from jobflow_core.models import VcJobPhase
 from kubectl_jobflow.timeline import build, svg, text
 from scenario import Cluster, jobflow
+from seeds import diamond_yaml
 
 P = VcJobPhase
 SVG = "{http://www.w3.org/2000/svg}"
-DIAMOND = """
-spec:
-  flows:
-  - {name: a}
-  - {name: b, dependsOn: {targets: [a]}}
-  - {name: c, dependsOn: {targets: [b]}}
-  - {name: d, dependsOn: {targets: [b]}}
-  - {name: e, dependsOn: {targets: [c, d]}}
-"""
+DIAMOND = diamond_yaml()
 
 
 def finished_diamond() -> Cluster:

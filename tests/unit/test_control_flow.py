@@ -7,6 +7,7 @@ from datetime import timedelta
 from jobflow_core import Abort
 from jobflow_core.models import JobFlowPhase, VcJobPhase, format_time
 from scenario import T0, Cluster, jobflow
+from seeds import diamond_yaml
 
 P = VcJobPhase
 
@@ -362,17 +363,7 @@ spec:
     assert skipped.message.startswith("its probe did not pass within 120s of its last target's vcjob being created")
 
 
-DIAMOND_KEEP = """
-metadata:
-  annotations: {}
-spec:
-  flows:
-  - name: a
-  - {name: b, dependsOn: {targets: [a]}}
-  - {name: c, dependsOn: {targets: [b]}}
-  - {name: d, dependsOn: {targets: [b]}}
-  - {name: e, dependsOn: {targets: [c, d]}}
-"""
+DIAMOND_KEEP = diamond_yaml(metadata={"annotations": {}})
 
 
 def ask_rerun(cluster: Cluster, request: str, flows: str | None = None) -> None:

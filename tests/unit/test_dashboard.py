@@ -24,17 +24,17 @@ from display.svg import render
 from jobflow_core.dag.graph import flow_graph
 from jobflow_core.models import JobFlow, VcJobPhase
 from jobflow_core.vocabulary.api import CREATED_BY_JOBTEMPLATE, JOBFLOW, JOBFLOWTEMPLATE, JOBTEMPLATE, RUN_OF, VCJOB
+from seeds import diamond_flows
 
 NOW = datetime(2026, 11, 25, 9, 0, 0, tzinfo=UTC)
-DIAMOND = [{"name": "a"}, {"name": "b", "dependsOn": {"targets": ["a"]}}, {"name": "c", "dependsOn": {"targets": ["b"]}},
-           {"name": "d", "dependsOn": {"targets": ["b"]}}, {"name": "e", "dependsOn": {"targets": ["c", "d"]}}]
 
 
 def jobflow(name: str = "test", flows: list | None = None, *, status: dict | None = None, rv: str = "1") -> dict:
     return {"apiVersion": "flow.volcano.sh/v1alpha1", "kind": "JobFlow",
             "metadata": {"name": name, "namespace": "ns", "uid": f"uid-{name}", "resourceVersion": rv, "generation": 1,
                          "creationTimestamp": "2026-11-25T08:59:00Z"},
-            "spec": {"flows": flows if flows is not None else DIAMOND}, **({"status": status} if status else {})}
+            "spec": {"flows": flows if flows is not None else diamond_flows()},
+            **({"status": status} if status else {})}
 
 
 def vcjob(flow: str, phase: str, *, owner: str = "test", created: str = "08:59:10", ended: str = "08:59:20") -> dict:

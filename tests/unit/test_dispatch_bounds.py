@@ -3,42 +3,16 @@ source takes them back) or at most ``INLINE_LIMIT`` (the rest handed out to the 
 
 from __future__ import annotations
 
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
 import yaml
 
-from devcluster.processes import free_port
 from handlers.dispatch import INLINE_LIMIT, Dispatcher
 from handlers.hints import hint_from_request
 from handlers.jobflows import Reconciler
 from handlers.notify import Notifier
 from jobflow_core.vocabulary.api import JOBFLOW, VCJOB
 from memory_kube import MemoryKube
+from sinks import Sink
 from test_shell_reconciler import A_THEN_B, NS, template
-
-
-class Sink:
-    """A CloudEvents sink that keeps what it is sent."""
-
-    def __init__(self) -> None:
-        self.received: list[tuple[dict[str, str], bytes]] = []
-        sink = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                sink.received.append(({k.lower(): v for k, v in self.headers.items()}, body))
-                self.send_response(202)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, *args) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_port}/"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
 
 def many_jobflows(count: int) -> MemoryKube:
@@ -57,14 +31,12 @@ def test_a_resync_from_our_event_source_reconciles_nothing_and_hands_every_jobfl
 
 
 def test_a_resync_from_another_sender_reconciles_the_first_jobflows_and_hands_the_rest_to_the_sink():
-    kube, sink = many_jobflows(INLINE_LIMIT + 5), Sink()
-    try:
+    kube = many_jobflows(INLINE_LIMIT + 5)
+    with Sink() as sink:
         result = Dispatcher(Reconciler(kube, clock=lambda: kube.now, notifier=Notifier(sink.url))).resync()
-    finally:
-        sink.server.shutdown()
     assert len(result.outcomes) == INLINE_LIMIT and len(kube.names(VCJOB, NS)) == INLINE_LIMIT
-    handed = [hint_from_request(headers, body) for headers, body in sink.received  # not the notifications
-              if headers["ce-type"].startswith("dev.knative.apiserver.")]
+    handed = [hint_from_request(r.headers, r.body) for r in sink.received  # not the notifications
+              if r.headers["ce-type"].startswith("dev.knative.apiserver.")]
     assert [(hint.about, hint.namespace) for hint in handed] == [(JOBFLOW, NS)] * 5
     assert {hint.name for hint in handed} | {o.jobflow.split("/")[1] for o in result.outcomes} == \
         {f"f{i:02}" for i in range(INLINE_LIMIT + 5)}

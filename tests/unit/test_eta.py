@@ -9,19 +9,12 @@ from jobflow_core.insight.template_stats import EndedJob, record_runs
 from jobflow_core.models import VcJobPhase
 from jobflow_core.vocabulary.phase import FlowOutcome
 from scenario import T0, Cluster, jobflow, template
+from seeds import diamond_flows, diamond_yaml
 
 P = VcJobPhase
-DIAMOND = """
-metadata: {creationTimestamp: '2026-01-02T03:04:05Z'}
-spec:
-  flows:
-  - {name: a}
-  - {name: b, dependsOn: {targets: [a]}}
-  - {name: c, dependsOn: {targets: [b]}}
-  - {name: d, dependsOn: {targets: [b]}}
-  - {name: e, dependsOn: {targets: [c, d]}}
-  - {name: alarm, dependsOn: {targets: [e], outcome: Failed}}
-"""
+ALARM = {"name": "alarm", "dependsOn": {"targets": ["e"], "outcome": "Failed"}}
+"""An error handler: it runs only if ``e`` fails."""
+DIAMOND = diamond_yaml(metadata={"creationTimestamp": "2026-01-02T03:04:05Z"}, flows=[*diamond_flows(), ALARM])
 MEDIANS = {"a": 60, "b": 120, "c": 300, "d": 30, "e": 60, "alarm": 10}
 
 

@@ -1,6 +1,6 @@
 """The outbox delivers to a real HTTP sink: coalescing per object, order, retry with backoff, and what it drops.
 
-The sink is a ``ThreadingHTTPServer`` on 127.0.0.1 that records every request and answers what the test says.
+The sink is the shared capture sink (``tests/sinks.py``): it records every request and answers what the test says.
 """
 
 from __future__ import annotations
@@ -8,8 +8,6 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -18,55 +16,16 @@ from apiclient.cloudevents import Change, Envelope
 from devcluster.processes import free_port
 from eventsource.outbox import Outbox
 from jobflow_core.vocabulary.api import JOBFLOW, JOBTEMPLATE, VCJOB, ApiType
-
-NOT_HTTP = 0  # an answer that makes the sink reply with a line that is not HTTP
-
-
-@dataclass
-class Received:
-    at: float
-    headers: dict[str, str]
-    answer: int
-
-    @property
-    def what(self) -> tuple[str, str]:
-        return self.headers["ce-name"], self.headers["ce-type"].rsplit(".", 1)[1]
+from sinks import NOT_HTTP, Request, Sink
 
 
-class Sink:
-    """Records every POST; ``answer(headers)`` decides the HTTP status (202 unless told otherwise)."""
+def name_and_change(request: Request) -> tuple[str, str]:
+    """(the object's name, the change) an event is about."""
+    return request.headers["ce-name"], request.headers["ce-type"].rsplit(".", 1)[1]
 
-    def __init__(self, *, port: int = 0, answer: Callable[[dict[str, str]], int] = lambda headers: 202) -> None:
-        self.answer, self.received = answer, []
-        sink = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                headers = {name.lower(): value for name, value in self.headers.items()}
-                status = sink.answer(headers)
-                sink.received.append(Received(time.monotonic(), headers, status))
-                if status == NOT_HTTP:
-                    self.wfile.write(b"HELLO THERE\r\n\r\n")
-                    self.close_connection = True
-                    return
-                self.send_response(status)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_port}/"
-        threading.Thread(target=self.server.serve_forever, args=(0.05,), name="sink", daemon=True).start()
-
-    def accepted(self) -> list[tuple[str, str]]:
-        return [r.what for r in self.received if 200 <= r.answer < 300]
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+def accepted(sink: Sink) -> list[tuple[str, str]]:
+    return [name_and_change(request) for request in sink.accepted()]
 
 
 def wait_until(what: str, condition: Callable[[], object], *, timeout: float = 30) -> None:
@@ -120,7 +79,7 @@ def test_pending_events_for_one_object_coalesce_and_the_newest_wins_even_a_delet
 
     start(outbox)
     wait_until("three deliveries", lambda: outbox.delivered == 3)
-    assert sink.accepted() == [("a", "delete"), ("b", "add"), ("c", "add")]
+    assert accepted(sink) == [("a", "delete"), ("b", "add"), ("c", "add")]
 
 
 def test_changes_of_a_jobflows_vcjobs_coalesce_with_the_jobflows_own_into_one_event(start, sinks):
@@ -137,7 +96,7 @@ def test_changes_of_a_jobflows_vcjobs_coalesce_with_the_jobflows_own_into_one_ev
 
     start(outbox)
     wait_until("two deliveries", lambda: outbox.delivered == 2)
-    assert sink.accepted() == [("f-a", "update"), ("f-c", "delete")]
+    assert accepted(sink) == [("f-a", "update"), ("f-c", "delete")]
     assert sink.received[0].headers["ce-jobflow"] == "f"
 
 
@@ -182,7 +141,7 @@ def test_events_for_different_objects_go_out_in_arrival_order(start, sinks):
 
     start(outbox)
     wait_until("21 deliveries", lambda: outbox.delivered == 21)
-    assert [name for name, _ in sink.accepted()] == [*names, "flow-00"]
+    assert [name for name, _ in accepted(sink)] == [*names, "flow-00"]
     assert sink.received[-1].headers["ce-kind"] == "JobTemplate"
 
 
@@ -194,7 +153,7 @@ def test_a_503_is_retried_with_exponential_backoff_then_delivered_as_the_same_ev
 
     start(outbox)
     wait_until("the delivery", lambda: outbox.delivered == 1)
-    assert [r.answer for r in sink.received] == [503, 503, 503, 202]
+    assert [r.status for r in sink.received] == [503, 503, 503, 202]
     assert outbox.failures == 3
     gaps = [later.at - earlier.at for earlier, later in zip(sink.received, sink.received[1:])]
     assert all(gap >= 0.9 * wanted for gap, wanted in zip(gaps, [0.2, 0.4, 0.8])), gaps
@@ -211,7 +170,7 @@ def test_an_unreachable_sink_is_retried_until_it_listens(start, sinks):
     wait_until("two refused connections", lambda: outbox.failures >= 2)
     sinks.append(sink := Sink(port=port))
     wait_until("the delivery", lambda: outbox.delivered == 1)
-    assert sink.accepted() == [("a", "add")]
+    assert accepted(sink) == [("a", "add")]
 
 
 def test_a_sink_that_does_not_answer_in_http_is_retried_like_an_unreachable_one(start, sinks):
@@ -223,7 +182,7 @@ def test_a_sink_that_does_not_answer_in_http_is_retried_like_an_unreachable_one(
     sender = start(outbox)
     wait_until("the delivery", lambda: outbox.delivered == 1 or not sender.is_alive())
     assert sender.is_alive(), "the sender thread died on an answer that is not HTTP"
-    assert [r.answer for r in sink.received] == [NOT_HTTP, NOT_HTTP, 202]
+    assert [r.status for r in sink.received] == [NOT_HTTP, NOT_HTTP, 202]
 
 
 def test_a_400_is_dropped_without_retry_and_the_next_event_goes_out(start, sinks):
@@ -235,7 +194,7 @@ def test_a_400_is_dropped_without_retry_and_the_next_event_goes_out(start, sinks
     start(outbox)
     wait_until("the good event", lambda: outbox.delivered == 1)
     # A retry of "bad" would have gone out before "good": failed events go back to the head of the line.
-    assert [(r.what[0], r.answer) for r in sink.received] == [("bad", 400), ("good", 202)]
+    assert [(name_and_change(r)[0], r.status) for r in sink.received] == [("bad", 400), ("good", 202)]
     assert outbox.failures == 0
 
 
@@ -254,12 +213,12 @@ def test_a_newer_change_during_an_outage_replaces_the_event_that_keeps_failing(s
     outage.clear()
 
     wait_until("two deliveries", lambda: outbox.delivered == 2)
-    assert sink.accepted() == [("a", "delete"), ("b", "add")]
+    assert accepted(sink) == [("a", "delete"), ("b", "add")]
     assert outbox.pending() == 0
 
 
 def test_stop_ends_the_sender_even_in_the_middle_of_a_long_backoff(start, sinks):
-    sinks.append(sink := Sink(answer=lambda headers: 503))
+    sinks.append(sink := Sink(answer=503))
     outbox = new_outbox(sink.url, initial_backoff=60)
     outbox.put(envelope("a"))
 
@@ -309,39 +268,21 @@ def test_several_senders_never_send_two_events_of_one_object_at_once_and_deliver
 
 
 def test_an_https_sink_is_trusted_through_k_ca_certs(tmp_path) -> None:
-    import http.server
     import ssl
 
     from devcluster.pki import loopback_serving_cert
 
     cert = loopback_serving_cert(tmp_path, "sink")
-    received: list[str] = []
-
-    class Sink(http.server.BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
-            received.append(self.headers["ce-name"])
-            self.send_response(202)
-            self.end_headers()
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", free_port()), Sink)
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     context.load_cert_chain(cert.cert, cert.key)
-    server.socket = context.wrap_socket(server.socket, server_side=True)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    url = f"https://127.0.0.1:{server.server_address[1]}/"
     encode = lambda e: cloudevents.encode(e, mode=cloudevents.Mode.REFERENCE, source="s", overrides={})  # noqa: E731
-    try:
-        outbox = Outbox(url, encode, ca_certs=cert.ca.read_text())
+    with Sink(tls=context) as sink:
+        outbox = Outbox(sink.url, encode, ca_certs=cert.ca.read_text())
         sender = threading.Thread(target=outbox.run, daemon=True)
         sender.start()
         outbox.put(Envelope(JOBFLOW, Change.ADD, {"metadata": {"namespace": "ns", "name": "tls"}}))
         deadline = time.monotonic() + 10
-        while not received and time.monotonic() < deadline:
+        while not sink.received and time.monotonic() < deadline:
             time.sleep(0.05)
         outbox.stop()
-    finally:
-        server.shutdown()
-    assert received == ["tls"]
+    assert [request.headers["ce-name"] for request in sink.received] == ["tls"]

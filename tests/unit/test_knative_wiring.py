@@ -13,8 +13,6 @@ import re
 import shlex
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -24,6 +22,7 @@ from apiclient.watch import WATCHED
 from devcluster.processes import free_port
 from handlers import create_app
 from handlers.hints import RESYNC_TYPES, hint_from_request
+from healthz import wait_for_healthz
 from jobflow_core.vocabulary.api import API_TYPES, CREATED_BY_JOBFLOW, JOBFLOW
 from knative_types import ISO_8601_DURATION, RENDERS, REPO, rendered
 
@@ -195,16 +194,7 @@ def test_the_knative_services_command_answers_healthz_on_port(tmp_path: Path) ->
     server = subprocess.Popen(command, cwd=tmp_path, env={"HOME": str(tmp_path), "PATH": "/usr/bin:/bin"},
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
-        deadline = time.monotonic() + 15
-        while True:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1) as response:
-                    assert (response.status, response.read()) == (200, b"ok")
-                    break
-            except OSError:
-                assert server.poll() is None, server.stderr.read().decode()
-                assert time.monotonic() < deadline, f"{shlex.join(command)} did not answer /healthz within 15 s"
-                time.sleep(0.2)
+        assert wait_for_healthz(f"http://127.0.0.1:{port}/", timeout=15, server=server) == b"ok"
     finally:
         server.terminate()
         server.wait(timeout=10)

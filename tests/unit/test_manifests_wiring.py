@@ -14,8 +14,6 @@ import re
 import shlex
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -23,6 +21,7 @@ import pytest
 import yaml
 
 from devcluster.processes import free_port
+from healthz import wait_for_healthz
 
 REPO = Path(__file__).resolve().parents[2]
 KUSTOMIZATIONS = ("manifests", "manifests/dashboard")
@@ -148,16 +147,7 @@ def test_the_handler_deployments_command_answers_healthz(tmp_path: Path) -> None
     server = subprocess.Popen(command, cwd=tmp_path, env={"HOME": str(tmp_path), "PATH": "/usr/bin:/bin"},
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
-        deadline = time.monotonic() + 15
-        while True:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1) as response:
-                    assert (response.status, response.read()) == (200, b"ok")
-                    break
-            except OSError:
-                assert server.poll() is None, server.stderr.read().decode()
-                assert time.monotonic() < deadline, "gunicorn did not answer /healthz within 15 s"
-                time.sleep(0.2)
+        assert wait_for_healthz(f"http://127.0.0.1:{port}/", timeout=15, server=server) == b"ok"
     finally:
         server.terminate()
         server.wait(timeout=10)

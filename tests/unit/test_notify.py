@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import threading
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -16,6 +14,7 @@ from handlers.notify import Notifier
 from jobflow_core.models import Notification
 from jobflow_core.planning.notifications import DELIVERY_RECHECK_SECONDS
 from jobflow_core.routing.concerns import can_change
+from sinks import Sink
 
 NOTICES = [Notification(id=f"uid-1.{n}", type="sh.volcano.flow.job.created", subject=f"f-{n}",
                         time=datetime(2026, 11, 24, 10, 0, n, tzinfo=UTC), data={"job": f"f-{n}", "flow": str(n)})
@@ -36,26 +35,10 @@ def test_an_event_carries_the_recorded_id_and_the_jobflows_source_in_binary_mode
 
 def test_sending_stops_at_the_first_refusal_and_returns_only_what_the_sink_took():
     replies = iter([202, 503, 202])
-    seen: list[str] = []
-
-    class Sink(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            self.rfile.read(int(self.headers["Content-Length"]))
-            seen.append(self.headers["ce-id"])
-            self.send_response(next(replies))
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-
-        def log_message(self, *args) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", free_port()), Sink)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
     failed = metrics.NOTIFICATIONS.labels("failed")._value.get()
-    try:
-        taken = Notifier(f"http://127.0.0.1:{server.server_port}/").send("ns", "f", NOTICES)
-    finally:
-        server.shutdown()
+    with Sink(answer=lambda headers: next(replies)) as sink:
+        taken = Notifier(sink.url).send("ns", "f", NOTICES)
+    seen = [request.headers["ce-id"] for request in sink.received]
     assert taken == {"uid-1.1"} and seen == ["uid-1.1", "uid-1.2"]  # the third waits behind the second
     assert metrics.NOTIFICATIONS.labels("failed")._value.get() == failed + 1
 

@@ -28,6 +28,7 @@ is the one left).
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Callable
 from datetime import timedelta
@@ -46,12 +47,12 @@ from jobflow_core.routing.snapshots import trim
 from jobflow_core.vocabulary.api import JOBFLOW, JOBTEMPLATE, VCJOB
 from memory_kube import MemoryKube
 from scenario import TEMPLATE_SPEC
+from seeds import diamond_flows
 
 NS = "default"
 SHAPES = {
     "a -> b": "[{name: a}, {name: b, dependsOn: {targets: [a]}}]",
-    "diamond": "[{name: a}, {name: b, dependsOn: {targets: [a]}}, {name: c, dependsOn: {targets: [b]}},"
-               " {name: d, dependsOn: {targets: [b]}}, {name: e, dependsOn: {targets: [c, d]}}]",
+    "diamond": json.dumps(diamond_flows()),  # JSON is YAML's flow style
     "fan-out": "[{name: a}, {name: x, dependsOn: {targets: [a]}, forEach: {items: [1, 2, 3], parallelism: 2}},"
                " {name: b, dependsOn: {targets: [x]}}]",
     "loop": "[{name: l, repeat: {until: 'iteration >= 2', limit: 3}}, {name: b, dependsOn: {targets: [l]}}]",

@@ -19,6 +19,7 @@ from jobflow_core.queueing.line import PRIORITY_CLASS
 from jobflow_core.vocabulary.api import COMMAND, JOBFLOW, JOBTEMPLATE, RECORD_FINALIZER, VCJOB
 from memory_kube import MemoryKube
 from scenario import TEMPLATE_SPEC
+from seeds import diamond
 
 NS = "default"
 
@@ -155,7 +156,7 @@ def test_the_diamond_runs_to_succeed_on_vcjob_events_and_deletes_its_jobs(kube):
     """Cluster tier: test_reconciler.py, test_the_seed_diamond_runs_in_dag_order_to_succeed_and_deletes_its_jobs."""
     for name in "cde":
         kube.put(template(name))
-    kube.put(yaml.safe_load(DIAMOND))
+    kube.put(diamond(retain="delete", metadata={"namespace": NS}))
     handler = reconciler(kube)
     handler.jobflow(NS, "test")
     for step in (["a"], ["b"], ["c", "d"], ["e"]):
@@ -334,21 +335,6 @@ def test_a_wrong_hint_cannot_redirect_the_reconcile_the_claimant_is_searched_for
     outcomes = Dispatcher(reconciler(counting)).vcjob(NS, "f-a", controller="g", deleted=False).outcomes
     assert [outcome.jobflow for outcome in outcomes] == ["default/f"]
     assert counting.calls[:2] == ["GET jobflow g", "LIST jobflows"]
-
-
-DIAMOND = """
-apiVersion: flow.volcano.sh/v1alpha1
-kind: JobFlow
-metadata: {name: test, namespace: default}
-spec:
-  jobRetainPolicy: delete
-  flows:
-  - {name: a}
-  - {name: b, dependsOn: {targets: [a]}}
-  - {name: c, dependsOn: {targets: [b]}}
-  - {name: d, dependsOn: {targets: [b]}}
-  - {name: e, dependsOn: {targets: [c, d]}}
-"""
 
 
 def test_a_jobflow_past_its_deadline_has_volcano_abort_its_running_vcjob_and_fails(kube):

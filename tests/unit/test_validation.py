@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 from jobflow_core.models import DependsOn, Flow, JobFlow, JobFlowSpec, ObjectMeta
 from jobflow_core.validation.jobflows import validate
 from scenario import jobflow
+from seeds import diamond_yaml
 
 
 def messages(text: str) -> list[str]:
@@ -28,17 +29,7 @@ def graph_flow(edges: dict[str, list[str]], *, name: str = "test") -> JobFlow:
 
 
 def test_the_upstream_example_is_valid():
-    assert messages(
-        """
-        spec:
-          flows:
-            - name: a
-            - {name: b, dependsOn: {targets: [a]}}
-            - {name: c, dependsOn: {targets: [b]}}
-            - {name: d, dependsOn: {targets: [b]}}
-            - {name: e, dependsOn: {targets: [c, d]}}
-        """
-    ) == []
+    assert messages(diamond_yaml()) == []
 
 
 def test_no_flows_is_valid():

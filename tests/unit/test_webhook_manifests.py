@@ -13,15 +13,13 @@ import os
 import ssl
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
-import pytest
 import yaml
 
 from devcluster.processes import free_port
 from handlers import create_app
+from healthz import wait_for_healthz
 
 REPO = Path(__file__).resolve().parents[2]
 WEBHOOK = REPO / "manifests" / "webhook"
@@ -212,17 +210,7 @@ def test_the_admission_deployments_command_serves_healthz_over_tls(tmp_path: Pat
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     context = ssl.create_default_context(cafile=str(out / "ca.crt"))
     try:
-        deadline = time.monotonic() + 15
-        while True:
-            try:
-                with urllib.request.urlopen(f"https://localhost:{port}/healthz", timeout=1, context=context) as reply:
-                    assert (reply.status, reply.read()) == (200, b"ok")
-                    break
-            except OSError:
-                assert server.poll() is None, server.stderr.read().decode()
-                if time.monotonic() > deadline:
-                    pytest.fail("gunicorn did not answer https://localhost/healthz within 15 s")
-                time.sleep(0.2)
+        assert wait_for_healthz(f"https://localhost:{port}/", timeout=15, context=context, server=server) == b"ok"
     finally:
         server.terminate()
         server.wait(timeout=10)
