@@ -68,11 +68,11 @@ from jobflow_core.models import (
 from jobflow_core.planning import notifications
 from jobflow_core.planning.failures import why_failed
 from jobflow_core.planning.observation import Observation, observe
-from jobflow_core.planning.starts import NO_ROOM, START_RULES, FlowDecision, Verdict, decide_all
+from jobflow_core.planning.starts import START_RULES, FlowDecision, Verdict, decide_all
 from jobflow_core.planning.status import build_status
 from jobflow_core.planning.template_status import template_status_with
 from jobflow_core.queueing.line import QueueView
-from jobflow_core.queueing.status import never_scheduled, queue_events, queue_status
+from jobflow_core.queueing.status import consult
 from jobflow_core.vocabulary.kube_events import Event, EventType, Reason, job_created, phase_changed
 from jobflow_core.vocabulary.naming import has_record_finalizer, template_name, template_of
 from jobflow_core.vocabulary.phase import JobCategory, category_of, is_final
@@ -220,7 +220,6 @@ def plan_observation(
     recheck_seconds: int = DEFAULT_RECHECK_SECONDS, rejections: Mapping[str, str] | None = None,
     notify: bool = False, memo: Mapping[str, Entry] | None = None,
     queues: Mapping[str, QueueView] | None = None,
-    _written: JobFlowStatus | None = None, _cached: tuple[Event, ...] = (),
 ) -> Plan:
     """Plan one step of the observed JobFlow.
 
@@ -233,26 +232,29 @@ def plan_observation(
     is fixed. With ``notify`` (the shell has a CloudEvents sink), the status also records a notification for each
     transition it records (:mod:`jobflow_core.planning.notifications`). ``memo``: the namespace's memoized runs, when a
     memoized flow may start (:mod:`jobflow_core.flows.memo`); a flow that reuses one is recorded Completed (``reason:
-    Cached``) and the JobFlow is planned again from there, so what waits for it starts in the same plan. ``queues``
+    Cached``): its record is added to the observation and the start table runs again from there (no second planning
+    pass), so what waits for it starts in the same plan. ``queues``
     are the Volcano queues the flows that would start join, as the shell read them (:mod:`jobflow_core.queueing.line`);
     without them nothing is held back.
     """
-    decisions = decide_all(observation, templates=templates, rejections=rejections, memo=memo, queues=queues)
-    hits = [decision for decision in decisions if decision.cached is not None]
-    if hits and observation.now is not None:
-        records = [cached_record(job_name=d.view.next_job_name, entry=d.cached, now=observation.now) for d in hits]
-        events = tuple(Event(EventType.NORMAL, Reason.CACHED, d.message) for d in hits)
-        # The reuse is written before anything that rests on it is created (the write comes before the creates).
-        return plan_observation(observation.with_records(records), templates=templates,
-                                recheck_seconds=recheck_seconds, rejections=rejections, notify=notify,
-                                memo=memo, queues=queues,
-                                _written=observation.jobflow.status if not _cached else _written,
-                                _cached=_cached + events)
+    previous = observation.jobflow.status  # as the API server has it: what "changed" and every event are said against
+    cached: list[Event] = []
+    while True:
+        decisions = decide_all(observation, templates=templates, rejections=rejections, memo=memo, queues=queues)
+        hits = [decision for decision in decisions if decision.cached is not None]
+        if not hits or observation.now is None:
+            break
+        # A reuse is a record, added before the start table runs again; it is written before anything that rests
+        # on it is created (the status write comes before the creates).
+        observation = observation.with_records(
+            [cached_record(job_name=d.view.next_job_name, entry=d.cached, now=observation.now) for d in hits])
+        cached += [Event(EventType.NORMAL, Reason.CACHED, d.message) for d in hits]
     starting = [decision for decision in decisions if decision.verdict is Verdict.START]
     creating = [decision.view.next_job_name for decision in starting]
     phase = observation.flow_phase(creating=creating)
-    blockers = _blockers(observation, decisions, queues=queues or {})
-    held = next((d.admission for d in decisions if d.rule is NO_ROOM and d.admission is not None), None)
+    queue = consult(observation, decisions, queues=queues or {}, written=previous.queue if previous else None)
+    blockers = _blockers(observation, decisions, unschedulable=queue.unschedulable)
+    held = queue.held
     state = FlowState(
         phase=phase,
         reason=blockers[0].reason if blockers else (Reason.WAITING_FOR_QUEUE if held else None),
@@ -268,9 +270,8 @@ def plan_observation(
                           waiting=_waiting_flows(decisions, recheck_seconds=recheck_seconds, expected=expected),
                           skipped=skipped, recheck_seconds=pending_recheck(observation), estimates=estimates,
                           forecast=expected)
-    status = status.model_copy(update={"queue": queue_status(observation, decisions, queues=queues or {})})
+    status = status.model_copy(update={"queue": queue.status})
     status = notifications.record(observation.jobflow, status, now=observation.now, enabled=notify)
-    previous = _written if _cached else observation.jobflow.status
     changed = status.to_wire() != (previous.to_wire() if previous else {})
     deletes = _deletes(observation, phase=phase)
     # Our finalizer has done its job once the vcjob's end is in the status written here (or already there):
@@ -289,9 +290,9 @@ def plan_observation(
     creates = tuple(Create(decision.view.name, decision.manifest, job_created(decision.view.next_job_name),
                            _ready_since(observation, decision.view.flow))
                     for decision in starting if decision.manifest is not None)
-    events = (*_cached, *_events(observation.jobflow, phase=phase, state=state, skipped=skipped,
-                                 rerun=observation.rerun, blocker=blockers[0] if blockers else None),
-              *queue_events(previous.queue if previous else None, status.queue))
+    events = (*cached, *_events(observation.jobflow, phase=phase, state=state, skipped=skipped,
+                                rerun=observation.rerun, blocker=blockers[0] if blockers else None),
+              *queue.events)
     write = (WriteStatus(status, events, rerun_accepted=observation.rerun_accepted),) if changed else ()
     return Plan(
         actions=(
@@ -318,12 +319,12 @@ def _ready_since(observation: Observation, flow: Flow) -> datetime | None:
 
 
 def _blockers(observation: Observation, decisions: Sequence[FlowDecision], *,
-              queues: Mapping[str, QueueView]) -> list[Blocker]:
+              unschedulable: list[str]) -> list[Blocker]:
     """JobFlow-level failures first, then the blocked flows, grouped by reason in the order of the start table (a
     vcjob already created that its queue can no longer ever hold counts with the flows never started for that)."""
     failure = why_failed(observation)
     blockers = [Blocker(failure.reason, failure.message)] if failure else []
-    stuck = never_scheduled(observation, queues)
+    stuck = unschedulable
     by_reason: dict[Reason, list[str]] = {}
     for rule in START_RULES:
         if rule.verdict is Verdict.BLOCKED and rule.reason is not None:

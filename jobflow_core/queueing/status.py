@@ -18,12 +18,13 @@ is reported with the flows blocked as ``Unschedulable`` (:func:`never_scheduled`
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 from jobflow_core.flows.vcjobs import gang_of
 from jobflow_core.models import JobFlowPhase, QueueStatus, VcJobPhase
-from jobflow_core.queueing.line import (ADMITTED, DEFAULT_QUEUE, PRIORITY_CLASS, WAITING, QueueView, never_fits,
-                                        queue_of, reserved_of)
+from jobflow_core.queueing.line import (ADMITTED, DEFAULT_QUEUE, PRIORITY_CLASS, WAITING, Admission, QueueView,
+                                        never_fits, queue_of, reserved_of)
 from jobflow_core.vocabulary import resources
 from jobflow_core.vocabulary.kube_events import Event, EventType, Reason
 from jobflow_core.vocabulary.phase import is_final
@@ -38,6 +39,33 @@ NO_PRIORITY_CLASS: Final = (
 """``status.queue.message`` of a started JobFlow while the PriorityClass is missing (and its Warning event's)."""
 
 
+@dataclass(frozen=True)
+class QueueOutcome:
+    """What queueing tells the planner about one plan, asked once (:func:`consult`)."""
+
+    status: QueueStatus | None
+    """``status.queue``."""
+    held: Admission | None
+    """Why the JobFlow waits in its queue's line (the start table's ``NO_ROOM``), or None."""
+    unschedulable: list[str]
+    """Its vcjobs the queue can no longer ever hold (:func:`never_scheduled`), said with the Unschedulable flows."""
+    events: list[Event]
+    """The Warning when the PriorityClass went missing (:func:`queue_events`)."""
+
+
+def consult(observation: Observation, decisions: Sequence[FlowDecision], *, queues: Mapping[str, QueueView],
+            written: QueueStatus | None) -> QueueOutcome:
+    """Everything the planner asks of queueing for one plan, in one call; ``written`` is ``status.queue`` as the
+    API server has it (what an event is said against)."""
+    status = queue_status(observation, decisions, queues=queues)
+    return QueueOutcome(status=status, held=_held(decisions), unschedulable=never_scheduled(observation, queues),
+                        events=queue_events(written, status))
+
+
+def _held(decisions: Sequence[FlowDecision]) -> Admission | None:
+    return next((d.admission for d in decisions if d.no_room and d.admission is not None), None)
+
+
 def queue_status(observation: Observation, decisions: Sequence[FlowDecision], *,
                  queues: Mapping[str, QueueView]) -> QueueStatus | None:
     """``status.queue``: Waiting with its place in line while the queue has no room for a JobFlow that has not
@@ -45,7 +73,7 @@ def queue_status(observation: Observation, decisions: Sequence[FlowDecision], *,
     queue is the one its vcjobs join; without any, the one recorded before (none for a JobFlow no queue was read
     for, as upstream's)."""
     previous = observation.previous.queue
-    admission = next((d.admission for d in decisions if d.no_room and d.admission is not None), None)
+    admission = _held(decisions)
     if admission is not None:
         return QueueStatus(name=admission.queue, state=WAITING, position=admission.position,
                            requests=resources.to_wire(admission.needs) or None, message=admission.message)
