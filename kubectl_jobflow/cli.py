@@ -24,13 +24,12 @@ from typing import Any, TextIO
 
 from kubectl_jobflow import exits
 from kubectl_jobflow.errors import CommandError
-from kubectl_jobflow.formats import CONVERT, DATA, GRAPH, OBJECTS, TIMELINE, VIEWS, output_type
+from kubectl_jobflow.formats import CONVERT, DATA, GRAPH, OBJECTS, TIMELINE, VIEWS, holds_kustomization, output_type
 
 PROG = "kubectl jobflow"
 API_VERSION = "flow.volcano.sh/v1alpha1"
 """The JobFlow API's group and version, written out so the parser need not import the core (a unit test checks it
 against :data:`jobflow_core.vocabulary.api.JOBFLOW`)."""
-KUSTOMIZATIONS = ("kustomization.yaml", "kustomization.yml", "Kustomization")
 
 
 class Parser(argparse.ArgumentParser):
@@ -112,7 +111,7 @@ def _check_kubeconfig_flag(args: argparse.Namespace) -> None:
     given = getattr(args, "kubeconfig", None)
     if given and Path(given).is_dir():
         hint = (f"; {given} holds a kustomization: did you mean --kustomize {given}?"
-                if any((Path(given) / name).is_file() for name in KUSTOMIZATIONS) else "")
+                if holds_kustomization(given) else "")
         raise CommandError(f"-k/--kubeconfig names a kubeconfig file (vcctl's -k), but {given} is a directory{hint}",
                            code=exits.USAGE)
 

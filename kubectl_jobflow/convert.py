@@ -22,7 +22,8 @@ if TYPE_CHECKING:
 def run(ctx: Context) -> int:
     docs = documents.read(ctx.args.file)
     if ctx.args.new_name and len(docs) > 1:
-        raise CommandError(f"--name gives one name, but there are {len(docs)} objects: convert them one by one", code=exits.USAGE)
+        raise CommandError(f"--name gives one name, but there are {len(docs)} objects: convert them one by one",
+                           code=exits.USAGE)
     converted = []
     for doc in docs:
         try:

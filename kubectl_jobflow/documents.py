@@ -19,8 +19,9 @@ from typing import Any
 
 import yaml
 
+from kubectl_jobflow.formats import holds_kustomization
+
 SUFFIXES = (".yaml", ".yml", ".json")
-KUSTOMIZATIONS = ("kustomization.yaml", "kustomization.yml", "Kustomization")
 
 
 class DocumentError(ValueError):
@@ -114,7 +115,7 @@ def _texts(path: str) -> list[tuple[str, str]]:
         return [("<stdin>", sys.stdin.read())]
     location = Path(path)
     if location.is_dir():
-        if any((location / name).is_file() for name in KUSTOMIZATIONS):
+        if holds_kustomization(location):
             raise DocumentError(f"{path} is a kustomization: build it with --kustomize {path} (kubectl's -k), or "
                                 "give its files one by one")
         files = sorted(p for p in location.iterdir() if p.suffix in SUFFIXES and p.is_file())

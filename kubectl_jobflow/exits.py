@@ -8,10 +8,10 @@ API server refused) and gives each other cause its own code:
 code  meaning
 ====  ==========================================================================================================
 0     everything worked (``status -w``, ``wait``: the JobFlow reached the phase asked for)
-1     failed: the JobFlow ended Failed (or another end than the one waited for), or the API server refused what
-      was asked (not found, already exists, a conflict)
+1     failed: the JobFlow ended Failed (or another end than the one waited for), the API server refused what
+      was asked (not found, already exists, a conflict), or a ``plan`` is blocked (a missing JobTemplate)
 2     invalid input or usage: a command line argparse refuses, an empty or unreadable file, an invalid JobFlow
-      (``validate``, ``create``'s checks, the API server's schema or webhook), a blocked ``plan``
+      (``validate``, ``create``'s checks, ``plan``, the API server's schema or webhook)
 3     cannot reach the API server, or not allowed (no kubeconfig, connection refused, 401, 403)
 4     timed out (``--timeout``)
 5     the watch was lost: the API server stayed unreachable longer than the watch waits for it

@@ -9,6 +9,7 @@ Every read command takes one ``-o/--output``, as kubectl's do: ``wide``, ``name`
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import NamedTuple
 
 OBJECTS = ("wide", "name", "json", "yaml", "jsonpath=", "custom-columns=")
@@ -20,6 +21,15 @@ VIEWS = ("name", "json", "yaml", "jsonpath=")
 GRAPH = ("text", "dot", "mermaid", "svg")
 TIMELINE = ("text", "svg")
 CONVERT = ("json", "yaml")
+PER_OBJECT = ("", "wide", "name", "custom-columns")
+"""Formats that print a line per object (``""``: the default table): with no object they print nothing, and the
+command says there is none; the data formats print an empty list instead."""
+KUSTOMIZATIONS = ("kustomization.yaml", "kustomization.yml", "Kustomization")
+"""The file names that make a directory kustomize's input (``--kustomize DIR``), not a folder of objects."""
+
+
+def holds_kustomization(path: str | Path) -> bool:
+    return any((Path(path) / name).is_file() for name in KUSTOMIZATIONS)
 
 
 class Output(NamedTuple):
@@ -27,6 +37,11 @@ class Output(NamedTuple):
 
     format: str
     template: str | None = None
+
+
+def per_object(output: Output | None) -> bool:
+    """Whether ``-o`` (None: not given) prints a line per object (:data:`PER_OBJECT`)."""
+    return (output.format if output else "") in PER_OBJECT
 
 
 def output_type(allowed: tuple[str, ...]):

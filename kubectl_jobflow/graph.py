@@ -50,7 +50,8 @@ def load(ctx: Context) -> tuple[JobFlow, dict[str, str]]:
                                "kubectl jobflow graph -f FILE NAME", code=exits.USAGE)
         return JobFlow.model_validate(chosen[0].with_namespace(ctx.namespace)), {}
     if not name:
-        raise CommandError("name a JobFlow on the cluster (kubectl jobflow graph NAME) or a file (-f FILE)", code=exits.USAGE)
+        raise CommandError("name a JobFlow on the cluster (kubectl jobflow graph NAME) or a file (-f FILE)",
+                           code=exits.USAGE)
     jobflow, jobs = fetch(ctx, name)
     return JobFlow.model_validate(jobflow), {row.name: row.phase for row in take(jobflow, jobs).rows}
 

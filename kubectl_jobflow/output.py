@@ -15,19 +15,31 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from kubectl_jobflow.formats import Output
 
+if TYPE_CHECKING:
+    from jobflow_core.vocabulary.api import ApiType
+
 COLUMN_SPACING = 4
 
 
 def vcctl_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    widths = [max(len(cell) for cell in column) + COLUMN_SPACING for column in zip(headers, *rows, strict=True)]
-    return "".join("".join(f"{cell:<{width}}" for cell, width in zip(row, widths, strict=True)) + "\n"
-                   for row in (headers, *rows))
+    widths = vcctl_widths(headers, *rows)
+    return "".join(vcctl_row(row, widths) for row in (headers, *rows))
+
+
+def vcctl_widths(*rows: Sequence[str], at_least: Sequence[int] = ()) -> list[int]:
+    """Each column's width in vcctl's table: its longest cell plus four (and no less than ``at_least``'s)."""
+    widths = [max(len(cell) for cell in column) + COLUMN_SPACING for column in zip(*rows, strict=True)]
+    return [max(pair) for pair in zip(widths, at_least, strict=True)] if at_least else widths
+
+
+def vcctl_row(row: Sequence[str], widths: Sequence[int]) -> str:
+    return "".join(f"{cell:<{width}}" for cell, width in zip(row, widths, strict=True)) + "\n"
 
 
 def columns(headers: Sequence[str], rows: Sequence[Sequence[str]], *, gap: int = 3) -> str:
@@ -45,6 +57,11 @@ def dump(value: Any, fmt: str) -> str:
     if fmt == "json":
         return json.dumps(value, indent=2) + "\n"
     return yaml.safe_dump(value, sort_keys=True, default_flow_style=False, allow_unicode=True)
+
+
+def resource_of(api_type: ApiType) -> str:
+    """``jobflow.flow.volcano.sh``: how kubectl names a type in ``-o name`` and ``condition met`` lines."""
+    return f"{api_type.kind.lower()}.{api_type.group}"
 
 
 def formatted(value: Any, output: Output) -> str:

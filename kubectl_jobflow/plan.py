@@ -46,15 +46,17 @@ def run(ctx: Context) -> int:
     docs = documents.read(ctx.args.file)
     flows = [doc for doc in docs if doc.kind == JOBFLOW.kind]
     if not flows:
-        raise CommandError(f"no JobFlow in {', '.join(ctx.args.file)}: plan needs one (kind: JobFlow)", code=exits.USAGE)
+        raise CommandError(f"no JobFlow in {', '.join(ctx.args.file)}: plan needs one (kind: JobFlow)",
+                           code=exits.USAGE)
     templates = [doc for doc in docs if doc.kind == JOBTEMPLATE.kind]
     try:
         plans = [_plan_one(ctx, doc, templates) for doc in flows]
     except KubeError as error:
         if exits.code_of(error) != exits.UNREACHABLE:
             raise
-        raise KubeError(f"{str(error).rstrip('.')}. To plan without the cluster (only the file's JobTemplates, no vcjobs): "
-                        f"kubectl jobflow plan --local -f {' -f '.join(ctx.args.file)}", status=error.status) from error
+        raise KubeError(f"{str(error).rstrip('.')}. To plan without the cluster (only the file's JobTemplates, no "
+                        f"vcjobs): kubectl jobflow plan --local -f {' -f '.join(ctx.args.file)}",
+                        status=error.status) from error
     if ctx.args.output:
         ctx.write(formatted(plans if len(plans) > 1 else plans[0], ctx.args.output))
     else:
@@ -69,7 +71,8 @@ def _parse(model, body: dict[str, Any], source: str):
         return model.model_validate(body)
     except ValidationError as error:
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in error.errors())
-        raise CommandError(f"{source} cannot be read as a {model.__name__}: {problems} (fix these fields)", code=exits.USAGE) from error
+        raise CommandError(f"{source} cannot be read as a {model.__name__}: {problems} (fix these fields)",
+                           code=exits.USAGE) from error
 
 
 def _plan_one(ctx: Context, doc: documents.Document, template_docs: list[documents.Document]) -> dict[str, Any]:

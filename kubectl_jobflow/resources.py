@@ -29,7 +29,9 @@ from jobflow_core.vocabulary.api import JOBFLOW, JOBFLOWTEMPLATE, JOBTEMPLATE, A
 from jobflow_core.vocabulary.naming import job_name
 from kubectl_jobflow import documents, exits, run_options, validate
 from kubectl_jobflow.errors import CommandError
-from kubectl_jobflow.output import dump_all, formatted, objects_text, utc_now, without_managed_fields
+from kubectl_jobflow.formats import per_object
+from kubectl_jobflow.output import (dump_all, formatted, objects_text, resource_of, utc_now, vcctl_row, vcctl_widths,
+                                    without_managed_fields)
 
 if TYPE_CHECKING:
     from kubectl_jobflow.context import Context
@@ -50,8 +52,7 @@ class Noun:
 
     @property
     def resource(self) -> str:
-        """``jobflow.flow.volcano.sh``: how ``-o name`` names the type, as kubectl does."""
-        return f"{self.api_type.kind.lower()}.{self.api_type.group}"
+        return resource_of(self.api_type)
 
     def table(self, objects: list[dict[str, Any]], wide: bool) -> tuple[tuple[str, ...], list[list[str]]]:
         if not wide:
@@ -195,12 +196,12 @@ def get(ctx: Context, kind: str, *, vcctl: bool = False) -> int:
         listing = ctx.cluster.list(noun.api_type, namespace, label_selector=selector)
         objects, version = listing.get("items") or [], listing["metadata"].get("resourceVersion")
     shown = [_complete(noun, obj) for obj in objects]
-    if not shown and (not args.output or args.output.format in ("wide", "name", "custom-columns")):
+    if not shown and per_object(args.output):
         if vcctl:
             ctx.say("No resources found")
         else:
             ctx.fail("No resources found" + ("" if namespace is None else f" in {namespace} namespace") + ".")
-    elif vcctl and args.output and args.output.format in ("json", "yaml", "jsonpath"):
+    elif vcctl and not per_object(args.output):
         # vcctl's list printed the API server's list (kind JobFlowList), kubectl's get a kind: List.
         ctx.write(formatted({**listing, "items": [without_managed_fields(obj) for obj in objects]}, args.output))
     else:
@@ -222,15 +223,17 @@ def _watch(ctx: Context, noun: Noun, namespace: str | None, names: list[str], ve
     else:
         changes = follow(ctx.cluster, noun.api_type, ctx.namespace if names else namespace,
                          label_selector=ctx.args.selector, since=None if names else version, seen=tuple(objects))
-    tabled = not ctx.args.output or ctx.args.output.format == "wide"
-    shown = [_complete(noun, obj) for obj in objects]
+    wide = bool(ctx.args.output) and ctx.args.output.format == "wide"
+    tabled = not ctx.args.output or wide
+    headers, rows = noun.table(objects, wide)
+    widths = vcctl_widths(headers, *rows)  # the list's columns, as printed above
     for kind, obj in changes:
         if (names and obj["metadata"]["name"] not in names) or (kind == "DELETED" and "spec" not in obj):
             continue  # another object, or one that vanished during a gap (only its name is known)
-        if tabled:  # one row, in the columns of what was printed before it, as kubectl keeps its columns
-            shown.append(_complete(noun, obj))
-            ctx.write(objects_text(shown, ctx.args.output, resource=noun.resource, table=noun.table,
-                                   no_headers=True).splitlines(keepends=True)[-1])
+        if tabled:  # one row, in the columns printed so far (wider when a cell needs it), as kubectl keeps them
+            [row] = noun.table([obj], wide)[1]
+            widths = vcctl_widths(row, at_least=widths)
+            ctx.write(vcctl_row(row, widths))
         else:
             ctx.write(objects_text([_complete(noun, obj)], ctx.args.output, resource=noun.resource,
                                    table=noun.table, no_headers=True, single=True))

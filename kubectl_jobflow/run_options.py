@@ -47,7 +47,8 @@ def apply(body: dict[str, Any], *, params: dict[str, str], generate_name: bool) 
         metadata = result.setdefault("metadata", {})
         name = metadata.pop("name", None) or metadata.get("generateName", "").rstrip("-")
         if not name:
-            raise CommandError("--generate-name needs metadata.name (or generateName) in the file to start from", code=exits.USAGE)
+            raise CommandError("--generate-name needs metadata.name (or generateName) in the file to start from",
+                               code=exits.USAGE)
         metadata["generateName"] = f"{name}-"
     return result
 

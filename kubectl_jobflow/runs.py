@@ -31,7 +31,8 @@ from jobflow_core.schedules.runs import (
 from jobflow_core.vocabulary.api import JOBFLOW, JOBFLOWTEMPLATE
 from kubectl_jobflow import exits
 from kubectl_jobflow.errors import CommandError
-from kubectl_jobflow.output import columns, objects_text, utc_now, without_managed_fields
+from kubectl_jobflow.formats import per_object
+from kubectl_jobflow.output import columns, objects_text, resource_of, utc_now, without_managed_fields
 from kubectl_jobflow.run_options import parse_parameters
 
 if TYPE_CHECKING:
@@ -92,12 +93,12 @@ def history(ctx: Context) -> int:
     name = template["metadata"]["name"]
     listed = ctx.cluster.list(JOBFLOW, ctx.namespace, label_selector=run_of_template_selector(name))["items"]
     output = ctx.args.output
-    if not listed and (not output or output.format in ("wide", "name", "custom-columns")):
+    if not listed and per_object(output):
         ctx.say(f"JobFlowTemplate {ctx.namespace}/{name} has no runs (kept: the history limits delete older ones)")
         return 0
     now = utc_now()
     shown = [{"apiVersion": JOBFLOW.api_version, "kind": JOBFLOW.kind, **without_managed_fields(raw)}
              for raw in sorted(listed, key=lambda raw: raw["metadata"].get("creationTimestamp") or "")]
-    ctx.write(objects_text(shown, output, resource=f"jobflow.{JOBFLOW.group}", layout=columns,
+    ctx.write(objects_text(shown, output, resource=resource_of(JOBFLOW), layout=columns,
                            table=lambda objs, _wide: (HEADERS, rows(objs, now=now)), no_headers=ctx.args.no_headers))
     return 0

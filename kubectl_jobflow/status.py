@@ -44,7 +44,7 @@ from jobflow_core.vocabulary.api import JOBFLOW, VCJOB
 from jobflow_core.vocabulary.naming import jobs_of_jobflow_selector
 from kubectl_jobflow import exits
 from kubectl_jobflow.errors import CommandError
-from kubectl_jobflow.output import columns, formatted, utc_now
+from kubectl_jobflow.output import columns, formatted, resource_of, utc_now
 
 if TYPE_CHECKING:
     from kubectl_jobflow.context import Context
@@ -129,14 +129,18 @@ def as_data(snap: JobFlowFacts, *, now: datetime) -> dict[str, Any]:
 
 def fetch(ctx: Context, name: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The JobFlow and the vcjobs it created, as the API server has them."""
+    jobflow = _jobflow(ctx, name)
+    return jobflow, ctx.cluster.jobs_of(jobflow)
+
+
+def _jobflow(ctx: Context, name: str) -> dict[str, Any]:
     try:
-        jobflow = ctx.cluster.get(JOBFLOW, ctx.namespace, name)
+        return ctx.cluster.get(JOBFLOW, ctx.namespace, name)
     except KubeError as error:
         if error.status == 404:
             raise CommandError(f'JobFlow "{ctx.namespace}/{name}" not found: check the name and the namespace '
                                "(kubectl jobflow list -A lists them all)") from error
         raise
-    return jobflow, ctx.cluster.jobs_of(jobflow)
 
 
 def read(ctx: Context, name: str) -> JobFlowFacts:
@@ -158,54 +162,54 @@ def _watch(ctx: Context, name: str) -> int:
     it ends (exit 0 when it Succeeds, 1 otherwise), ``--timeout`` passes (exit 4) or the watch is lost (exit 5)."""
     from apiclient.follow import follow, merged
 
-    jobflow, job_list = fetch(ctx, name)
-    meta = jobflow["metadata"]
-    jobs = {job["metadata"]["name"]: job for job in job_list}
+    jobflow = _jobflow(ctx, name)
+    # The vcjobs listed once, with the list's version, so their watch starts from it without listing again.
+    selector = jobs_of_jobflow_selector(namespace=jobflow["metadata"]["namespace"], jobflow=name)
+    listing = ctx.cluster.list(VCJOB, ctx.namespace, label_selector=selector)
+    jobs = {job["metadata"]["name"]: job for job in listing["items"]}
     stop = threading.Event()
     streams = merged(
         follow(ctx.cluster, JOBFLOW, ctx.namespace, field_selector=f"metadata.name={name}",
-               since=meta["resourceVersion"], seen=(jobflow,), stop=stop),
-        follow(ctx.cluster, VCJOB, ctx.namespace, seen=tuple(job_list), stop=stop,
-               label_selector=jobs_of_jobflow_selector(namespace=meta["namespace"], jobflow=name)),
+               since=jobflow["metadata"]["resourceVersion"], seen=(jobflow,), stop=stop),
+        follow(ctx.cluster, VCJOB, ctx.namespace, label_selector=selector,
+               since=listing["metadata"]["resourceVersion"], seen=tuple(listing["items"]), stop=stop),
         timeout=1.0, stop=stop)
     deadline = time.monotonic() + ctx.args.timeout if ctx.args.timeout > 0 else None
     redraw = ctx.out.isatty() and not ctx.args.output
     shown: JobFlowFacts | None = None
+    changed = True
     while True:
-        snap = take(jobflow, list(jobs.values()), now=utc_now())
-        if redraw or snap != shown:
-            if shown is not None and not redraw:
-                ctx.write({"": "\n", "yaml": "---\n"}.get(ctx.args.output.format if ctx.args.output else "", ""))
-            _show(ctx, snap, redraw=redraw)
-            shown = snap
-        if snap.ended:
-            return exits.OK if snap.phase == "Succeed" else exits.FAILED
-        while True:  # until something changed (or a second passed, to redraw ages on a terminal)
-            if deadline is not None and time.monotonic() > deadline:
-                raise CommandError(f"JobFlow {snap.namespace}/{name} is still {snap.phase or 'without status'} "
-                                   f"after {ctx.args.timeout:g}s (raise --timeout, or 0 to wait for ever)",
-                                   code=exits.TIMED_OUT)
-            event = next(streams)
-            if event is None:
-                if redraw:
-                    break
-                continue
-            which, kind, obj = event
-            if which == 0 and kind == "DELETED":
-                raise CommandError(f"JobFlow {snap.namespace}/{name} was deleted")
-            if which == 0:
-                jobflow = obj
-            elif kind == "DELETED":
-                jobs.pop(obj["metadata"]["name"], None)
-            else:
-                jobs[obj["metadata"]["name"]] = obj
-            break
+        if changed:
+            snap = take(jobflow, list(jobs.values()), now=utc_now())
+            if redraw or snap != shown:
+                if shown is not None and not redraw:
+                    ctx.write({"": "\n", "yaml": "---\n"}.get(ctx.args.output.format if ctx.args.output else "", ""))
+                _show(ctx, snap, redraw=redraw)
+                shown = snap
+            if snap.ended:
+                return exits.OK if snap.phase == "Succeed" else exits.FAILED
+        if deadline is not None and time.monotonic() > deadline:
+            raise CommandError(f"JobFlow {snap.namespace}/{name} is still {snap.phase or 'without status'} after "
+                               f"{ctx.args.timeout:g}s (raise --timeout, or 0 to wait for ever)", code=exits.TIMED_OUT)
+        event = next(streams)
+        changed = event is not None or redraw  # nothing for a second: a terminal is redrawn (its ages move on)
+        if event is None:
+            continue
+        which, kind, obj = event
+        if which == 0 and kind == "DELETED":
+            raise CommandError(f"JobFlow {snap.namespace}/{name} was deleted")
+        if which == 0:
+            jobflow = obj
+        elif kind == "DELETED":
+            jobs.pop(obj["metadata"]["name"], None)
+        else:
+            jobs[obj["metadata"]["name"]] = obj
 
 
 def _show(ctx: Context, snap: JobFlowFacts, *, redraw: bool) -> None:
     now = utc_now()
     if ctx.args.output and ctx.args.output.format == "name":
-        ctx.write(f"jobflow.{JOBFLOW.group}/{snap.name}\n")
+        ctx.write(f"{resource_of(JOBFLOW)}/{snap.name}\n")
     elif ctx.args.output:
         ctx.write(formatted(as_data(snap, now=now), ctx.args.output))
     else:

@@ -19,6 +19,7 @@ from apiclient.cluster import KubeError
 from jobflow_core.vocabulary.api import JOBFLOW
 from kubectl_jobflow import exits
 from kubectl_jobflow.errors import CommandError
+from kubectl_jobflow.output import resource_of
 
 if TYPE_CHECKING:
     from kubectl_jobflow.context import Context
@@ -50,7 +51,7 @@ def run(ctx: Context) -> int:
     wanted = _condition(ctx.args.wait_for)
     timeout = WEEK if ctx.args.timeout < 0 else ctx.args.timeout
     deadline = time.monotonic() + timeout
-    shown = f"jobflow.{JOBFLOW.group}/{name}"
+    shown = f"{resource_of(JOBFLOW)}/{name}"
     try:
         jobflow: dict[str, Any] | None = ctx.cluster.get(JOBFLOW, ctx.namespace, name)
     except KubeError as error:
