@@ -13,7 +13,6 @@ import json
 import math
 import os
 import re
-import secrets
 import shutil
 import sys
 import threading
@@ -125,8 +124,6 @@ def flow_phase(local: LocalCluster, namespace: str, name: str) -> str | None:
 # --- processes -------------------------------------------------------------------------------------------------
 
 _started: list[int] = []
-SNAPSHOT_KEY = secrets.token_hex(32)
-"""Shared by the handler and the event source a benchmark starts, as ``make demo`` shares one."""
 
 
 def procfile_command(name: str, *, threads: int | None = None) -> str:
@@ -141,8 +138,7 @@ def procfile_command(name: str, *, threads: int | None = None) -> str:
 def spawn(name: str, command: str, *, log_dir: Path, env: dict[str, str]) -> Component:
     """Run ``command`` under ``bash -c`` like ``make demo`` does, in its own session, logging to ``log_dir``."""
     bin_dir = Path(sys.executable).parent
-    full_env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
-                "SNAPSHOT_KEY": SNAPSHOT_KEY, **env}
+    full_env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}", **env}
     component = start(name, Path(shutil.which("bash") or "/bin/bash"), ["-c", command], log_dir=log_dir,
                       env=full_env, cwd=REPO)
     _started.append(component.pid)

@@ -171,12 +171,16 @@ def scrape(components: list[Component]) -> dict[str, float]:
     return samples
 
 
+SNAPSHOT_OUTCOMES = ("used", "stale", "unsigned", "bad_signature", "no_key", "none")
+"""Every ``outcome`` of ``jobflow_handler_snapshots_total``: all but ``used`` are reconciles that read the API."""
+
+
 def ours_figures(samples: dict[str, float]) -> dict:
     """Snapshots used against reconciles, the answer time's p99 bucket, deliveries retried."""
     def total(prefix: str, label: str = "") -> float:
         return sum(v for k, v in samples.items() if k.startswith(prefix) and label in k)
 
-    snapshots = {o: total("jobflow_handler_snapshots_total", f'outcome="{o}"') for o in ("used", "stale", "none")}
+    snapshots = {o: total("jobflow_handler_snapshots_total", f'outcome="{o}"') for o in SNAPSHOT_OUTCOMES}
     buckets = sorted((float(k.split('le="')[1].split('"')[0].replace("+Inf", "inf")), v) for k, v in samples.items()
                      if k.startswith("jobflow_handler_reconcile_duration_seconds_bucket"))
     count = total("jobflow_handler_reconcile_duration_seconds_count")

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import shutil
 import sys
 from dataclasses import asdict
@@ -42,11 +41,8 @@ def start_all(root: Path, *, kubeconfig: Path, procfile: Path = REPO / "Procfile
     stop_previous(root)
     port = 8080 if not port_taken(8080) else free_port()  # 8080 when free, so the README's curl works as is
     bin_dir = Path(sys.executable).parent
-    # One key per start, shared by the two processes: the event source signs the snapshots its events carry, the
-    # handler believes only those (jobflow_core/routing/snapshots.py); a process started without it simply reads the
-    # API.
+    # No key of our own: the Procfile names the key file its two processes share (created on the first run).
     env = {**os.environ, "PORT": str(port), "KUBECONFIG": str(kubeconfig), "RESYNC_SECONDS": "60",
-           "SNAPSHOT_KEY": os.environ.get("SNAPSHOT_KEY") or secrets.token_hex(32),
            "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
     bash = Path(shutil.which("bash") or "/bin/bash")
     components = [start(name, bash, ["-c", command], log_dir=root / "logs", env=env, cwd=REPO)

@@ -16,9 +16,10 @@ Configuration (environment, as Knative's SinkBinding/ContainerSource injects it)
 - ``KUBECONFIG``: the API server is found by kubectl's rules (:func:`apiclient.kubeconfig.connect`): ``KUBECONFIG``,
   else ``~/.kube/config``, else the in-cluster service account.
 - ``LOG_LEVEL``: the logging level (default ``INFO``).
-- ``SNAPSHOT_KEY_FILE`` (a mounted Secret's file) or ``SNAPSHOT_KEY``: the key the handler shares, to sign the
-  snapshots events carry (:mod:`jobflow_core.routing.snapshots`); unset, events carry none and the handler reads the API
-  server for each.
+- ``SNAPSHOT_KEY_FILE`` (created with a fresh key when absent and writable, as the Procfile's is) or ``SNAPSHOT_KEY``:
+  the key the handler shares, to sign the snapshots events carry (:mod:`jobflow_core.routing.snapshots`); with
+  ``SNAPSHOT_KEY_SECRET`` (the manifests), the Secret of that name in ``POD_NAMESPACE``, created when absent
+  (:mod:`apiclient.snapshot_key`). None of them: events carry none and the handler reads the API server for each.
 - ``HANDLER_REPLIES``: ``true`` when ``K_SINK`` is the handler itself (the Procfile, the plain install): its answers
   are read (JobFlows it wrote, JobFlows it hands back). Default ``false``, right for a Broker in between (it answers
   for itself), where a JobTemplate event is then reconciled by the handler in full, as before.
@@ -41,7 +42,8 @@ import urllib.parse
 import eventsource
 from apiclient import cloudevents
 from apiclient.kubeconfig import ConnectError, connect
-from apiclient.snapshot_key import snapshot_key
+from apiclient.rest import ApiError, Rest, Unavailable
+from apiclient.snapshot_key import ensure_secret, snapshot_key
 from eventsource import metrics as eventsource_metrics
 from eventsource.outbox import DEFAULT_HOLD_SECONDS
 
@@ -74,6 +76,9 @@ def main() -> int:
         if replies not in ("true", "false"):
             raise ValueError(f"HANDLER_REPLIES must be true or false, got {replies!r}")
         key = snapshot_key(os.environ)
+        secret = os.environ.get("SNAPSHOT_KEY_SECRET") if key is None else None
+        if secret and not os.environ.get("POD_NAMESPACE"):
+            raise ValueError("SNAPSHOT_KEY_SECRET needs POD_NAMESPACE (the downward API's metadata.namespace)")
     except (ValueError, OSError) as error:
         print(f"eventsource: bad configuration: {error}", file=sys.stderr)
         return 2
@@ -83,6 +88,13 @@ def main() -> int:
     except ConnectError as error:
         print(f"eventsource: {error}", file=sys.stderr)
         return 2
+    if secret:
+        try:
+            key = ensure_secret(Rest(api), os.environ["POD_NAMESPACE"], secret)
+        except (ApiError, Unavailable, ValueError) as error:  # not fatal: the events carry no snapshot meanwhile
+            logging.getLogger("eventsource").warning("no snapshot key from the Secret %s/%s (%s): events carry no "
+                                                     "snapshot; restart the event source once it can read and "
+                                                     "create it", os.environ["POD_NAMESPACE"], secret, error)
 
     terminated = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: terminated.set())

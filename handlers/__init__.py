@@ -32,11 +32,12 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     ``config`` may set ``NOTIFIER`` instead), ``NAMESPACES``: the namespaces served, comma-separated (the namespaced
     install, whose Roles allow no more; an event about another namespace gets a 400); empty (the default): all.
     ``SNAPSHOT_KEY_FILE`` or ``SNAPSHOT_KEY``: the key the event source signs snapshots with
-    (:mod:`apiclient.snapshot_key`).
+    (:mod:`apiclient.snapshot_key`; a file is looked at again every few seconds, so a key created or rotated later is
+    taken up). ``config`` may set ``SNAPSHOT_KEY`` to the key's bytes instead.
     """
     from flask import Flask
 
-    from apiclient.snapshot_key import snapshot_key
+    from apiclient.snapshot_key import FollowedKey
 
     if not logging.getLogger().handlers:
         logging.basicConfig(level=os.environ.get("LOG_LEVEL", "INFO"), format="%(asctime)s %(name)s %(message)s")
@@ -47,7 +48,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     app.config.update(RECHECK_SECONDS=int(os.environ.get("PROBE_RECHECK_SECONDS", "10")),
                       PROBE_TIMEOUT_SECONDS=float(os.environ.get("PROBE_TIMEOUT_SECONDS", "1")),
                       NAMESPACES=tuple(n.strip() for n in os.environ.get("NAMESPACES", "").split(",") if n.strip()),
-                      SNAPSHOT_KEY=snapshot_key(os.environ))
+                      SNAPSHOT_KEY=FollowedKey(os.environ))
     from handlers.notify import Notifier
     from handlers.writes import Writes
 

@@ -60,7 +60,7 @@ class Hint:
     """A signed snapshot of the JobFlow the event is about (or of a vcjob's JobFlow), to plan from."""
     snapshot_state: str = "none"
     """What became of the event's snapshot: ``none`` (it carried none), ``signed`` (:attr:`snapshot`),
-    ``unsigned`` or ``bad_signature`` (ignored)."""
+    ``unsigned``, ``bad_signature`` or ``no_key`` (ignored: this handler holds no key yet)."""
     replies: bool = False
     """The sender reads the answer (our event source, sending straight to this handler): JobFlows an event
     concerns may be handed back to it (:mod:`handlers.dispatch`)."""
@@ -111,6 +111,8 @@ def _snapshot(event: Any, data: dict[str, Any], *, about: ApiType, body: bytes |
     signature = event.get_extension(SIGNATURE_EXTENSION)
     if signature is None or body is None:
         return None, "unsigned"
+    if key is None:
+        return None, "no_key"
     if not signed(key, body, signature):
         return None, "bad_signature"
     if not (isinstance(snapshot, dict) and isinstance(snapshot.get("jobflow"), dict)

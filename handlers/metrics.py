@@ -25,6 +25,7 @@ metric                                          type       what
                                                            ``used`` (planned from the event's snapshot),
                                                            ``stale`` (its guarded write lost: read again),
                                                            ``unsigned``, ``bad_signature`` (ignored: read),
+                                                           ``no_key`` (signed, but this handler has no key yet),
                                                            ``none`` (the event carried none: read)
 ==============================================  =========  ==========================================================
 """
@@ -51,7 +52,7 @@ NOTIFICATIONS = Counter("jobflow_handler_notifications_total",
                         "CloudEvents out sent to K_SINK, by outcome (delivered, failed: sent again later)", ["outcome"])
 SNAPSHOTS = Counter("jobflow_handler_snapshots_total",
                     "JobFlow reconciles by the source of what they planned from: used, stale, unsigned, "
-                    "bad_signature, none", ["outcome"])
+                    "bad_signature, no_key, none", ["outcome"])
 DEPENDENCY_LATENCY = Histogram("jobflow_dependency_latency_seconds",
                                "From a flow's last target ending to its vcjob being created",
                                buckets=LATENCY_BUCKETS)

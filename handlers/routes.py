@@ -108,10 +108,16 @@ def _run(handle, *, replies: bool = False):
     return _answer(result, replies=replies)
 
 
+def _snapshot_key() -> bytes | None:
+    """The key snapshots are checked with: the app's :class:`~apiclient.snapshot_key.FollowedKey`, or bytes."""
+    key = current_app.config["SNAPSHOT_KEY"]
+    return key() if callable(key) else key
+
+
 @bp.post("/")
 def receive_event():
     try:
-        hint = hint_from_request(dict(request.headers), request.get_data(), key=current_app.config["SNAPSHOT_KEY"])
+        hint = hint_from_request(dict(request.headers), request.get_data(), key=_snapshot_key())
     except BadEvent as error:
         log.warning("rejected event: %s", error)
         metrics.EVENTS.labels("invalid", "400").inc()

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import re
-import secrets
 import shutil
 import subprocess
 import sys
@@ -63,10 +62,6 @@ def install(cluster: LocalCluster, *, kustomization: Path = MANIFESTS) -> None:
     endpoints of the pods make-cert.sh restarted reach kube-proxy a moment after the roll-out; with
     ``failurePolicy: Fail`` every JobFlow write fails meanwhile)."""
     kubectl(cluster, "apply", "--server-side", "--force-conflicts", "-k", str(kustomization))
-    if "secret/jobflow-snapshot-key" not in kubectl(cluster, "-n", NAMESPACE, "get", "secrets", "-o", "name").split():
-        kubectl(cluster, "-n", NAMESPACE, "create", "secret", "generic", "jobflow-snapshot-key",
-                f"--from-literal=key={secrets.token_urlsafe(32)}")  # kept by a re-install, as a user's is
-    kubectl(cluster, "-n", NAMESPACE, "rollout", "restart", "deployment", "jobflow-handler", "jobflow-eventsource")
     kubectl(cluster, "apply", "-k", str(MANIFESTS / "webhook"))
     make_cert(cluster)
     wait_rolled_out(cluster)

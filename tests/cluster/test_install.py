@@ -11,6 +11,7 @@ install's roll-out (the fixture), with each pod's state and log in the failure.
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import subprocess
@@ -22,6 +23,7 @@ from pathlib import Path
 import pytest
 from kubernetes.client.rest import ApiException
 
+from apiclient.snapshot_key import FOLLOW_SECONDS
 from devcluster import image
 from devcluster.pod_node import VOLCANO_CONTROLLERS
 from devcluster.podman import podman
@@ -216,6 +218,35 @@ def test_the_handler_services_metrics_add_up_every_worker(installed: LocalCluste
     assert re.search(r"^jobflow_handler_events_total\{", text, re.MULTILINE), text[:2000]
     # The gunicorn config's multiprocess registry: the per-process collectors of a plain registry are absent.
     assert "python_gc_objects_collected_total" not in text
+
+
+def test_the_event_source_made_the_snapshot_key_and_the_handlers_plan_from_snapshots(installed: LocalCluster,
+                                                                                     user_namespace: str) -> None:
+    """No step of the user's: the event source created the Secret on its first start, and the handler pods,
+    started before it existed, took it up from their volume (the kubelet writes it within its sync period)."""
+    secret = installed.core.read_namespaced_secret("jobflow-snapshot-key", NAMESPACE)
+    assert re.fullmatch(r"[0-9a-f]{64}", base64.b64decode(secret.data["key"]).decode().strip())
+    handlers = pods(installed, "jobflow-handler")
+    installed.wait_until("the kubelet to write the key into every handler's volume", lambda: all(
+        exec_in(installed, pod, "handler", "test", "-s", "/etc/jobflow/snapshot-key/key").returncode == 0
+        for pod in handlers), timeout=150)
+    time.sleep(FOLLOW_SECONDS + 1)  # the handlers look at the file again this often
+    used_before = sum(snapshots_used(installed, pod) for pod in handlers)
+
+    apply(installed, user_namespace, diamond_templates())
+    apply(installed, user_namespace, DIAMOND)
+    wait_for_phase(installed, user_namespace, "diamond", "Succeed", timeout=120)
+
+    assert sum(snapshots_used(installed, pod) for pod in handlers) > used_before
+
+
+def snapshots_used(cluster: LocalCluster, pod) -> float:
+    """The pod's ``jobflow_handler_snapshots_total{outcome="used"}``, read inside it (the Service picks one pod)."""
+    read = exec_in(cluster, pod, "handler", "python", "-c", "import urllib.request; print(urllib.request.urlopen("
+                   "'http://127.0.0.1:8080/metrics').read().decode())")
+    assert read.returncode == 0, read.stderr
+    found = re.search(r'^jobflow_handler_snapshots_total\{outcome="used"\} (\S+)$', read.stdout, re.MULTILINE)
+    return float(found.group(1)) if found else 0.0
 
 
 def test_volcanos_own_jobflow_controllers_are_off_as_docs_install_says(installed: LocalCluster,

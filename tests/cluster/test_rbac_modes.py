@@ -28,7 +28,7 @@ pytestmark = pytest.mark.cluster
 REPO = Path(__file__).resolve().parents[2]
 DOC = REPO / "docs" / "rbac.md"
 MODES = ("cluster-wide", "namespaced")
-RBAC_KINDS = ("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "RoleBinding")
+RBAC_KINDS = ("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding")
 ACCOUNTS = {"handler": "jobflow-handler", "eventsource": "jobflow-eventsource", "admission": "jobflow-admission"}
 
 
@@ -59,8 +59,8 @@ def rendered(mode: str, tmp_path: Path) -> list[dict]:
 def renamed(docs: list[dict], *, install: str, served: dict[str, str], suffix: str) -> list[dict]:
     for doc in docs:
         meta = doc["metadata"]
-        if doc["kind"] == "ServiceAccount":
-            meta["namespace"] = install
+        if doc["kind"] == "ServiceAccount" or meta.get("namespace") == "volcano-jobflow":
+            meta["namespace"] = install  # the engine's own namespace (its accounts, the snapshot key's Role)
         elif doc["kind"] == "RoleBinding":
             meta["namespace"] = served[meta["namespace"]]
         else:
@@ -81,15 +81,15 @@ def installed(request, cluster: LocalCluster, tmp_path_factory) -> Iterator[tupl
     suffix = f"-{install}"
     docs = renamed(rendered(mode, tmp_path_factory.mktemp(mode)), install=install,
                    served={"team-a": served, "team-b": spare}, suffix=suffix)
-    assert {doc["kind"] for doc in docs} == ({"ServiceAccount", "ClusterRole", "ClusterRoleBinding"}
-                                            | ({"RoleBinding"} if mode == "namespaced" else set()))
+    assert {doc["kind"] for doc in docs} == {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role",
+                                             "RoleBinding"}
     if mode == "namespaced":  # the webhook reviews every namespace's JobFlows: its reads stay cluster-wide
         assert [doc["metadata"]["name"] for doc in docs if doc["kind"] == "ClusterRoleBinding"] == [
             f"jobflow-admission{suffix}"]
     try:
         for doc in docs:
             utils.create_from_dict(cluster.api, doc)
-        where = {"served": served, "other": other, "kube-system": "kube-system"}
+        where = {"served": served, "other": other, "kube-system": "kube-system", "engine's": install}
         as_handler = f"--as=system:serviceaccount:{install}:jobflow-handler"
         # The authorizer learns of new bindings through its informers, a moment after they are created.
         cluster.wait_until("the bindings to take effect", lambda: kubectl(
@@ -119,8 +119,10 @@ def test_every_row_of_the_can_i_table_holds(cluster: LocalCluster, installed) ->
     for row in table:
         scope = ["--all-namespaces"] if row["where"] == "all namespaces" else ["-n", where[row["where"]]]
         account = f"system:serviceaccount:{install}:{ACCOUNTS[row['account']]}"
-        resource, _, subresource = row["resource"].partition("/")
-        asked = kubectl(cluster, "auth", "can-i", row["verb"], resource, *scope, f"--as={account}",
+        resource, _, name = row["resource"].partition(" named ")  # one object: kubectl's TYPE/NAME
+        resource, _, subresource = resource.partition("/")
+        asked = kubectl(cluster, "auth", "can-i", row["verb"], f"{resource}/{name}" if name else resource, *scope,
+                        f"--as={account}",
                         *([f"--subresource={subresource}"] if subresource else []))
         answer = asked.stdout.strip() or asked.stderr.strip()
         assert re.fullmatch(r"yes|no", answer), f"kubectl auth can-i said {answer!r} for {row}"

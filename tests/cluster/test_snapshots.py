@@ -5,11 +5,17 @@ changes nothing. The unit tier's counterparts: ``tests/unit/test_snapshot_events
 
 from __future__ import annotations
 
+import base64
+import threading
+
 import pytest
+from kubernetes import client
 
 from devcluster.testing import LocalCluster
 from engine import post, start_engine, start_handler
 from apiclient import cloudevents
+from apiclient.rest import Rest
+from apiclient.snapshot_key import ensure_secret
 from apiclient.watch_cache import WatchCache
 from eventsource.runner import Encoder
 from handlers.metrics import API_REQUESTS, SNAPSHOTS
@@ -21,7 +27,7 @@ pytestmark = pytest.mark.cluster
 
 def counts() -> dict[str, float]:
     found = {outcome: SNAPSHOTS.labels(outcome)._value.get()
-             for outcome in ("used", "stale", "unsigned", "bad_signature", "none")}
+             for outcome in ("used", "stale", "unsigned", "bad_signature", "no_key", "none")}
     found |= {f"{verb} {code}": API_REQUESTS.labels(verb, code)._value.get()
               for verb in ("get", "list", "create", "replace", "patch", "delete", "") for code in ("2xx", "409")}
     return found
@@ -52,7 +58,7 @@ def test_the_diamond_runs_on_snapshots_with_far_fewer_requests_than_reading_ever
     print(f"with snapshots: {with_snapshots} requests, {seen}\nreading everything: {reading} requests, {read}")
     reconciles = seen.get("used", 0) + seen.get("stale", 0) + seen.get("none", 0)
     assert seen.get("used", 0) >= 0.85 * reconciles, seen
-    assert "unsigned" not in seen and "bad_signature" not in seen
+    assert "unsigned" not in seen and "bad_signature" not in seen and "no_key" not in seen
     assert with_snapshots < 0.8 * reading
     assert sorted(vcjobs(cluster, namespace)) == [f"diamond-{flow}" for flow in "abcde"]
 
@@ -86,3 +92,26 @@ def test_a_snapshot_signed_with_another_key_changes_nothing(cluster: LocalCluste
         assert jobflow(cluster, namespace, "diamond")["status"]["runningJobs"] == ["diamond-a"]
     finally:
         handler.stop()
+
+
+def test_event_sources_starting_together_create_one_secret_and_share_its_key(cluster: LocalCluster,
+                                                                            namespace: str) -> None:
+    """What the manifests' event source does at its first start (SNAPSHOT_KEY_SECRET): the Secret made once, on
+    the real API server; each later start, and each racing one, reads that key."""
+    keys: list[bytes] = []
+    start = threading.Barrier(4)
+
+    def event_source() -> None:
+        start.wait()
+        keys.append(ensure_secret(Rest(cluster.connection), namespace, "jobflow-snapshot-key"))
+
+    threads = [threading.Thread(target=event_source) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    stored = client.CoreV1Api(cluster.api).read_namespaced_secret("jobflow-snapshot-key", namespace)
+    assert len(set(keys)) == 1 and len(keys) == 4
+    assert base64.b64decode(stored.data["key"]) == keys[0] and len(keys[0]) == 64
+    assert ensure_secret(Rest(cluster.connection), namespace, "jobflow-snapshot-key") == keys[0]

@@ -260,12 +260,12 @@ def test_the_apiserversource_account_may_get_list_and_watch_what_it_watches_and_
 def test_the_containersource_runs_our_event_source_with_the_settings_it_reads() -> None:
     source = objects("knative/eventsource")[("ContainerSource", "jobflow-eventsource")]
     [container] = source["spec"]["template"]["spec"]["containers"]
-    main = (REPO / "eventsource" / "__main__.py").read_text()
+    main = "".join((REPO / path).read_text() for path in ("eventsource/__main__.py", "apiclient/snapshot_key.py"))
 
     assert container["command"] == ["python", "-m", "eventsource"]
     names = {e["name"] for e in container["env"]}
     assert "K_SINK" not in names  # the SinkBinding Knative makes sets it (and K_CE_OVERRIDES)
-    assert all(f'os.environ.get("{name}"' in main for name in names), names
+    assert all(f'environ.get("{name}"' in main for name in names), names
     assert not [d for d in rendered("knative/eventsource") if d["kind"] in ("ApiServerSource", "PingSource")]
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import itertools
 import shlex
 import subprocess
 import sys
@@ -42,7 +43,7 @@ def container(deployment: dict) -> dict:
 
 
 def env(deployment: dict) -> dict[str, str]:
-    return {item["name"]: item["value"] for item in container(deployment).get("env", [])}
+    return {item["name"]: item.get("value") for item in container(deployment).get("env", [])}  # None: valueFrom
 
 
 def test_the_event_source_sends_its_events_to_the_handler_service() -> None:
@@ -131,7 +132,7 @@ def test_the_image_runs_the_same_server_as_the_handler_deployment() -> None:
 
 def test_the_image_runs_the_procfiles_web_line() -> None:
     [web] = [line.split(":", 1)[1] for line in (REPO / "Procfile").read_text().splitlines() if line.startswith("web:")]
-    procfile = shlex.split(web)
+    procfile = list(itertools.dropwhile(lambda word: "=" in word, shlex.split(web)))  # after its VAR=value words
     bind = procfile.index("--bind")
 
     assert image_cmd() == procfile[:bind] + procfile[bind + 2:]

@@ -115,6 +115,16 @@ def test_a_forged_or_unsigned_snapshot_changes_nothing_the_handler_reads_the_tru
     assert kube.stored(JOBFLOW, NS, "f")["status"]["pendingJobs"] == ["f-a"]
 
 
+def test_a_handler_that_has_no_key_yet_reads_and_counts_no_key(kube):
+    """A handler started before the kubelet wrote the Secret into its volume (apiclient/snapshot_key.py)."""
+    keyless = create_app({"KUBE": kube, "CLOCK": lambda: kube.now, "SNAPSHOT_KEY": lambda: None}).test_client()
+    before = counted("no_key")
+
+    assert post(keyless, cache_of(kube)).status_code == 202
+
+    assert counted("no_key") == before + 1 and kube.reads == 2 and kube.names(VCJOB, NS) == ["f-a"]
+
+
 def test_a_snapshot_older_than_the_handlers_own_write_loses_its_write_and_is_read_again(client, kube):
     stale = cache_of(kube)
     post(client, cache_of(kube))  # writes the status: the stale snapshot's JobFlow is now one write behind
