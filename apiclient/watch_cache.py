@@ -12,6 +12,10 @@ The snapshot of a JobFlow that has not started also carries **the line** of the 
 (:mod:`jobflow_core.queueing.line`): every JobFlow here that its admission can count (started ones that reserve room,
 older ones still waiting), read from each one's status when it changes. The handler then decides whether the JobFlow
 starts without listing every JobFlow of the cluster, once per first reconcile (docs/scheduling.md, "What it costs").
+
+The same line says who to wake when a change frees room in a queue (:mod:`jobflow_core.queueing.wake`): a JobFlow
+kept here that ended, went, or holds less; :meth:`WatchCache.woken` hands the JobFlows waiting in that queue to the
+event source, which sends each an event at once instead of their waiting for the periodic look.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import threading
 from typing import Any
 
 from jobflow_core.queueing.line import InLine, counts_for, in_line, line_to_wire
+from jobflow_core.queueing.wake import Freed, freed, to_wake
 from jobflow_core.routing.concerns import controller_name
 from jobflow_core.routing.snapshots import newer, trim_jobflow, trim_vcjob
 from jobflow_core.vocabulary.api import JOBFLOW, VCJOB, ApiType
@@ -32,6 +37,7 @@ class WatchCache:
         self._vcjobs: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}  # (ns, jobflow) -> name -> vcjob
         self._owner: dict[tuple[str, str], str] = {}  # (ns, vcjob) -> the jobflow it was filed under
         self._line: dict[tuple[str, str], InLine] = {}  # (ns, jobflow) -> it in its queue's line, as cached
+        self._freed: list[Freed] = []  # room changes left in queues since woken() was last asked
 
     def note(self, api_type: ApiType, obj: dict[str, Any], *, deleted: bool) -> None:
         """A change the watch of ``api_type`` saw (or a list found): keep the object's newest state."""
@@ -42,7 +48,7 @@ class WatchCache:
                 current = self._jobflows.get((namespace, name))
                 if deleted:
                     self._jobflows.pop((namespace, name), None)
-                    self._line.pop((namespace, name), None)
+                    self._moved(self._line.pop((namespace, name), None), None)
                 elif current is None or not newer(current, obj):  # a written copy from an answer may be newer
                     self._keep((namespace, name), obj)
             elif api_type is VCJOB:
@@ -89,7 +95,17 @@ class WatchCache:
                     kept += 1
         return kept
 
+    def woken(self) -> list[tuple[str, str]]:
+        """The JobFlows waiting in the queues changes left room in since the last call, in line order, each once."""
+        with self._lock:
+            rooms, self._freed = self._freed, []
+            return list(dict.fromkeys(key for room in rooms for key in to_wake(room, self._line.values())))
+
     def _keep(self, key: tuple[str, str], flow: dict[str, Any]) -> None:
         """Under the lock: the JobFlow's newest state, and its place in line read from it once."""
         self._jobflows[key] = trim_jobflow(flow)
-        self._line[key] = in_line(flow)
+        before, self._line[key] = self._line.get(key), in_line(flow)
+        self._moved(before, self._line[key])
+
+    def _moved(self, before: InLine | None, after: InLine | None) -> None:
+        self._freed += freed(before, after)

@@ -19,6 +19,8 @@ metric                                              type     what
 ``jobflow_eventsource_answers_total``               counter  what the handler's answers brought (``what``):
                                                              ``written_kept`` (a JobFlow it wrote, newer than
                                                              the watch's copy), ``handed`` (a JobFlow to send)
+``jobflow_eventsource_woken_total``                 counter  events sent to JobFlows waiting in a queue that a
+                                                             change left room in (:mod:`jobflow_core.queueing.wake`)
 ==================================================  =======  =============================================
 
 The event source is one long-running process (not scaled to zero), so a gauge of its own queue is honest here.
@@ -38,6 +40,7 @@ SNAPSHOTS = Counter("jobflow_eventsource_snapshots_total", "Events about a JobFl
                     "too_large, not_cached", ["outcome"])
 ANSWERS = Counter("jobflow_eventsource_answers_total", "What the handler's answers brought: written_kept, handed",
                   ["what"])
+WOKEN = Counter("jobflow_eventsource_woken_total", "Events sent to JobFlows waiting in a queue a change left room in")
 PENDING = Gauge("jobflow_eventsource_pending_events", "Changes waiting to be sent to the sink")
 
 

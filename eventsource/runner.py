@@ -36,7 +36,7 @@ from eventsource import metrics
 from eventsource.outbox import DEFAULT_HOLD_SECONDS, Outbox
 from eventsource.recheck import Rechecker
 from eventsource.wakeup import Waker
-from eventsource.watcher import Watcher
+from eventsource.watcher import Watcher, wake
 from jobflow_core.routing.snapshots import SIGNATURE_EXTENSION
 from jobflow_core.vocabulary.api import JOBFLOW, JOBFLOWTEMPLATE
 
@@ -95,6 +95,7 @@ def answered(cache: WatchCache, outbox: Outbox, body: bytes) -> None:
     if not isinstance(answer, dict):
         return
     metrics.ANSWERS.labels("written_kept").inc(cache.written(answer.get("written") or []))
+    wake(cache, outbox)  # a status write the answer brought first may have ended a JobFlow that held a queue
     for item in answer.get("handed") or ():
         if isinstance(item, list) and len(item) == 2 and all(isinstance(part, str) for part in item):
             metrics.ANSWERS.labels("handed").inc()

@@ -20,7 +20,7 @@ from apiclient.watch_cache import WatchCache
 from eventsource import metrics
 from eventsource.outbox import Outbox
 from jobflow_core.routing.relevance import fingerprint, phase_of
-from jobflow_core.vocabulary.api import ApiType
+from jobflow_core.vocabulary.api import JOBFLOW, ApiType
 
 if TYPE_CHECKING:
     from apiclient.connection import Connection
@@ -64,3 +64,11 @@ class Watcher(ListWatch):
     def _note(self, change: Change, obj: dict) -> None:
         if self.cache is not None:
             self.cache.note(self.api_type, obj, deleted=change is Change.DELETE)
+            wake(self.cache, self.outbox)
+
+
+def wake(cache: WatchCache, outbox: Outbox) -> None:
+    """Send an event to each JobFlow waiting in a queue a change just left room in (:meth:`WatchCache.woken`)."""
+    for namespace, name in cache.woken():
+        metrics.WOKEN.inc()
+        outbox.put(Envelope(JOBFLOW, Change.UPDATE, {"metadata": {"namespace": namespace, "name": name}}))

@@ -43,6 +43,8 @@ from handlers.writes import Writes
 from jobflow_core import UpdateTemplate
 from jobflow_core.models import JobFlowPhase, VcJob
 from jobflow_core.planning.template_status import template_status
+from jobflow_core.queueing.line import in_line
+from jobflow_core.queueing.wake import to_wake
 from jobflow_core.routing.concerns import (can_change, controller_name, flows_of_job, jobflows_of_job,
                                            orphan_to_release, waits_for_template)
 from jobflow_core.vocabulary.api import RECORD_FINALIZER, RUN_OF
@@ -97,7 +99,27 @@ class Dispatcher:
     def jobflow(self, namespace: str, name: str, *, snapshot: dict | None = None) -> Result:
         """Reconcile the JobFlow; when it is a JobFlowTemplate's run that has just ended, look at its template too
         (its active runs, history, and a run ``Forbid`` held)."""
-        return self._runs_ended(Result([self.reconciler.jobflow(namespace, name, snapshot=snapshot)]))
+        return self._wake(self._runs_ended(Result([self.reconciler.jobflow(namespace, name, snapshot=snapshot)])))
+
+    def _wake(self, result: Result) -> Result:
+        """When a reconcile's status write left room in a Volcano queue, the JobFlows waiting there are reconciled
+        now (:mod:`jobflow_core.queueing.wake`) instead of at their next periodic look. Not for our event source,
+        which wakes them from its own watch (``hand_back``); a failure here is the periodic look's to make up for,
+        not this event's to retry."""
+        rooms = [room for outcome in result.outcomes for room in outcome.freed if room.behind is None]
+        if self.hand_back or not rooms:
+            return result
+        listed = [raw for scope in self.reconciler.namespaces or (None,) for raw in self.kube.list_jobflows(scope)]
+        by_key = {(raw["metadata"]["namespace"], raw["metadata"]["name"]): raw for raw in listed}
+        lines = [in_line(raw) for raw in listed]
+        keys = dict.fromkeys(key for room in rooms for key in to_wake(room, lines))  # in line order, each once
+        try:
+            woken = self._each(by_key[key] for key in keys)
+        except PartlyFailed as failed:
+            log.warning("waking the JobFlows waiting in queue(s) %s: %s", ", ".join(r.queue or "(all)" for r in rooms), failed)
+            return result
+        result.outcomes += woken.outcomes
+        return result
 
     def _runs_ended(self, result: Result) -> Result:
         """Look at the JobFlowTemplate of each run this result's reconciles just saw end (their status write
@@ -164,6 +186,7 @@ class Dispatcher:
             if not candidates:
                 self._release_orphan(self.kube.get_vcjob(namespace, name), jobflow_uids=())
             result = self._runs_ended(self._each(candidates, inline=True))
+        result = self._wake(result)
         if deleted and self.kube.get_vcjob(namespace, name) is None:
             for raw in self.kube.list_jobtemplates(namespace):
                 if name in ((raw.get("status") or {}).get("jobDependsOnList") or ()):

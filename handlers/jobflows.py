@@ -39,6 +39,8 @@ from jobflow_core import Abort, Create, Delete, Event, Plan, Release, UpdateTemp
 from jobflow_core import Memoize, plan_observation
 from jobflow_core.models import JobFlow, JobFlowPhase, VcJob
 from jobflow_core.planning import notifications
+from jobflow_core.queueing.line import in_line
+from jobflow_core.queueing.wake import Freed, freed
 from jobflow_core.vocabulary.api import RECORD_FINALIZER
 from jobflow_core.vocabulary.phase import regresses
 
@@ -63,6 +65,9 @@ class Outcome:
     """Where the JobFlow that the last attempt planned from came from (:class:`handlers.reads.Source`)."""
     written: dict | None = None
     """The JobFlow as last written (for our event source's cache: its next snapshot must not predate it)."""
+    freed: list[Freed] = field(default_factory=list)
+    """The room its status writes left in Volcano queues (:func:`jobflow_core.queueing.wake.freed`): the JobFlows
+    waiting there may start now."""
 
 
 @dataclass
@@ -142,7 +147,9 @@ class Reconciler:
                         log.error("%s: bug: a plan asked to write phase %s over %s without a rerun; refused (nothing "
                                   "else of this plan done)", outcome.jobflow, after, before)
                         return
-                    raw = outcome.written = self.writes.planned(self.kube, raw, status)
+                    read_raw, raw = raw, self.writes.planned(self.kube, raw, status)
+                    outcome.written = raw
+                    outcome.freed += freed(in_line(read_raw), in_line(raw))
                     outcome.status_written = guarded = True
                     for event in events:
                         self._record(raw, event, now=now)

@@ -116,6 +116,7 @@ Sharing a queue (:mod:`~jobflow_core.queueing`):
   older ones first, what can never run never started.
 * :mod:`~jobflow_core.queueing.status`: ``status.queue`` (Waiting, Admitted), and the vcjobs a queue can no longer
   hold.
+* :mod:`~jobflow_core.queueing.wake`: who a change of the line wakes: the JobFlows waiting for the room it left.
 
 Which JobFlow an event is about (:mod:`~jobflow_core.routing`):
 

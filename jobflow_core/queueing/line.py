@@ -51,8 +51,11 @@ if TYPE_CHECKING:
 PRIORITY_CLASS: Final = "volcano-jobflow-started"
 """The PriorityClass of the vcjobs of started JobFlows (``manifests/priorityclasses.yaml``)."""
 DEFAULT_QUEUE: Final = "default"
-RECHECK_SECONDS: Final = 1
-"""How often a JobFlow waiting for room in its queue looks again (no Kubernetes change of its own ends the wait)."""
+RECHECK_SECONDS: Final = 30
+"""How often a JobFlow waiting for room in its queue looks again: only the safety net. The change that makes room
+wakes it (:mod:`jobflow_core.queueing.wake`); this catches what no watched object tells: a Queue's ``capability``
+raised, nodes added, an event lost. Half a minute: a user raising a capability sees the line move about as soon as
+``kubectl`` returns, and 20 waiting JobFlows cost under one reconcile a second."""
 WAITING: Final = "Waiting"
 ADMITTED: Final = "Admitted"
 

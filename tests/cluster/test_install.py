@@ -233,7 +233,7 @@ def test_the_event_source_made_the_snapshot_key_and_the_handlers_plan_from_snaps
     time.sleep(FOLLOW_SECONDS + 1)  # the handlers look at the file again this often
     used_before = sum(snapshots_used(installed, pod) for pod in handlers)
 
-    apply(installed, user_namespace, diamond_templates())
+    apply(installed, user_namespace, diamond_templates(run_for="1s"))
     apply(installed, user_namespace, DIAMOND)
     wait_for_phase(installed, user_namespace, "diamond", "Succeed", timeout=120)
 

@@ -142,6 +142,8 @@ def test_a_started_jobflow_runs_its_next_stage_before_the_first_stages_of_ten_ne
     ends = [jobflow(cluster, namespace, n)["status"]["jobStatusList"][-1]["endTimestamp"] for n in newer[:3]]
     starts = [created_at(cluster, namespace, f"{n}-s1") for n in newer[:3]]
     assert starts[1] >= ends[0] and starts[2] >= ends[1]
+    # Woken by the end of the one before, not found by the periodic look (RECHECK_SECONDS, 30 s).
+    assert all(seconds(start) - seconds(end) <= 10 for start, end in zip(starts[1:], ends)), (starts, ends)
     later = [created_at(cluster, namespace, f"{n}-s1") for n in newer[3:]]
     assert all(start >= ends[2] for start in later if start is not None)
 

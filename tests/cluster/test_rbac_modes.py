@@ -59,8 +59,10 @@ def rendered(mode: str, tmp_path: Path) -> list[dict]:
 def renamed(docs: list[dict], *, install: str, served: dict[str, str], suffix: str) -> list[dict]:
     for doc in docs:
         meta = doc["metadata"]
-        if doc["kind"] == "ServiceAccount" or meta.get("namespace") == "volcano-jobflow":
-            meta["namespace"] = install  # the engine's own namespace (its accounts, the snapshot key's Role)
+        if doc["kind"] == "ServiceAccount":
+            meta["namespace"] = install
+        elif meta.get("namespace") == "volcano-jobflow":  # in the engine's own namespace: the snapshot key's Role
+            meta["namespace"], meta["name"] = install, meta["name"] + suffix
         elif doc["kind"] == "RoleBinding":
             meta["namespace"] = served[meta["namespace"]]
         else:

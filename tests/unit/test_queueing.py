@@ -12,8 +12,8 @@ from hypothesis import given, settings, strategies as st
 
 from jobflow_core import plan
 from jobflow_core.models import VcJobPhase
-from jobflow_core.queueing.line import (PRIORITY_CLASS, InLine, QueueView, admit, counts_for, in_line, line_key,
-                                   line_of_wire, line_to_wire, never_fits)
+from jobflow_core.queueing.line import (PRIORITY_CLASS, RECHECK_SECONDS, InLine, QueueView, admit, counts_for, in_line,
+                                   line_key, line_of_wire, line_to_wire, never_fits)
 from jobflow_core.vocabulary.api import GANG_REQUESTS
 from jobflow_core.vocabulary.resources import QuantityError, describe, gang_requests, quantity, to_wire
 from scenario import T0, jobflow, template, vcjob
@@ -199,7 +199,7 @@ def test_a_jobflow_without_room_creates_nothing_and_its_status_says_it_waits_and
     q = result.status.queue
     assert (q.name, q.state, q.position, q.requests) == ("gpu", "Waiting", 1, {"cpu": "8", "memory": "4Gi"})
     [waiting_a] = [w for w in result.status.waiting_flows if w.name == "a"]
-    assert waiting_a.recheck_seconds == 1 and waiting_a.message == q.message
+    assert waiting_a.recheck_seconds == RECHECK_SECONDS == 30 and waiting_a.message == q.message
 
 
 def test_a_started_jobflow_reserves_its_gangs_and_its_next_stages_get_the_priority_class():
