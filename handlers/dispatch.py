@@ -116,7 +116,8 @@ class Dispatcher:
         try:
             woken = self._each(by_key[key] for key in keys)
         except PartlyFailed as failed:
-            log.warning("waking the JobFlows waiting in queue(s) %s: %s", ", ".join(r.queue or "(all)" for r in rooms), failed)
+            log.warning("waking the JobFlows waiting in queue(s) %s: %s", ", ".join(r.queue or "(all)" for r in rooms),
+                        failed)
             return result
         result.outcomes += woken.outcomes
         return result

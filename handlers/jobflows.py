@@ -117,13 +117,14 @@ class Reconciler:
 
     def _attempt(self, read: Read, outcome: Outcome, learned: _Learned) -> None:
         now = self.clock()
-        observation = self.reader.observation(read, holders=learned.holders, now=now)
-        templates = self.reader.templates(observation)
+        observation, need = self.reader.observation(read, holders=learned.holders, now=now)
+        namespace = observation.jobflow.namespace
+        templates = self.reader.templates(namespace, need)
         models = self.reader.models(templates)
         plan = plan_observation(observation, templates=models, recheck_seconds=self.recheck_seconds,
                                 rejections=learned.rejections, notify=self.notifier is not None,
-                                memo=self.reader.memo(observation),
-                                queues=self.queues.views(observation, models, line=read.line))
+                                memo=self.reader.memo(namespace, need),
+                                queues=self.queues.views(observation, need.queues(models), line=read.line))
         held = {n.id for n in notifications.pending(observation.jobflow.status)} if self.notifier else set()
         self._act(read, plan, outcome, learned, now=now, templates=templates, held=held)
 

@@ -1,6 +1,6 @@
 """The read step's part for queues: the Volcano queues a plan's vcjobs would join, and the JobFlows in line.
 
-Only a plan that would create vcjobs asks (:func:`queues_needed`). For each queue it joins:
+Only a plan that would create vcjobs asks (:meth:`jobflow_core.Needs.queues`). For each queue it joins:
 
 * **capacity**: the Queue's ``spec.capability`` (then the nodes are not read); without one, every ready,
   schedulable node's allocatable added up; without either (no such Queue, or the engine may not read Queues or
@@ -28,14 +28,13 @@ import logging
 import threading
 import time
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Sequence
 
 
 from apiclient.rest import ApiError
 from handlers.kube import KubeApi
-from jobflow_core.models import JobTemplate, VcJobPhase
 from jobflow_core.planning.observation import Observation
-from jobflow_core.queueing.line import DEFAULT_QUEUE, PRIORITY_CLASS, InLine, QueueView, in_line, queue_of
+from jobflow_core.queueing.line import PRIORITY_CLASS, InLine, QueueView, in_line
 from jobflow_core.vocabulary import resources
 
 log = logging.getLogger("handlers.queues")
@@ -46,27 +45,16 @@ _CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _CACHE_LOCK = threading.Lock()
 
 
-def queues_needed(observation: Observation, templates: Mapping[str, JobTemplate]) -> list[str]:
-    """The queues of the JobTemplates read for flows about to start, and of the JobFlow's vcjobs still Pending
-    (whether their queue can ever hold them)."""
-    pending = {job.spec.queue or DEFAULT_QUEUE for job in observation.owned
-               if job.spec is not None and job.phase in (VcJobPhase.PENDING, VcJobPhase.NEW)}
-    if observation.starts_nothing:
-        return sorted(pending)
-    return sorted(pending | {queue_of(template.spec.to_wire()) for template in templates.values()})
-
-
 class QueueReader:
     def __init__(self, kube: KubeApi, *, namespaces: tuple[str, ...] = (),
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.kube, self.namespaces, self.clock = kube, namespaces, clock
         self._client = getattr(kube, "api", kube)
 
-    def views(self, observation: Observation, templates: Mapping[str, JobTemplate], *,
+    def views(self, observation: Observation, names: Sequence[str], *,
               line: tuple[InLine, ...] | None = None) -> dict[str, QueueView]:
-        """The queues the plan's vcjobs join; ``line``: the JobFlows in line as the event carried them (None: list
-        them if the line can matter)."""
-        names = queues_needed(observation, templates)
+        """The queues ``names`` (those the plan's vcjobs join: :meth:`jobflow_core.Needs.queues`); ``line``: the
+        JobFlows in line as the event carried them (None: list them if the line can matter)."""
         if not names:
             return {}
         capacities = {name: self._cached(f"queue/{name}", lambda: self._capacity(name)) for name in names}

@@ -15,9 +15,10 @@ the first two creates a vcjob only after its guarded status write went through, 
 showed the JobFlow has not changed since (``handlers/jobflows.py``; docs/architecture.md, "A finished step never
 runs twice").
 
-Then the observation gets what only live reads can give: the HTTP/TCP probes it asks for, the results (pods'
-termination messages) its conditions need and the status does not hold yet, and the JobTemplates the decisions
-need now (one LIST of the namespace's when three or more, else a GET each).
+Then the shell reads exactly what :func:`jobflow_core.needs` says, stage by stage: what only live reads can give
+(the HTTP/TCP probes, the results, pods' termination messages, the status does not hold yet), then the JobTemplates
+the decisions need now (one LIST of the namespace's when three or more, else a GET each) and the memoized runs, then
+the queues (``handlers/queues.py``).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from enum import StrEnum
 
 from handlers.kube import KubeApi
 from handlers.probing import Prober
-from jobflow_core import Observation, observe, templates_needed
+from jobflow_core import Needs, Observation, needs, observe
 from jobflow_core.flows.conditions import result_of_pods
 from jobflow_core.flows.memo import Entry, entries_of
 from jobflow_core.models import JobFlow, JobTemplate, VcJob
@@ -38,6 +39,9 @@ from jobflow_core.vocabulary.naming import jobs_of_jobflow_selector, pods_of_job
 
 LIST_TEMPLATES_FROM = 3
 """A plan that needs this many JobTemplates or more reads them with one LIST of the namespace's, not a GET each."""
+LIVE_ROUNDS = 3
+"""Live answers asked again at most this often: a probe's or a result's answer can make another flow a candidate
+(a ``when`` skipping one branch), whose probes and results are then asked too."""
 
 
 class Source(StrEnum):
@@ -86,34 +90,35 @@ class Reader:
         meta = read.raw["metadata"]
         return self.kube.get_jobflow(meta["namespace"], meta["name"])
 
-    def observation(self, read: Read, *, holders: dict[str, VcJob], now: datetime) -> Observation:
-        """The observation of ``read`` (with vcjobs found holding a name we tried, ``holders``), the probes run and
-        the results read that it asks for."""
-        jobflow = JobFlow.model_validate(read.raw)
-        observation = observe(jobflow, jobs=list((holders | read.jobs).values()), now=now)
-        checks = observation.network_checks()
-        if checks:
-            observation = observation.with_probe_results(self.prober.run(checks))
-        needed = observation.results_needed()
-        if needed:
-            observation = observation.with_results({job: result_of_pods(self.kube.list_pods(
-                jobflow.namespace, pods_of_job_selector(job=job))) for job in needed})
-        return observation
+    def observation(self, read: Read, *, holders: dict[str, VcJob], now: datetime) -> tuple[Observation, Needs]:
+        """The observation of ``read`` (with vcjobs found holding a name we tried, ``holders``) with the live answers
+        it needs (:func:`jobflow_core.needs`: the probes run, the results read), asked again of the observation with
+        them until it needs none (at most :data:`LIVE_ROUNDS` times); and what it needs next."""
+        observation = observe(JobFlow.model_validate(read.raw), jobs=list((holders | read.jobs).values()), now=now)
+        need = needs(observation)
+        for _ in range(LIVE_ROUNDS):
+            if not need.live:
+                break
+            namespace = observation.jobflow.namespace
+            observation = observation.with_answers(
+                probe_results=self.prober.run(list(need.probes)) if need.probes else None,
+                results={job: result_of_pods(self.kube.list_pods(namespace, pods_of_job_selector(job=job)))
+                         for job in need.results})
+            need = needs(observation)
+        return observation, need
 
-    def templates(self, observation: Observation) -> dict[str, dict]:
-        """The JobTemplates the plan needs, as read (their status is changed from these first)."""
-        namespace = observation.jobflow.namespace
-        needed = templates_needed(observation)
-        if len(needed) >= LIST_TEMPLATES_FROM:  # typically a JobFlow's first plan, which reads every estimate
+    def templates(self, namespace: str, need: Needs) -> dict[str, dict]:
+        """The JobTemplates ``need`` names, as read (their status is changed from these first)."""
+        if len(need.templates) >= LIST_TEMPLATES_FROM:  # typically a JobFlow's first plan, which reads every estimate
             listed = {raw["metadata"]["name"]: raw for raw in self.kube.list_jobtemplates(namespace)}
-            return {name: listed[name] for name in needed if name in listed}
-        return {name: found for name in needed if (found := self.kube.get_jobtemplate(namespace, name))}
+            return {name: listed[name] for name in need.templates if name in listed}
+        return {name: found for name in need.templates if (found := self.kube.get_jobtemplate(namespace, name))}
 
-    def memo(self, observation: Observation) -> dict[str, Entry] | None:
-        """The namespace's memoized runs (jobflow_core.flows.memo), read only when a memoized flow may start now."""
-        if not any(view.flow.memoize is not None for view in observation.candidates):
+    def memo(self, namespace: str, need: Needs) -> dict[str, Entry] | None:
+        """The namespace's memoized runs (jobflow_core.flows.memo), read only when ``need`` says so."""
+        if not need.memo:
             return None
-        found = self.kube.get_configmap(observation.jobflow.namespace, MEMO_CACHE)
+        found = self.kube.get_configmap(namespace, MEMO_CACHE)
         return entries_of((found or {}).get("data"))
 
     @staticmethod

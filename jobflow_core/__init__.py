@@ -132,6 +132,7 @@ The plan (:mod:`~jobflow_core.planning`):
 * :mod:`~jobflow_core.planning`: observation in, plan out: the start table, failures, the status, the planner.
 * :mod:`~jobflow_core.planning.observation`: each flow next to its vcjob and its previous record, gathered once per
   attempt.
+* :mod:`~jobflow_core.planning.needs`: what the shell must read before it plans, stage by stage.
 * :mod:`~jobflow_core.planning.starts`: whether each flow starts, waits, is held or is blocked, from one table.
 * :mod:`~jobflow_core.planning.failures`: why a JobFlow failed (``state.reason`` and its advice), from one table.
 * :mod:`~jobflow_core.planning.status`: the status, from one observation.
@@ -156,10 +157,9 @@ from jobflow_core.planning.planner import (
     plan,
     plan_observation,
 )
-from jobflow_core.planning.starts import templates_needed
+from jobflow_core.planning.needs import Needs, needs
 from jobflow_core.vocabulary.kube_events import Event, EventType, Reason
 
-__all__ = ["Abort", "CheckKind", "CheckResult", "Create", "Delete", "Event", "EventType", "Memoize", "NetworkCheck",
-           "Observation",
-           "Plan", "Reason", "Release", "UpdateTemplate", "WriteStatus", "observe", "plan", "plan_observation",
-           "templates_needed"]
+__all__ = ["Abort", "CheckKind", "CheckResult", "Create", "Delete", "Event", "EventType", "Memoize", "Needs",
+           "NetworkCheck", "Observation", "Plan", "Reason", "Release", "UpdateTemplate", "WriteStatus", "needs",
+           "observe", "plan", "plan_observation"]

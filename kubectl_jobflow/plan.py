@@ -25,7 +25,7 @@ from pydantic import ValidationError
 
 from apiclient.cluster import KubeError
 from display.times import expected, parse_time
-from jobflow_core import observe, plan_observation, templates_needed
+from jobflow_core import needs, observe, plan_observation
 from jobflow_core.models import JobFlow, JobTemplate, VcJob
 from jobflow_core.vocabulary.api import JOBFLOW, JOBTEMPLATE, VCJOB
 from jobflow_core.vocabulary.naming import job_name, template_name
@@ -98,7 +98,7 @@ def _plan_one(ctx: Context, doc: documents.Document, template_docs: list[documen
         exists = ctx.cluster.find(JOBFLOW, namespace, jobflow.name) is not None
     observation = observe(jobflow, jobs=jobs, now=now)
     if not ctx.args.local:
-        for name in templates_needed(observation):
+        for name in needs(observation).templates:
             if name not in templates:
                 found = ctx.cluster.find(JOBTEMPLATE, namespace, name)
                 if found is not None:

@@ -13,6 +13,7 @@ for instance deleted by ``ttlSecondsAfterFinished``.
 """
 
 from dataclasses import dataclass
+from functools import cached_property
 from datetime import datetime
 
 from jobflow_core.flows.parameters import Item
@@ -56,7 +57,8 @@ class Attempt:
 
 @dataclass(frozen=True)
 class FlowView:
-    """One unit: a plain flow, one item of a ``forEach`` flow, or a ``forEach`` flow's placeholder."""
+    """One unit: a plain flow, one item of a ``forEach`` flow, or a ``forEach`` flow's placeholder. Frozen, so
+    what the planner asks of it many times per plan (phase, whether it needs a vcjob) is worked out once."""
 
     jobflow: str
     """The JobFlow's name."""
@@ -85,7 +87,7 @@ class FlowView:
     def current(self) -> Attempt:
         return self.attempts[-1]
 
-    @property
+    @cached_property
     def superseded(self) -> bool:
         """A rerun asked for a new attempt, not created yet: the last one is history."""
         return self.current.number < self.first
@@ -94,7 +96,7 @@ class FlowView:
     def job_name(self) -> str:
         return self.next_job_name if self.superseded else self.current.job_name
 
-    @property
+    @cached_property
     def job(self) -> VcJob | None:
         return None if self.superseded else self.current.job
 
@@ -106,30 +108,30 @@ class FlowView:
     def condition(self) -> FlowCondition | None:
         return None if self.superseded else self.current.condition
 
-    @property
+    @cached_property
     def phase(self) -> VcJobPhase | None:
         """The current attempt's phase: its live vcjob's, else the recorded one; ``None`` without any vcjob (or
         when a rerun made it history)."""
         return None if self.superseded else self.current.phase
 
-    @property
+    @cached_property
     def retrying(self) -> bool:
         """The current attempt ended in a way ``retry`` runs again, and attempts of this run are left."""
         return not self.superseded and retries(self.flow, attempt=self.current.number - self.first + 1,
                                                phase=self.phase)
 
-    @property
+    @cached_property
     def needs_job(self) -> bool:
         """A retry is due, or there is no live vcjob and none that finished: a vcjob that vanished before it
         finished is needed again. A placeholder always "needs" one: its decision says why it gets none."""
         return self.placeholder or self.retrying or (self.job is None and not is_final(self.phase))
 
-    @property
+    @cached_property
     def running(self) -> bool:
         """It has a live vcjob that has not ended (it holds a ``parallelism`` slot)."""
         return self.job is not None and not is_final(self.job.phase)
 
-    @property
+    @cached_property
     def next_attempt(self) -> int:
         """The attempt a vcjob created now would be."""
         if self.superseded:

@@ -1,8 +1,8 @@
 """What the planner knows, gathered once per attempt: each flow of the spec next to its vcjob and its previous record.
 
 The shell builds one :class:`Observation` per attempt with :func:`observe` (the JobFlow, spec and previous status,
-and the vcjobs it listed), adds the answers of the HTTP/TCP probes the observation asked for
-(:meth:`Observation.with_probe_results`), and hands it to :func:`jobflow_core.planning.planner.plan_observation`. The
+and the vcjobs it listed), adds the live answers it asked for (:func:`jobflow_core.planning.needs.needs`,
+:meth:`Observation.with_answers`), and hands it to :func:`jobflow_core.planning.planner.plan_observation`. The
 spec is validated once, here; everything below is derived from this one value.
 
 Each flow of the spec (the first of each name, in spec order) becomes a :class:`~jobflow_core.flows.units.FlowNode`
@@ -181,17 +181,14 @@ class Observation:
         known = {entry.flow for entry in self.previous.estimates or ()}
         return [node.name for node in self.nodes if node.name not in known]
 
-    def with_probe_results(self, results: Mapping[NetworkCheck, CheckResult]) -> "Observation":
-        """The same observation, with the answers of :meth:`network_checks` (the spec is not validated again)."""
+    def with_answers(self, *, probe_results: Mapping[NetworkCheck, CheckResult] | None = None,
+                     results: Mapping[str, str] | None = None) -> "Observation":
+        """The same observation with the live answers :func:`~jobflow_core.planning.needs.needs` asked for, added
+        to those it has: the probes' (:meth:`network_checks`) and the vcjobs' results (:meth:`results_needed`,
+        vcjob name -> text). One pass of :func:`_observe` for both; the spec is not validated again."""
         return _observe(self.jobflow, owned={job.name: job for job in self.owned}, foreign=self.foreign,
-                        first=self.first, now=self.now, probe_results=dict(results), results=self.results,
-                        errors=self.errors, rerun=self.rerun, recorded=self.recorded_phase)
-
-    def with_results(self, results: Mapping[str, str]) -> "Observation":
-        """The same observation, with the vcjob results :meth:`results_needed` asked for (vcjob name -> text)."""
-        return _observe(self.jobflow, owned={job.name: job for job in self.owned}, foreign=self.foreign,
-                        first=self.first, now=self.now, probe_results=self.probe_results,
-                        results={**self.results, **results}, errors=self.errors, rerun=self.rerun,
+                        first=self.first, now=self.now, probe_results={**self.probe_results, **(probe_results or {})},
+                        results={**self.results, **(results or {})}, errors=self.errors, rerun=self.rerun,
                         recorded=self.recorded_phase)
 
     def with_records(self, records: Iterable[FlowJobStatus]) -> "Observation":

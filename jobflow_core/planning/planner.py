@@ -5,12 +5,11 @@ server, draws no random numbers and changes none of its inputs. Planning the sam
 plan, so the shell may re-plan whenever anything happens. The shell's part, per attempt:
 
 1. list the vcjobs and :func:`~jobflow_core.planning.observation.observe` (the spec is validated once, there);
-2. run the HTTP/TCP checks the observation asks for (``observation.network_checks()``) and add the answers
-   (``observation.with_probe_results``);
-3. read the JobTemplates :func:`~jobflow_core.planning.starts.templates_needed` names (usually none);
-4. :func:`plan_observation`, then carry out ``Plan.actions`` in order, deciding nothing of its own.
+2. read what :func:`~jobflow_core.planning.needs.needs` says, stage by stage: the probes' and results' answers
+   (``observation.with_answers``), then the JobTemplates and memoized runs (usually none), then the queues;
+3. :func:`plan_observation`, then carry out ``Plan.actions`` in order, deciding nothing of its own.
 
-:func:`plan` does 1 to 4 for callers that have everything at hand (the command line, tests).
+:func:`plan` does 1 to 3 for callers that have everything at hand (the command line, tests).
 
 Where each decision lives: the JobFlow phase in :mod:`jobflow_core.vocabulary.phase` (one table); whether each flow
 starts, waits or is blocked in :mod:`jobflow_core.planning.starts` (one table); the status in
@@ -224,7 +223,7 @@ def plan_observation(
     """Plan one step of the observed JobFlow.
 
     ``templates`` maps JobTemplate names (in the JobFlow's namespace) to templates; it needs at least those
-    :func:`~jobflow_core.planning.starts.templates_needed` names, and a name it lacks counts as a JobTemplate that does
+    :func:`~jobflow_core.planning.needs.needs` names, and a name it lacks counts as a JobTemplate that does
     not exist. Time enters only through ``observation.now`` (retry backoffs), so planning the same observation
     twice gives the same plan. A flow still waiting for a probe tells, in
     ``waitingFlows[].recheckSeconds``, how soon to look again. ``rejections`` maps flows whose vcjob the API

@@ -57,23 +57,25 @@ def consult(observation: Observation, decisions: Sequence[FlowDecision], *, queu
             written: QueueStatus | None) -> QueueOutcome:
     """Everything the planner asks of queueing for one plan, in one call; ``written`` is ``status.queue`` as the
     API server has it (what an event is said against)."""
-    status = queue_status(observation, decisions, queues=queues)
-    return QueueOutcome(status=status, held=_held(decisions), unschedulable=never_scheduled(observation, queues),
+    held = held_of(decisions)
+    status = queue_status(observation, decisions, held=held, queues=queues)
+    return QueueOutcome(status=status, held=held, unschedulable=never_scheduled(observation, queues),
                         events=queue_events(written, status))
 
 
-def _held(decisions: Sequence[FlowDecision]) -> Admission | None:
+def held_of(decisions: Sequence[FlowDecision]) -> Admission | None:
+    """Why the JobFlow waits in line: the admission of the first flow the start table's ``NO_ROOM`` held back."""
     return next((d.admission for d in decisions if d.no_room and d.admission is not None), None)
 
 
-def queue_status(observation: Observation, decisions: Sequence[FlowDecision], *,
+def queue_status(observation: Observation, decisions: Sequence[FlowDecision], *, held: Admission | None,
                  queues: Mapping[str, QueueView]) -> QueueStatus | None:
     """``status.queue``: Waiting with its place in line while the queue has no room for a JobFlow that has not
     started; once started, Admitted with what its unfinished vcjobs' gangs (and those created now) reserve. The
     queue is the one its vcjobs join; without any, the one recorded before (none for a JobFlow no queue was read
-    for, as upstream's)."""
+    for, as upstream's). ``held``: :func:`held_of` the decisions."""
     previous = observation.previous.queue
-    admission = _held(decisions)
+    admission = held
     if admission is not None:
         return QueueStatus(name=admission.queue, state=WAITING, position=admission.position,
                            requests=resources.to_wire(admission.needs) or None, message=admission.message)

@@ -24,7 +24,7 @@ from jobflow_core.planning.planner import (Blocker, Create, Delete, Memoize, Pla
 from jobflow_core.planning.starts import NO_ROOM, START_RULES, FlowDecision, Verdict, decide_all
 from jobflow_core.planning.status import build_status
 from jobflow_core.queueing.line import QueueView
-from jobflow_core.queueing.status import never_scheduled, queue_events, queue_status
+from jobflow_core.queueing.status import held_of, never_scheduled, queue_events, queue_status
 from jobflow_core.vocabulary.kube_events import Event, EventType, Reason, job_created
 from jobflow_core.vocabulary.naming import has_record_finalizer, template_name, template_of
 from jobflow_core.vocabulary.phase import is_final
@@ -69,7 +69,8 @@ def old_plan_observation(
                           waiting=_waiting_flows(decisions, recheck_seconds=recheck_seconds, expected=expected),
                           skipped=skipped, recheck_seconds=pending_recheck(observation), estimates=estimates,
                           forecast=expected)
-    status = status.model_copy(update={"queue": queue_status(observation, decisions, queues=queues or {})})
+    status = status.model_copy(update={"queue": queue_status(observation, decisions, held=held_of(decisions),
+                                                                        queues=queues or {})})
     status = notifications.record(observation.jobflow, status, now=observation.now, enabled=notify)
     previous = _written if _cached else observation.jobflow.status
     changed = status.to_wire() != (previous.to_wire() if previous else {})

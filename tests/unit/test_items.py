@@ -144,7 +144,7 @@ def test_a_fan_out_over_a_targets_result_waits_for_it_then_runs_one_vcjob_per_el
     from jobflow_core.planning.planner import plan_observation
     observation = observe(cluster.flow, jobs=list(cluster.jobs.values()), now=cluster.now)
     assert observation.results_needed() == ["test-split"]
-    result = plan_observation(observation.with_results({"test-split": '["s0","s1","s2"]'}),
+    result = plan_observation(observation.with_answers(results={"test-split": '["s0","s1","s2"]'}),
                               templates=cluster.templates)
     assert [c.job_name for c in result.creates] == ["test-process-0", "test-process-1", "test-process-2"]
     [record] = [r for r in result.status.job_status_list if r.name == "test-split"]

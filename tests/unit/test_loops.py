@@ -27,7 +27,8 @@ def finish_iteration(cluster: Cluster, index: int, result: str):
     cluster.move_job(f"test-train-{index}", P.COMPLETED)
     observation = observe(cluster.flow, jobs=list(cluster.jobs.values()), now=cluster.now)
     assert observation.results_needed() == [f"test-train-{index}"]
-    plan = plan_observation(observation.with_results({f"test-train-{index}": result}), templates=cluster.templates)
+    plan = plan_observation(observation.with_answers(results={f"test-train-{index}": result}),
+                            templates=cluster.templates)
     for create in plan.creates:
         cluster.add_job(create)
     cluster.flow = cluster.flow.model_copy(update={"status": plan.status})

@@ -60,7 +60,8 @@ def test_a_memoized_flows_vcjob_carries_its_key_and_is_stored_once_it_completed_
     observation = observe(flow, jobs=[job], now=T0 + timedelta(seconds=6))
     assert "run1-prepare" in observation.results_needed()
     from jobflow_core import plan_observation
-    result = plan_observation(observation.with_results({"run1-prepare": "s3://b/x"}), templates=templates_for(flow))
+    result = plan_observation(observation.with_answers(results={"run1-prepare": "s3://b/x"}),
+                              templates=templates_for(flow))
     [memoize] = result.of(Memoize)
     assert memoize.key == key and memoize.entry == Entry("default/run1-prepare", T0 + timedelta(seconds=5), "s3://b/x")
     kinds = [type(action).__name__ for action in result.actions]

@@ -99,7 +99,7 @@ def test_the_shell_is_asked_to_read_exactly_the_results_a_patch_reads_and_the_re
     jobs = [vcjob(flow, "prepare", VcJobPhase.COMPLETED), vcjob(flow, "train", VcJobPhase.COMPLETED)]
     observation = observe(flow, jobs=jobs, now=T0)
     assert sorted(observation.results_needed()) == ["test-prepare", "test-train"]
-    read = observation.with_results({"test-prepare": "path=/p rows=1", "test-train": "fine"})
+    read = observation.with_answers(results={"test-prepare": "path=/p rows=1", "test-train": "fine"})
     result = plan_observation(read, templates=templates_for(flow))
     [create] = result.creates
     assert container_of(create.manifest)["args"][0] == "--path=/p"

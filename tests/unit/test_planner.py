@@ -2,7 +2,7 @@
 
 from datetime import timedelta
 
-from jobflow_core import EventType, Reason, observe, plan, templates_needed
+from jobflow_core import EventType, Reason, needs, observe, plan
 from jobflow_core.models import JobFlowPhase, VcJobPhase
 from scenario import T0, Cluster, jobflow, template, templates_for, vcjob
 
@@ -219,20 +219,21 @@ def test_the_status_does_not_depend_on_the_time_of_planning():
 
 
 def test_templates_needed_are_every_flows_once_for_the_estimates_then_only_the_flows_about_to_start():
-    assert templates_needed(observe(jobflow(A_AND_B_THEN_C), jobs=[])) == ["a", "b", "c"]
+    assert list(needs(observe(jobflow(A_AND_B_THEN_C), jobs=[])).templates) == ["a", "b", "c"]
     flow = jobflow(A_AND_B_THEN_C, status={"estimates": [{"flow": name} for name in "abc"]})
-    assert templates_needed(observe(flow, jobs=[])) == ["a", "b"]
-    assert templates_needed(observe(flow, jobs=[vcjob(flow, "a", P.COMPLETED), vcjob(flow, "b", P.RUNNING)])) == ["c"]
+    assert list(needs(observe(flow, jobs=[])).templates) == ["a", "b"]
+    running = [vcjob(flow, "a", P.COMPLETED), vcjob(flow, "b", P.RUNNING)]
+    assert list(needs(observe(flow, jobs=running)).templates) == ["c"]
 
 
 def test_templates_needed_is_empty_for_a_failed_jobflow():
     flow = jobflow(A_AND_B_THEN_C)
-    assert templates_needed(observe(flow, jobs=[vcjob(flow, "a", P.FAILED)])) == []
+    assert list(needs(observe(flow, jobs=[vcjob(flow, "a", P.FAILED)])).templates) == []
 
 
 def test_templates_needed_skips_a_flow_whose_job_name_is_taken():
     flow = jobflow(A_THEN_B, status={"estimates": [{"flow": "a"}, {"flow": "b"}]})
-    assert templates_needed(observe(flow, jobs=[vcjob(flow, "a", owner_uid="someone-else")])) == []
+    assert list(needs(observe(flow, jobs=[vcjob(flow, "a", owner_uid="someone-else")])).templates) == []
 
 
 def test_the_status_records_the_generation_it_was_computed_from():

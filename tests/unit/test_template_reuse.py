@@ -1,7 +1,7 @@
 """``flows[].jobTemplate``: one JobTemplate run under several flow names in one JobFlow; unset, upstream's rule
 (the flow runs the JobTemplate of its own name) holds."""
 
-from jobflow_core import observe, plan, templates_needed
+from jobflow_core import needs, observe, plan
 from jobflow_core.insight.template_stats import newly_ended
 from jobflow_core.models import VcJobPhase
 from jobflow_core.routing.concerns import waits_for_template
@@ -45,7 +45,7 @@ def test_the_templates_jobdependsonlist_gets_both_vcjobs():
 
 def test_the_template_is_read_once_and_a_missing_one_is_named_by_its_own_name():
     flow = jobflow(SWEEP)
-    assert templates_needed(observe(flow, jobs=[], now=T0)) == ["train", "report"]
+    assert list(needs(observe(flow, jobs=[], now=T0)).templates) == ["train", "report"]
     result = plan(flow, templates={}, jobs=[], now=T0)
     assert [w.message for w in result.status.waiting_flows][:2] == [
         'JobTemplate "default/train" not found: create it (kubectl apply -f ...) and the flow will continue'] * 2
@@ -69,7 +69,7 @@ def test_an_upstream_jobflow_runs_the_template_of_each_flows_name_as_before():
     flow = jobflow("spec: {flows: [{name: a}]}")
     [create] = plan(flow, templates={"a": template("a")}, jobs=[], now=T0).creates
     assert create.manifest["metadata"]["labels"]["volcano.sh/createdByJobTemplate"] == "default.a"
-    assert templates_needed(observe(flow, jobs=[], now=T0)) == ["a"]
+    assert list(needs(observe(flow, jobs=[], now=T0)).templates) == ["a"]
 
 
 def test_a_template_name_that_no_object_can_have_is_refused():
