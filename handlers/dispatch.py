@@ -109,7 +109,12 @@ class Dispatcher:
         rooms = [room for outcome in result.outcomes for room in outcome.freed if room.behind is None]
         if self.hand_back or not rooms:
             return result
-        listed = [raw for scope in self.reconciler.namespaces or (None,) for raw in self.kube.list_jobflows(scope)]
+        try:
+            listed = [raw for scope in self.reconciler.namespaces or (None,) for raw in self.kube.list_jobflows(scope)]
+        except (ApiError, Unavailable) as error:
+            log.warning("could not list the JobFlows waiting for the room just freed (%s): the periodic look "
+                        "finds them", error)
+            return result
         by_key = {(raw["metadata"]["namespace"], raw["metadata"]["name"]): raw for raw in listed}
         lines = [in_line(raw) for raw in listed]
         keys = dict.fromkeys(key for room in rooms for key in to_wake(room, lines))  # in line order, each once

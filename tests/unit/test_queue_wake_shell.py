@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import yaml
 
+from apiclient.rest import Unavailable
 from apiclient.watch_cache import WatchCache
 from handlers.dispatch import Dispatcher
 from handlers.jobflows import Reconciler
@@ -79,3 +80,19 @@ def test_the_event_sources_cache_wakes_those_waiting_when_the_status_says_the_ho
     assert cache.woken() == []  # each change wakes once
     cache.note(JOBFLOW, ended, deleted=False)  # the same status again (a resync): no room freed twice
     assert cache.woken() == []
+
+
+def test_a_wake_that_cannot_list_the_line_leaves_it_to_the_periodic_look_and_the_event_succeeds() -> None:
+    kube = full_queue()
+    kube.move(NS, "first-a", "Completed")
+
+    def unreachable(namespace):
+        raise Unavailable("API server unreachable: connection refused")
+
+    kube.list_jobflows = unreachable  # the reconcile of first reads it by name; only the wake lists
+
+    result = Dispatcher(Reconciler(kube, clock=lambda: kube.now)).vcjob(NS, "first-a", controller="first",
+                                                                       deleted=False)
+
+    assert [o.jobflow for o in result.outcomes] == [f"{NS}/first"] and result.outcomes[0].phase == "Succeed"
+    assert kube.names(VCJOB, NS) == ["first-a"]
