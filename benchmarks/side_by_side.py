@@ -34,12 +34,14 @@ another (each alone), so that N=1's latency has enough samples (4 per diamond). 
 
 Run: ``.venv/bin/python -m benchmarks.side_by_side [--sizes 1,50,200] [--runs 2] [--run-for 1s]`` on a running
 ``make cluster``; ``--sizes 1000 --run-for 0s --name side_by_side-1000`` for the large run, ``--engines
-ours,ours-3-workers`` for one handler process against three. Results: ``results/<name>.json``.
+ours,ours-3-workers`` for one handler process against three (any ``ours-<n>-workers``). Results:
+``results/<name>.json``.
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import ssl
 import statistics
 import sys
@@ -62,8 +64,11 @@ from devcluster.testing import LocalCluster
 from jobflow_core.vocabulary.api import JOBFLOW
 
 ENGINES = ("upstream", "ours")
-OURS_3 = "ours-3-workers"
-"""Ours with ``--workers 3``: three handler processes behind the same event stream, as Knative would scale it."""
+def workers_of(engine: str) -> int:
+    """How many handler processes an engine of ours runs: ``ours`` one (the Procfile's), ``ours-<n>-workers`` n
+    (gunicorn's ``--workers n``) behind the same event stream, as Knative would scale it."""
+    found = re.fullmatch(r"ours-(\d+)-workers", engine)
+    return int(found.group(1)) if found else 1
 OWN_RESOURCES = frozenset({"leases", "services"})
 """What a kube-apiserver itself reads and writes (its identity lease, the kubernetes Service)."""
 DIAMOND = [("a", []), ("b", ["a"]), ("c", ["b"]), ("d", ["b"]), ("e", ["c", "d"])]
@@ -239,7 +244,7 @@ def run_once(local: LocalCluster, engine: str, n: int, *, run_for: str, timeout:
         if engine == "upstream":
             components = start_upstream(local, server, log_dir)
         else:
-            components = start_ours(local, server, log_dir, workers=3 if engine == OURS_3 else 1)
+            components = start_ours(local, server, log_dir, workers=workers_of(engine))
         time.sleep(3)  # informers synced, first lists done, the templates' announcements through
         watcher = VcJobWatch(local, namespace)
         started = time.monotonic()
@@ -322,7 +327,7 @@ ROWS = [
 
 def report(results: list[dict]) -> str:
     rows = []
-    engines = [e for e in (*ENGINES, OURS_3) if any(r["engine"] == e for r in results)]
+    engines = list(dict.fromkeys(r["engine"] for r in results))
     for n in sorted({r["n"] for r in results}):
         by_engine = {e: [r for r in results if r["n"] == n and r["engine"] == e] for e in engines}
         for label, pick in ROWS:
@@ -339,7 +344,7 @@ def main() -> None:
     parser.add_argument("--sizes", default="1,50,200", help="numbers of diamonds, comma-separated")
     parser.add_argument("--runs", type=int, default=2, help="runs per engine and size (alternated)")
     parser.add_argument("--run-for", default="1s", help="how long each pod runs (Go duration)")
-    parser.add_argument("--engines", default=",".join(ENGINES), help=f"of upstream, ours, {OURS_3}")
+    parser.add_argument("--engines", default=",".join(ENGINES), help="of upstream, ours, ours-<n>-workers")
     parser.add_argument("--timeout", type=float, default=1800)
     parser.add_argument("--name", default="side_by_side", help="result file name")
     parser.add_argument("--templates", choices=("before", "inside"), default="before",
