@@ -84,7 +84,8 @@ def test_every_rendered_document_passes_a_server_side_dry_run(cluster: LocalClus
         ("ClusterRoleBinding", "jobflow-handler"), ("Deployment", "jobflow-handler"), ("Service", "jobflow-handler"),
         ("ServiceAccount", "jobflow-eventsource"), ("ClusterRole", "jobflow-eventsource"),
         ("ClusterRoleBinding", "jobflow-eventsource"), ("Deployment", "jobflow-eventsource"),
-        ("Service", "jobflow-eventsource"),
+        ("Service", "jobflow-eventsource"), ("Role", "jobflow-eventsource-snapshot-key"),
+        ("RoleBinding", "jobflow-eventsource-snapshot-key"),
         ("PriorityClass", "volcano-jobflow-started"),
     }
     # A dry run does not create the install namespace, so what would live in it is tried in the test's instead.
@@ -158,15 +159,16 @@ class Accounts:
 
 
 def rbac_documents(file: str, namespace: str) -> list[dict]:
-    """One file's ServiceAccount, ClusterRole and binding, moved into ``namespace`` and renamed after it."""
+    """One file's ServiceAccount, roles and bindings, moved into ``namespace`` (which stands for the engine's own)
+    and renamed after it."""
     docs = manifest(file)
     for doc in docs:
         meta = doc["metadata"]
-        if doc["kind"] == "ServiceAccount":
+        if "namespace" in meta:  # the ServiceAccount, the snapshot key's Role and RoleBinding
             meta["namespace"] = namespace
-        else:
+        if doc["kind"] != "ServiceAccount":
             meta["name"] = f"{meta['name']}-{namespace}"
-        if doc["kind"] == "ClusterRoleBinding":
+        if doc["kind"] in ("ClusterRoleBinding", "RoleBinding"):
             doc["roleRef"]["name"] += f"-{namespace}"
             for subject in doc["subjects"]:
                 subject["namespace"] = namespace
@@ -371,6 +373,7 @@ EVENTSOURCE_REFUSED: dict[str, Callable[[client.CustomObjectsApi, client.CoreV1A
     "record an Event": lambda custom, core, ns: core.create_namespaced_event(
         ns, {"metadata": {"name": "any"}, "involvedObject": {"name": "any"}}),
     "read Secrets": HANDLER_REFUSED["read Secrets"],
+    "read a Secret other than the snapshots' key": lambda custom, core, ns: core.read_namespaced_secret("other", ns),
 }
 
 
