@@ -83,7 +83,7 @@ class FollowedKey:
     restart. Calling it is cheap: one ``stat`` every ten seconds."""
 
     def __init__(self, environ: Mapping[str, str], *, clock: Callable[[], float] = time.monotonic) -> None:
-        self._environ, self._clock = dict(environ), clock
+        self._clock = clock
         self._file = None if environ.get("SNAPSHOT_KEY") else environ.get("SNAPSHOT_KEY_FILE") or None
         self._key = snapshot_key(environ)
         self._looked, self._seen = clock(), self._stamp()

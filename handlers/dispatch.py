@@ -110,7 +110,7 @@ class Dispatcher:
         if self.hand_back or not rooms:
             return result
         try:
-            listed = [raw for scope in self.reconciler.namespaces or (None,) for raw in self.kube.list_jobflows(scope)]
+            listed = self._jobflows(self.reconciler.namespaces or (None,))
         except (ApiError, Unavailable) as error:
             log.warning("could not list the JobFlows waiting for the room just freed (%s): the periodic look "
                         "finds them", error)
@@ -205,7 +205,7 @@ class Dispatcher:
         """Reconcile every JobFlow that can still change, and let go of vcjobs whose JobFlow is gone (the safety
         net for lost events); start the scheduled runs that are due (:mod:`handlers.jobflowtemplates`)."""
         scopes: tuple[str | None, ...] = self.reconciler.namespaces or (None,)
-        listed = [raw for scope in scopes for raw in self.kube.list_jobflows(scope)]
+        listed = self._jobflows(scopes)
         alive = {raw["metadata"].get("uid") for raw in listed}
         for job in (job for scope in scopes for job in self.kube.list_vcjobs(scope, FLOW_JOBS_SELECTOR)):
             self._release_orphan(job, jobflow_uids=alive)
@@ -216,6 +216,10 @@ class Dispatcher:
             raise
         result.templates = self.runs.every_template(scopes)  # the tick is the schedules' clock
         return result
+
+    def _jobflows(self, scopes: Iterable[str | None]) -> list[dict]:
+        """The JobFlows of ``scopes`` (None: every namespace), one LIST each."""
+        return [raw for scope in scopes for raw in self.kube.list_jobflows(scope)]
 
     def _claimants(self, namespace: str, job: str, *, controller: str | None) -> list[dict]:
         """The JobFlows that claim vcjob ``job``: the one its controller names when that one does, else every one of
