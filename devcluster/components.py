@@ -37,6 +37,7 @@ KWOK_VERSION = "v0.8.0"
 KUBE_STATE_METRICS_VERSION = "v2.16.0"
 KNATIVE_EVENTING_VERSION = "v0.49.2"  # knative-v1.22.2, as gomod/knative pins
 KNATIVE_SERVING_VERSION = "v0.49.1"  # knative-v1.22.1: the same release train (knative.dev/pkg, k8s 0.35.4)
+HELM_VERSION = "v3.22.0"
 
 
 @dataclass(frozen=True)
@@ -198,6 +199,18 @@ KNATIVE_SERVING = GoModule(
     binaries={name: f"knative.dev/serving/cmd/{name}"
               for name in ("controller", "webhook", "autoscaler", "activator", "queue")},
 )
+
+# Not in MODULES either: only the chart's tests and ``make release`` run it (``devcluster/helm.py``). Helm 3, the
+# major Volcano's, Kueue's and Argo's charts document and most clusters are installed with; v3.22.0 is the newest
+# v3 the proxy serves. Helm 4 (v4.3.1 is served too) applies server-side by default, which would make Helm a field
+# manager of the CRDs next to Volcano's chart: docs/helm.md says what changes.
+HELM = GoModule(
+    name="helm",
+    upstream=f"helm.sh/helm/v3 {HELM_VERSION}",
+    binaries={"helm": "helm.sh/helm/v3/cmd/helm"},
+    ldflags=f"-s -w -X helm.sh/helm/v3/internal/version.version={HELM_VERSION}",
+)
+
 
 def module_named(name: str) -> GoModule:
     for module in MODULES:
