@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: venv lock build image cluster cluster-down cluster-status knative knative-serving test unit demo clean
+.PHONY: venv lock build image release cluster cluster-down cluster-status knative knative-serving test unit demo clean
 
 # Everything from the lock (exact versions, hashes checked), then this tree itself, editable, without dependencies.
 $(VENV)/.installed: pyproject.toml requirements/test.txt
@@ -29,6 +29,9 @@ build: venv  ## build (or find cached) etcd, kube-apiserver, Volcano and kwok bi
 
 image: venv  ## the engine's image from the Dockerfile, with podman (installed if missing; needs root), tagged as manifests/ deploy it
 	$(PY) -m devcluster image
+
+release: venv  ## every artifact of this version into dist/: wheel, sdist, image (OCI archive), chart, manifests, SBOM, checksums (docs/release.md)
+	$(PY) -m release $(if $(NO_IMAGE),--no-image)
 
 cluster: venv  ## start (or reuse) the local control plane; prints `export KUBECONFIG=...`
 	$(PY) -m devcluster up

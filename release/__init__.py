@@ -1,0 +1,1 @@
+"""``make release``: every artifact of a version, into ``dist/``, with no registry (docs/release.md)."""
