@@ -15,6 +15,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from kubernetes import client
@@ -172,3 +173,22 @@ def wait_gone(cluster: LocalCluster, uids: set[str], *, timeout: float = 60) -> 
     def gone() -> bool:
         return not uids & {pod.metadata.uid for pod in cluster.core.list_namespaced_pod(NAMESPACE).items}
     cluster.wait_until("the deleted pods to be gone", gone, timeout=timeout)
+
+
+def run_the_seed_diamond(cluster: LocalCluster, namespace: str) -> None:
+    """``examples/diamond/`` applied as the README does, run by whatever engine is installed to Succeed: each vcjob
+    created once (by UID), the phase kept, and ``jobRetainPolicy: delete`` honoured."""
+    from objects import VcjobUids, apply, jobflow, vcjobs, wait_for_phase
+
+    examples = REPO / "examples" / "diamond"
+    created = VcjobUids(cluster, namespace)
+    apply(cluster, namespace, (examples / "jobtemplates.yaml").read_text())
+    apply(cluster, namespace, (examples / "jobflow.yaml").read_text())
+
+    wait_for_phase(cluster, namespace, "test", "Succeed", timeout=120)
+    time.sleep(3)  # a Succeed JobFlow stays Succeed: nothing runs its flows again
+    seen = created.stop()
+
+    assert jobflow(cluster, namespace, "test")["status"]["state"]["phase"] == "Succeed"
+    assert {name: len(uids) for name, uids in seen.items()} == {f"test-{flow}": 1 for flow in "abcde"}
+    cluster.wait_until("jobRetainPolicy: delete to remove the vcjobs", lambda: not vcjobs(cluster, namespace))

@@ -29,7 +29,7 @@ from devcluster.pod_node import VOLCANO_CONTROLLERS
 from devcluster.podman import podman
 from devcluster.testing import LocalCluster
 from installation import (CYCLE, DEPLOYMENTS, KUBECTL, NAMESPACE, REPO, describe_pods, exec_in, install,
-                          pods, uninstall, wait_gone, wait_rolled_out)
+                          pods, run_the_seed_diamond, uninstall, wait_gone, wait_rolled_out)
 from jobflow_core.vocabulary.api import QUEUE
 from objects import DIAMOND, VcjobUids, apply, diamond_templates, jobflow, vcjobs, wait_for_phase
 
@@ -125,18 +125,7 @@ def test_the_pods_run_as_uid_10001_with_a_read_only_root_filesystem(installed: L
 
 def test_the_seed_diamond_reaches_succeed_run_by_the_installed_pods_alone(installed: LocalCluster,
                                                                            user_namespace: str) -> None:
-    examples = REPO / "examples" / "diamond"
-    created = VcjobUids(installed, user_namespace)
-    apply(installed, user_namespace, (examples / "jobtemplates.yaml").read_text())
-    apply(installed, user_namespace, (examples / "jobflow.yaml").read_text())
-
-    wait_for_phase(installed, user_namespace, "test", "Succeed", timeout=120)
-    time.sleep(3)  # a Succeed JobFlow stays Succeed: nothing runs its flows again
-    seen = created.stop()
-
-    assert jobflow(installed, user_namespace, "test")["status"]["state"]["phase"] == "Succeed"
-    assert {name: len(uids) for name, uids in seen.items()} == {f"test-{flow}": 1 for flow in "abcde"}
-    installed.wait_until("jobRetainPolicy: delete to remove the vcjobs", lambda: not vcjobs(installed, user_namespace))
+    run_the_seed_diamond(installed, user_namespace)
 
 
 def test_the_webhook_pod_refuses_a_cyclic_jobflow_through_the_api_server(installed: LocalCluster,

@@ -1,0 +1,137 @@
+"""The Helm chart installed for real, on the install tier's cluster whose node runs the image built from this tree.
+
+``helm install`` (Helm v3.22, built from its Go module) with the default values but for the pull policy: the pods
+run the image, the webhook answers with the certificate the chart made, and the seed diamond reaches Succeed run by
+the installed pods alone. ``helm upgrade`` keeps that certificate (the Secret and every ``caBundle`` unchanged) and
+the webhook answering. ``helm uninstall`` takes every object of the release away but the CRDs (and so the JobFlows),
+and leaves nothing that holds a namespace: one deleted after it goes.
+
+The install tier's other tests install ``manifests/`` into the same namespace, so the fixture first takes that
+install away, and hands the CRDs that devcluster applied to the release the documented way (docs/helm.md, "From
+the manifests to the chart").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+import yaml
+from kubernetes import client
+
+from devcluster.helm import CHART, helm
+from devcluster.testing import LocalCluster
+from installation import (DEPLOYMENTS, NAMESPACE, kubectl, routed_to_ready_pods, run_the_seed_diamond, uninstall,
+                          wait_rolled_out, webhook_refuses)
+from objects import jobflow
+
+pytestmark = pytest.mark.cluster
+
+RELEASE = "volcano-jobflow"
+CLUSTER_OBJECTS = (("clusterrole", "jobflow-handler"), ("clusterrole", "jobflow-eventsource"),
+                   ("clusterrole", "jobflow-admission"), ("clusterrole", "jobflow-dashboard"),
+                   ("clusterrolebinding", "jobflow-handler"), ("clusterrolebinding", "jobflow-eventsource"),
+                   ("clusterrolebinding", "jobflow-admission"), ("clusterrolebinding", "jobflow-dashboard"),
+                   ("priorityclass", "volcano-jobflow-started"))
+"""What a kustomize install leaves outside its namespace (besides the CRDs and the webhook registration)."""
+CRDS = ("jobflows.flow.volcano.sh", "jobtemplates.flow.volcano.sh", "jobflowtemplates.flow.volcano.sh")
+
+
+def take_the_manifests_away(cluster: LocalCluster) -> None:
+    uninstall(cluster)
+    for kind, name in CLUSTER_OBJECTS:
+        kubectl(cluster, "delete", kind, name, "--ignore-not-found")
+
+
+def hand_the_crds_to_the_release(cluster: LocalCluster) -> None:
+    """docs/helm.md's three commands: Helm adopts an object that names its release."""
+    for crd in CRDS:
+        kubectl(cluster, "annotate", "--overwrite", "crd", crd, f"meta.helm.sh/release-name={RELEASE}",
+                f"meta.helm.sh/release-namespace={NAMESPACE}")
+        kubectl(cluster, "label", "--overwrite", "crd", crd, "app.kubernetes.io/managed-by=Helm")
+
+
+def chart_helm(cluster: LocalCluster, *args: str) -> str:
+    return helm(*args, "--namespace", NAMESPACE, kubeconfig=cluster.state.kubeconfig).stdout
+
+
+@pytest.fixture(scope="module")
+def released(pods_cluster: LocalCluster) -> Iterator[LocalCluster]:
+    helm("uninstall", RELEASE, "--namespace", NAMESPACE, "--ignore-not-found", "--wait",
+         kubeconfig=pods_cluster.state.kubeconfig)  # a kept cluster's earlier run
+    take_the_manifests_away(pods_cluster)
+    hand_the_crds_to_the_release(pods_cluster)
+    chart_helm(pods_cluster, "install", RELEASE, str(CHART), "--create-namespace", "--wait", "--timeout", "5m")
+    wait_rolled_out(pods_cluster)
+    for name in ("jobflow-handler", "jobflow-admission"):
+        pods_cluster.wait_until(f"kube-proxy to route Service {name}", lambda: routed_to_ready_pods(pods_cluster, name),
+                                timeout=30)
+    pods_cluster.wait_until("the webhook to refuse a cyclic JobFlow", lambda: webhook_refuses(pods_cluster),
+                            timeout=30)
+    yield pods_cluster
+    helm("uninstall", RELEASE, "--namespace", NAMESPACE, "--ignore-not-found", "--wait",
+         kubeconfig=pods_cluster.state.kubeconfig)
+
+
+@pytest.fixture
+def user_namespace(released: LocalCluster) -> Iterator[str]:
+    name = released.create_namespace()
+    yield name
+    released.delete_namespace(name)
+
+
+def tls(cluster: LocalCluster) -> tuple[dict[str, str], set[str]]:
+    secret = cluster.core.read_namespaced_secret("jobflow-admission-tls", NAMESPACE)
+    registration = client.AdmissionregistrationV1Api(cluster.api).read_validating_webhook_configuration(
+        "jobflow-admission")
+    return secret.data, {hook.client_config.ca_bundle for hook in registration.webhooks}  # base64, as the Secret
+
+
+def test_the_release_runs_every_deployment_of_the_chart(released: LocalCluster) -> None:
+    status = yaml.safe_load(chart_helm(released, "status", RELEASE, "--output", "yaml"))
+
+    assert status["info"]["status"] == "deployed"
+    apps = client.AppsV1Api(released.api)
+    for name in DEPLOYMENTS:
+        found = apps.read_namespaced_deployment(name, NAMESPACE)
+        assert found.metadata.labels["app.kubernetes.io/managed-by"] == "Helm"
+        assert found.status.ready_replicas == found.spec.replicas
+
+
+def test_the_seed_diamond_reaches_succeed_run_by_the_released_pods(released: LocalCluster,
+                                                                     user_namespace: str) -> None:
+    run_the_seed_diamond(released, user_namespace)
+
+
+def test_an_upgrade_keeps_the_webhook_certificate_and_the_webhook_answering(released: LocalCluster) -> None:
+    before = tls(released)
+    assert before[1] == {before[0]["ca.crt"]}
+
+    chart_helm(released, "upgrade", RELEASE, str(CHART), "--reuse-values", "--set", "handler.replicas=1", "--wait",
+               "--timeout", "5m")
+    wait_rolled_out(released)
+
+    assert tls(released) == before
+    assert client.AppsV1Api(released.api).read_namespaced_deployment("jobflow-handler", NAMESPACE).spec.replicas == 1
+    assert webhook_refuses(released)
+
+
+def test_uninstall_keeps_the_crds_and_the_jobflows_and_holds_no_namespace(released: LocalCluster) -> None:
+    namespace = released.create_namespace()
+    kubectl(released, "apply", "-n", namespace, "-f", str(CHART.parents[1] / "examples" / "diamond"))
+    released.wait_until("the diamond to start", lambda: (jobflow(released, namespace, "test") or {}).get(
+        "status", {}).get("state", {}).get("phase") in {"Running", "Succeed"}, timeout=60)
+
+    helm("uninstall", RELEASE, "--namespace", NAMESPACE, "--wait", kubeconfig=released.state.kubeconfig)
+
+    assert not client.AppsV1Api(released.api).list_namespaced_deployment(NAMESPACE).items
+    for kind, name in CLUSTER_OBJECTS[:3] + CLUSTER_OBJECTS[-1:]:
+        assert kubectl(released, "get", kind, name, "--ignore-not-found", "-o", "name") == "", (kind, name)
+    assert kubectl(released, "get", "validatingwebhookconfiguration", "jobflow-admission", "--ignore-not-found") == ""
+    for crd in CRDS:
+        assert kubectl(released, "get", "crd", crd, "-o", "name").strip().endswith(f"/{crd}")
+    assert jobflow(released, namespace, "test") is not None
+
+    released.delete_namespace(namespace)
+    released.wait_until(f"namespace {namespace} to go", lambda: namespace not in {
+        ns.metadata.name for ns in released.core.list_namespace().items}, timeout=90, interval=1)
