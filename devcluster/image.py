@@ -231,6 +231,43 @@ def ensure_image(*, log=print) -> str:
     return image
 
 
+def ensure_image_of(commit: str, *, log=print) -> str:
+    """The image of an earlier commit (the upgrade tests' old version), built once from that commit's own
+    Dockerfile and sources (``git archive``, so no worktree is left behind) and tagged ``<repository>:<version>-
+    <commit>``. Its Dockerfile may install from PyPI: the build runs with the host's network."""
+    resolved = subprocess.run(["git", "rev-parse", "--verify", f"{commit}^{{commit}}"], cwd=REPO, capture_output=True,
+                              text=True, check=False)
+    if resolved.returncode != 0:
+        raise PodmanError(f"commit {commit} is not in this clone ({resolved.stderr.strip()}): the upgrade tests build "
+                          f"the image of that release from it; fetch the whole history (git fetch --unshallow)")
+    full = resolved.stdout.strip()
+    repository = manifest_image().rsplit(":", 1)[0]
+    tag = f"{repository}:{_version_at(full)}-{full[:7]}"
+    if podman("image", "exists", tag, check=False).returncode == 0:
+        return tag
+    base = ensure_base(log=log)
+    source = cache_root() / "image" / f"source-{full[:12]}"
+    shutil.rmtree(source, ignore_errors=True)
+    source.mkdir(parents=True)
+    archive = subprocess.run(["git", "archive", full], cwd=REPO, capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(source)], input=archive, check=True)
+    log(f"image: building {tag} from commit {full[:12]}'s Dockerfile")
+    volumes = ["-v", f"{HOST_CA_BUNDLE}:{HOST_CA_BUNDLE}:ro"] if HOST_CA_BUNDLE.exists() else []
+    try:
+        podman("build", "--pull=never", "--no-cache", "--network=host", *volumes, "--build-arg", f"BASE={base}",
+               "--label", f"{DIGEST_LABEL}=commit-{full[:12]}", "--tag", tag, "--file", str(source / "Dockerfile"),
+               str(source), timeout=1800)
+    finally:
+        shutil.rmtree(source, ignore_errors=True)
+    return tag
+
+
+def _version_at(commit: str) -> str:
+    text = subprocess.run(["git", "show", f"{commit}:pyproject.toml"], cwd=REPO, capture_output=True, text=True,
+                          check=True).stdout
+    return tomllib.loads(text)["project"]["version"]
+
+
 def main() -> int:
     try:
         ensure_image()

@@ -6,7 +6,9 @@ metric                                              type     what
 ``jobflow_eventsource_events_sent_total``           counter  events POSTed to the sink, by object ``kind``
                                                              and ``outcome`` (``delivered``, ``retried``:
                                                              a transient failure, sent again later;
-                                                             ``dropped``: refused for good, e.g. a 400)
+                                                             ``dropped``: refused for good, e.g. a 400;
+                                                             ``other_version``: a handler of another
+                                                             version answered, sent again)
 ``jobflow_eventsource_changes_skipped_total``       counter  updates not forwarded, by object ``kind``:
                                                              nothing the engine reads changed
                                                              (:mod:`jobflow_core.routing.relevance`)

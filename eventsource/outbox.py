@@ -12,6 +12,13 @@ an answer that is not HTTP, 5xx, 404, 408, 409, 429) is retried with exponential
 event is bad is logged and dropped, because sending it again cannot help. A retry sends the very same event (same ``id``
 and ``time``), as ApiServerSource's sender does, so a sink can recognise the duplicate when an earlier attempt did
 arrive.
+
+A handler answers with its version (:data:`apiclient.version.REPLY_HEADER`). With ``version`` set (the event
+source reads the handler's answers), an event that a handler of another version answered, or one that names none
+(0.1.0 did not), is sent again :data:`OTHER_VERSION_SECONDS` later, at most :data:`OTHER_VERSION_RESENDS` times:
+during a rolling update the Service sends a new event source's first events (its whole first list) to the old
+handlers too, and an idle JobFlow would otherwise keep the old version's decision until the next resync. Both
+answers are safe (every write is guarded); the second is this version's.
 """
 
 from __future__ import annotations
@@ -27,11 +34,16 @@ from collections import OrderedDict
 from collections.abc import Callable
 
 from apiclient.cloudevents import Envelope
+from apiclient.version import REPLY_HEADER
 from eventsource import metrics
 
 log = logging.getLogger("eventsource.outbox")
 
 DEFAULT_HOLD_SECONDS = 0.5
+OTHER_VERSION_SECONDS = 2.0
+OTHER_VERSION_RESENDS = 30
+"""A minute of re-sending: longer than a roll-out of the manifests takes; a handler of another version kept on
+purpose does not make the event source send for ever."""
 RETRIED_STATUSES = frozenset({404, 408, 409, 429}) | frozenset(range(500, 600))
 
 
@@ -39,9 +51,11 @@ class Outbox:
     def __init__(self, sink: str, encode: Callable[[Envelope], tuple[dict[str, str], bytes]], *,
                  timeout: float = 10.0, initial_backoff: float = 0.1, max_backoff: float = 30.0,
                  ca_certs: str | None = None, hold: float = DEFAULT_HOLD_SECONDS,
-                 on_answer: Callable[[bytes], None] | None = None) -> None:
+                 on_answer: Callable[[bytes], None] | None = None, version: str | None = None) -> None:
         self.sink, self.encode, self.timeout = sink, encode, timeout
         self.on_answer = on_answer  # reads the body of a 2xx answer (the handler's, when it answers us)
+        self.version = version  # ours: an event another version answered is sent again (module docstring)
+        self._resent: dict[tuple[str, str, str], int] = {}  # key -> times its change went back for that
         # K_CA_CERTS: the PEM of an https sink's CA, as Knative's SinkBinding injects it (else the system's CAs).
         self.ssl_context = ssl.create_default_context(cadata=ca_certs) if ca_certs else None
         self.initial_backoff, self.max_backoff = initial_backoff, max_backoff
@@ -107,6 +121,24 @@ class Outbox:
             self._encoded[envelope.key] = (envelope, message)
         return message
 
+    def _again_if_another_version(self, envelope: Envelope, answered_by: str | None) -> None:
+        """Send ``envelope`` again a moment later if a handler of another version answered it (module docstring)."""
+        key = envelope.key
+        with self._lock:
+            if answered_by == self.version:
+                self._resent.pop(key, None)
+                return
+            times = self._resent.get(key, 0)
+            if times >= OTHER_VERSION_RESENDS or key in self._pending:  # given up, or a newer change goes anyway
+                return
+            self._resent[key] = times + 1
+            self._pending[key] = envelope
+            self._due[key] = time.monotonic() + OTHER_VERSION_SECONDS
+            self._lock.notify()
+        metrics.EVENTS_SENT.labels(envelope.api_type.kind, "other_version").inc()
+        log.info("a handler of version %s answered %s %s; sending it again for one of version %s",
+                 answered_by or "unknown (0.1.0 or older)", envelope.change, key, self.version)
+
     def _requeue_unless_newer(self, envelope: Envelope) -> None:
         """Put a failed event back at the head of the line, unless a newer change for its object arrived."""
         with self._lock:
@@ -115,19 +147,19 @@ class Outbox:
                 self._pending[envelope.key] = envelope
                 self._pending.move_to_end(envelope.key, last=False)
 
-    def _post(self, message: tuple[dict[str, str], bytes]) -> tuple[int | None, bytes]:
-        """HTTP status and body of one attempt; None when the sink could not be reached or did not answer in
-        HTTP."""
+    def _post(self, message: tuple[dict[str, str], bytes]) -> tuple[int | None, bytes, str | None]:
+        """HTTP status, body and the answering handler's version of one attempt; None when the sink could not be
+        reached or did not answer in HTTP."""
         headers, body = message
         request = urllib.request.Request(self.sink, data=body, headers=headers, method="POST")
         try:
             with urllib.request.urlopen(request, timeout=self.timeout, context=self.ssl_context) as response:
-                return response.status, response.read()
+                return response.status, response.read(), response.headers.get(REPLY_HEADER)
         except urllib.error.HTTPError as error:
-            return error.code, b""
+            return error.code, b"", None
         except (OSError, http.client.HTTPException) as error:
             log.warning("sink %s gave no HTTP answer: %s", self.sink, error)
-            return None, b""
+            return None, b"", None
 
     def run(self) -> None:
         """One sender loop (several may run: each object is with at most one sender); returns after ``stop``."""
@@ -140,7 +172,7 @@ class Outbox:
 
     def _deliver(self, envelope: Envelope, backoff: float) -> float:
         """Send one event; on a transient failure put it back and wait. Returns the next backoff."""
-        status, answer = self._post(self._message(envelope))
+        status, answer, answered_by = self._post(self._message(envelope))
         if status is not None and (200 <= status < 300 or status not in RETRIED_STATUSES):
             with self._lock:
                 if self._encoded.get(envelope.key, (None,))[0] is envelope:
@@ -151,6 +183,8 @@ class Outbox:
             metrics.EVENTS_SENT.labels(kind, "delivered").inc()
             if answer and self.on_answer is not None:
                 self.on_answer(answer)
+            if self.version is not None:
+                self._again_if_another_version(envelope, answered_by)
             return self.initial_backoff
         if status is not None and status not in RETRIED_STATUSES:
             metrics.EVENTS_SENT.labels(kind, "dropped").inc()

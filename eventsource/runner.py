@@ -122,7 +122,8 @@ def start(api: Connection, *, sink: str, namespaces: Sequence[str], mode: cloude
     encoder = Encoder(mode=mode, source=source, overrides=overrides or {}, cache=cache, key=snapshot_key,
                       replies=replies)
     outbox = Outbox(sink, encoder, ca_certs=ca_certs, hold=hold,
-                    on_answer=(lambda body: answered(cache, outbox, body)) if replies else None)
+                    on_answer=(lambda body: answered(cache, outbox, body)) if replies else None,
+                    version=version() if replies else None)
     stopping = threading.Event()
     rechecker, waker = Rechecker(outbox, stopping), Waker(outbox, stopping, clock=clock)
     observers = {JOBFLOW: rechecker.observe, JOBFLOWTEMPLATE: waker.observe}

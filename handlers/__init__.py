@@ -59,4 +59,13 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
 
     app.register_blueprint(bp)
     app.register_blueprint(webhooks)
+    from apiclient.version import REPLY_HEADER
+
+    running = version()
+
+    @app.after_request
+    def name_the_version(response):
+        response.headers[REPLY_HEADER] = running
+        return response
+
     return app

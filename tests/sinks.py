@@ -54,11 +54,14 @@ class Sink:
     """Records every request; ``answer`` (a status, or a function of the headers) decides each reply.
 
     ``answer`` may be changed while the sink runs. ``port`` 0 takes a free one; ``tls`` serves HTTPS with that
-    context (then ``url`` says ``https``). Close it, or use it as a context manager.
+    context (then ``url`` says ``https``); ``reply_headers`` go on every reply (and may be changed too). Close it,
+    or use it as a context manager.
     """
 
-    def __init__(self, *, answer: int | Answer = 202, port: int = 0, tls: ssl.SSLContext | None = None) -> None:
+    def __init__(self, *, answer: int | Answer = 202, port: int = 0, tls: ssl.SSLContext | None = None,
+                 reply_headers: dict[str, str] | None = None) -> None:
         self.answer = answer
+        self.reply_headers = dict(reply_headers or {})
         self.received: list[Request] = []
         self.server = ThreadingHTTPServer(("127.0.0.1", port), _recording(self))
         if tls is not None:
@@ -102,6 +105,8 @@ def _recording(sink: Sink) -> type[BaseHTTPRequestHandler]:
                 self.close_connection = True
                 return
             self.send_response(status)
+            for name, value in dict(sink.reply_headers).items():
+                self.send_header(name, value)
             self.send_header("Content-Length", "0")
             self.end_headers()
 

@@ -192,3 +192,50 @@ def run_the_seed_diamond(cluster: LocalCluster, namespace: str) -> None:
     assert jobflow(cluster, namespace, "test")["status"]["state"]["phase"] == "Succeed"
     assert {name: len(uids) for name, uids in seen.items()} == {f"test-{flow}": 1 for flow in "abcde"}
     cluster.wait_until("jobRetainPolicy: delete to remove the vcjobs", lambda: not vcjobs(cluster, namespace))
+
+
+RELEASE = "volcano-jobflow"
+CLUSTER_OBJECTS = (("clusterrole", "jobflow-handler"), ("clusterrole", "jobflow-eventsource"),
+                   ("clusterrole", "jobflow-admission"), ("clusterrole", "jobflow-dashboard"),
+                   ("clusterrolebinding", "jobflow-handler"), ("clusterrolebinding", "jobflow-eventsource"),
+                   ("clusterrolebinding", "jobflow-admission"), ("clusterrolebinding", "jobflow-dashboard"),
+                   ("priorityclass", "volcano-jobflow-started"))
+"""What a kustomize install leaves outside its namespace (besides the CRDs and the webhook registration)."""
+CRDS = ("jobflows.flow.volcano.sh", "jobtemplates.flow.volcano.sh", "jobflowtemplates.flow.volcano.sh")
+
+
+def take_the_manifests_away(cluster: LocalCluster) -> None:
+    uninstall(cluster)
+    for kind, name in CLUSTER_OBJECTS:
+        kubectl(cluster, "delete", kind, name, "--ignore-not-found")
+
+
+def hand_the_crds_to_the_release(cluster: LocalCluster) -> None:
+    """docs/helm.md's three commands: Helm adopts an object that names its release."""
+    for crd in CRDS:
+        kubectl(cluster, "annotate", "--overwrite", "crd", crd, f"meta.helm.sh/release-name={RELEASE}",
+                f"meta.helm.sh/release-namespace={NAMESPACE}")
+        kubectl(cluster, "label", "--overwrite", "crd", crd, "app.kubernetes.io/managed-by=Helm")
+
+
+def chart_helm(cluster: LocalCluster, *args: str) -> str:
+    """``helm *args`` in the engine's namespace on ``cluster``; its output."""
+    from devcluster.helm import helm
+
+    return helm(*args, "--namespace", NAMESPACE, kubeconfig=cluster.state.kubeconfig).stdout
+
+
+def install_release(cluster: LocalCluster, *values: str) -> None:
+    """The chart installed as docs/helm.md says, in place of whatever engine the tier's cluster ran (the manifests,
+    an earlier release): every Deployment rolled out, Services routed, the webhook refusing a cycle."""
+    from devcluster.helm import CHART
+
+    chart_helm(cluster, "uninstall", RELEASE, "--ignore-not-found", "--wait")
+    take_the_manifests_away(cluster)
+    hand_the_crds_to_the_release(cluster)
+    chart_helm(cluster, "install", RELEASE, str(CHART), "--create-namespace", "--wait", "--timeout", "5m", *values)
+    wait_rolled_out(cluster)
+    for name in ("jobflow-handler", "jobflow-admission"):
+        cluster.wait_until(f"kube-proxy to route Service {name}", lambda: routed_to_ready_pods(cluster, name),
+                           timeout=30)
+    cluster.wait_until("the webhook to refuse a cyclic JobFlow", lambda: webhook_refuses(cluster), timeout=30)

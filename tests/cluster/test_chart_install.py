@@ -19,58 +19,19 @@ import pytest
 import yaml
 from kubernetes import client
 
-from devcluster.helm import CHART, helm
+from devcluster.helm import CHART
 from devcluster.testing import LocalCluster
-from installation import (DEPLOYMENTS, NAMESPACE, kubectl, routed_to_ready_pods, run_the_seed_diamond, uninstall,
-                          wait_rolled_out, webhook_refuses)
+from installation import (CLUSTER_OBJECTS, CRDS, DEPLOYMENTS, NAMESPACE, RELEASE, chart_helm, install_release,
+                          kubectl, run_the_seed_diamond, wait_rolled_out, webhook_refuses)
 from objects import jobflow
 
 pytestmark = pytest.mark.cluster
 
-RELEASE = "volcano-jobflow"
-CLUSTER_OBJECTS = (("clusterrole", "jobflow-handler"), ("clusterrole", "jobflow-eventsource"),
-                   ("clusterrole", "jobflow-admission"), ("clusterrole", "jobflow-dashboard"),
-                   ("clusterrolebinding", "jobflow-handler"), ("clusterrolebinding", "jobflow-eventsource"),
-                   ("clusterrolebinding", "jobflow-admission"), ("clusterrolebinding", "jobflow-dashboard"),
-                   ("priorityclass", "volcano-jobflow-started"))
-"""What a kustomize install leaves outside its namespace (besides the CRDs and the webhook registration)."""
-CRDS = ("jobflows.flow.volcano.sh", "jobtemplates.flow.volcano.sh", "jobflowtemplates.flow.volcano.sh")
-
-
-def take_the_manifests_away(cluster: LocalCluster) -> None:
-    uninstall(cluster)
-    for kind, name in CLUSTER_OBJECTS:
-        kubectl(cluster, "delete", kind, name, "--ignore-not-found")
-
-
-def hand_the_crds_to_the_release(cluster: LocalCluster) -> None:
-    """docs/helm.md's three commands: Helm adopts an object that names its release."""
-    for crd in CRDS:
-        kubectl(cluster, "annotate", "--overwrite", "crd", crd, f"meta.helm.sh/release-name={RELEASE}",
-                f"meta.helm.sh/release-namespace={NAMESPACE}")
-        kubectl(cluster, "label", "--overwrite", "crd", crd, "app.kubernetes.io/managed-by=Helm")
-
-
-def chart_helm(cluster: LocalCluster, *args: str) -> str:
-    return helm(*args, "--namespace", NAMESPACE, kubeconfig=cluster.state.kubeconfig).stdout
-
-
 @pytest.fixture(scope="module")
 def released(pods_cluster: LocalCluster) -> Iterator[LocalCluster]:
-    helm("uninstall", RELEASE, "--namespace", NAMESPACE, "--ignore-not-found", "--wait",
-         kubeconfig=pods_cluster.state.kubeconfig)  # a kept cluster's earlier run
-    take_the_manifests_away(pods_cluster)
-    hand_the_crds_to_the_release(pods_cluster)
-    chart_helm(pods_cluster, "install", RELEASE, str(CHART), "--create-namespace", "--wait", "--timeout", "5m")
-    wait_rolled_out(pods_cluster)
-    for name in ("jobflow-handler", "jobflow-admission"):
-        pods_cluster.wait_until(f"kube-proxy to route Service {name}", lambda: routed_to_ready_pods(pods_cluster, name),
-                                timeout=30)
-    pods_cluster.wait_until("the webhook to refuse a cyclic JobFlow", lambda: webhook_refuses(pods_cluster),
-                            timeout=30)
+    install_release(pods_cluster)
     yield pods_cluster
-    helm("uninstall", RELEASE, "--namespace", NAMESPACE, "--ignore-not-found", "--wait",
-         kubeconfig=pods_cluster.state.kubeconfig)
+    chart_helm(pods_cluster, "uninstall", RELEASE, "--ignore-not-found", "--wait")
 
 
 @pytest.fixture
@@ -122,7 +83,7 @@ def test_uninstall_keeps_the_crds_and_the_jobflows_and_holds_no_namespace(releas
     released.wait_until("the diamond to start", lambda: (jobflow(released, namespace, "test") or {}).get(
         "status", {}).get("state", {}).get("phase") in {"Running", "Succeed"}, timeout=60)
 
-    helm("uninstall", RELEASE, "--namespace", NAMESPACE, "--wait", kubeconfig=released.state.kubeconfig)
+    chart_helm(released, "uninstall", RELEASE, "--wait")
 
     assert not client.AppsV1Api(released.api).list_namespaced_deployment(NAMESPACE).items
     for kind, name in CLUSTER_OBJECTS[:3] + CLUSTER_OBJECTS[-1:]:

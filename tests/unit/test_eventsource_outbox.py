@@ -247,7 +247,7 @@ def test_several_senders_never_send_two_events_of_one_object_at_once_and_deliver
             with lock:
                 busy.discard(name)
                 delivered.append(name)
-            return 202, b""
+            return 202, b"", None
 
     outbox = SlowSink("http://unused", lambda e: cloudevents.encode(e, mode=cloudevents.Mode.REFERENCE, source="s",
                                                                     overrides={}))
@@ -286,3 +286,53 @@ def test_an_https_sink_is_trusted_through_k_ca_certs(tmp_path) -> None:
             time.sleep(0.05)
         outbox.stop()
     assert [request.headers["ce-name"] for request in sink.received] == ["tls"]
+
+
+def test_an_event_a_handler_of_another_version_answered_is_sent_again_until_one_of_this_version_does(
+        start, sinks, monkeypatch):
+    monkeypatch.setattr("eventsource.outbox.OTHER_VERSION_SECONDS", 0.05)
+    sinks.append(sink := Sink())  # no version header: a 0.1.0 handler
+    outbox = Outbox(sink.url, new_outbox(sink.url).encode, version="0.2.0")
+    start(outbox)
+    outbox.put(envelope("a"))
+
+    wait_until("a second delivery", lambda: len(sink.accepted()) >= 2)
+    sink.reply_headers = {"Jobflow-Engine-Version": "0.1.9"}  # a handler of another version: still again
+    count = len(sink.accepted())
+    wait_until("another delivery", lambda: len(sink.accepted()) > count + 1)
+    sink.reply_headers = {"Jobflow-Engine-Version": "0.2.0"}  # the new handlers took over
+    wait_until("this version to answer", lambda: any(r.ok for r in sink.received[count + 2:]))
+    time.sleep(0.3)
+    settled = len(sink.accepted())
+    time.sleep(0.3)
+
+    assert len(sink.accepted()) == settled
+    assert {name_and_change(r) for r in sink.accepted()} == {("a", "add")}
+    # Each a new event (a new id): a handler that remembers the ids it answered must not take it for that one.
+    assert len({r.headers["ce-id"] for r in sink.accepted()}) == len(sink.accepted())
+
+
+def test_a_handler_of_another_version_kept_on_purpose_gets_each_change_a_bounded_number_of_times(
+        start, sinks, monkeypatch):
+    monkeypatch.setattr("eventsource.outbox.OTHER_VERSION_SECONDS", 0.01)
+    monkeypatch.setattr("eventsource.outbox.OTHER_VERSION_RESENDS", 3)
+    sinks.append(sink := Sink(reply_headers={"Jobflow-Engine-Version": "0.1.0"}))
+    outbox = Outbox(sink.url, new_outbox(sink.url).encode, version="0.2.0")
+    start(outbox)
+    outbox.put(envelope("a"))
+
+    wait_until("four deliveries", lambda: len(sink.accepted()) >= 4)
+    time.sleep(0.3)
+    assert len(sink.accepted()) == 4
+
+
+def test_without_a_version_of_its_own_the_outbox_sends_each_change_once(start, sinks, monkeypatch):
+    monkeypatch.setattr("eventsource.outbox.OTHER_VERSION_SECONDS", 0.01)
+    sinks.append(sink := Sink())
+    outbox = new_outbox(sink.url)  # ApiServerSource's contract: the sink is not necessarily our handler
+    start(outbox)
+    outbox.put(envelope("a"))
+
+    wait_until("a delivery", lambda: sink.accepted())
+    time.sleep(0.3)
+    assert len(sink.accepted()) == 1

@@ -226,3 +226,11 @@ def test_a_refusal_of_the_api_server_that_retrying_cannot_cure_is_its_4xx_never_
     kube.get_jobflow = forbidden
     reply = send(client, JOBFLOW, "f")
     assert reply.status_code == 403 and "403 Forbidden" in reply.json["error"]
+
+
+def test_every_reply_names_the_handlers_version_so_the_event_source_can_tell_a_roll_out(client, kube):
+    from apiclient.version import REPLY_HEADER, version
+
+    replies = [send(client, JOBFLOW, "a-then-b"), client.post("/", data=b"{}"), client.get("/healthz")]
+
+    assert [reply.headers.get(REPLY_HEADER) for reply in replies] == [version()] * 3
