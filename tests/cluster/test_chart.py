@@ -106,6 +106,9 @@ OPTIONS = {
     "dashboard and ServiceMonitors": (("--set", "dashboard.enabled=true", "--set", "monitoring.serviceMonitors=true"),
                                       (MANIFESTS, MANIFESTS / "webhook", MANIFESTS / "dashboard",
                                        MANIFESTS / "monitoring"), ()),
+    "knative": (("--set", "mode=knative"), (REPO / "knative", MANIFESTS / "webhook"), ()),
+    "knative with our event source": (("--set", "mode=knative", "--set", "knative.source=eventsource"),
+                                      (REPO / "knative" / "eventsource", MANIFESTS / "webhook"), ()),
 }
 
 
@@ -221,3 +224,25 @@ def test_lint_passes_with_the_defaults_and_with_every_option_on() -> None:
     helm("lint", str(CHART), "--kube-version", KUBE_VERSION, "--set", "dashboard.enabled=true", "--set",
          "monitoring.serviceMonitors=true", "--set", "monitoring.prometheusRule=true", "--set",
          "webhook.certManager=true", "--set", "namespaces={team-a}", "--set", "image.digest=sha256:" + "0" * 64)
+
+
+def test_knative_mode_refuses_the_namespaced_install_saying_why() -> None:
+    result = helm("template", "volcano-jobflow", str(CHART), "--kube-version", KUBE_VERSION, "--set", "mode=knative",
+                  "--set", "namespaces={team-a}", check=False)
+
+    assert result.returncode != 0 and "namespaces (the namespaced install) is for mode=plain" in result.stderr
+
+
+def test_knative_mode_moves_with_the_namespace_and_pins_the_image() -> None:
+    digest = "sha256:" + "cd" * 32
+    for source in ("apiserversource", "eventsource"):
+        rendered = template("--set", "mode=knative", "--set", f"knative.source={source}", "--set",
+                            f"image.digest={digest}", namespace="jobflow-engine")
+
+        assert {key[1] for key in rendered if key[1]} == {"jobflow-engine"}
+        text = yaml.safe_dump_all(rendered.values()).replace("ghcr.io/volcano-jobflow/", "")
+        assert "volcano-jobflow/" not in text and "volcano-jobflow.svc" not in text  # the PingSource's filter too
+    ours = {c["image"] for d in rendered.values() if d["kind"] in ("Service", "ContainerSource")
+            for c in ((d["spec"].get("template") or {}).get("spec") or {}).get("containers", [])
+            if "jobflow-engine" in c["image"]}
+    assert ours == {f"ghcr.io/volcano-jobflow/jobflow-engine:0.1.0@{digest}"}

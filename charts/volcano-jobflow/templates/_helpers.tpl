@@ -64,3 +64,9 @@ exactly the rights docs/rbac.md lists for the manifests, never a copy that could
 {{- end -}}
 {{- required (printf "no ClusterRole %s in %s" .name .file) $found -}}
 {{- end -}}
+
+{{/* "true" when the chart runs our event source: always in the plain mode, on Knative when knative.source says so
+(else ApiServerSource and a PingSource deliver the events); empty otherwise. */}}
+{{- define "jobflow.runsEventSource" -}}
+{{- if or (eq .Values.mode "plain") (eq .Values.knative.source "eventsource") }}true{{ end -}}
+{{- end -}}
