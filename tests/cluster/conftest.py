@@ -60,3 +60,11 @@ def pods_cluster() -> Iterator[LocalCluster]:
     local.close()
     if started_here and not os.environ.get("JOBFLOW_KEEP_CLUSTER"):
         devcluster.down(devcluster.INSTALL_ROOT, log=lambda line: None)
+
+
+@pytest.fixture
+def pods_namespace(pods_cluster: LocalCluster) -> Iterator[str]:
+    """A fresh namespace on the install tier's cluster, deleted after the test."""
+    name = pods_cluster.create_namespace()
+    yield name
+    pods_cluster.delete_namespace(name)

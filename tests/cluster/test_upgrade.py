@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import pytest
@@ -115,13 +114,6 @@ def old_image(pods_cluster: LocalCluster) -> str:
     return tag
 
 
-@pytest.fixture
-def user_namespace(pods_cluster: LocalCluster) -> Iterator[str]:
-    name = pods_cluster.create_namespace()
-    yield name
-    pods_cluster.delete_namespace(name)
-
-
 def running_images(cluster: LocalCluster) -> set[str]:
     return {container.image for pod in cluster.core.list_namespaced_pod(NAMESPACE).items
             if pod.metadata.deletion_timestamp is None for container in pod.spec.containers}
@@ -134,8 +126,8 @@ def phases(cluster: LocalCluster, namespace: str) -> dict[str, str | None]:
 
 
 def test_an_upgrade_and_a_rollback_while_jobflows_run_lose_nothing(pods_cluster: LocalCluster, old_image: str,
-                                                                    user_namespace: str) -> None:
-    cluster, namespace = pods_cluster, user_namespace
+                                                                    pods_namespace: str) -> None:
+    cluster, namespace = pods_cluster, pods_namespace
     old_tag = old_image.rsplit(":", 1)[1]
     install_release(cluster, "--set", f"image.tag={old_tag}")
     assert running_images(cluster) == {old_image}
