@@ -10,11 +10,11 @@ from importlib import metadata
 
 DISTRIBUTION = "volcano-jobflow-serverless"
 UNKNOWN = "0+unknown"
+"""The version of sources that were never installed (no distribution metadata to read)."""
 REPLY_HEADER = "Jobflow-Engine-Version"
 """The header the handler puts on every reply: the event source re-sends an event that a handler of another
 version answered (a rolling update in progress), so the start-up announcement of a new event source is not left to
 the old handlers that are on their way out (:mod:`eventsource.outbox`)."""
-"""The version of sources that were never installed (no distribution metadata to read)."""
 
 
 @cache

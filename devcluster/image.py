@@ -58,6 +58,11 @@ def manifest_image() -> str:
     return deployment["spec"]["template"]["spec"]["containers"][0]["image"]
 
 
+def repository() -> str:
+    """The image repository the manifests name, without tag: ``ghcr.io/volcano-jobflow/jobflow-engine``."""
+    return manifest_image().rsplit(":", 1)[0]
+
+
 def base_tag() -> str:
     digest = hashlib.sha256(f"{DEBIAN_SUITE} {' '.join(BASE_PACKAGES)} {BASE_RECIPE}".encode()).hexdigest()[:12]
     return f"localhost/volcano-jobflow/python-base:{DEBIAN_SUITE}-{digest}"
@@ -241,8 +246,7 @@ def ensure_image_of(commit: str, *, log=print) -> str:
         raise PodmanError(f"commit {commit} is not in this clone ({resolved.stderr.strip()}): the upgrade tests build "
                           f"the image of that release from it; fetch the whole history (git fetch --unshallow)")
     full = resolved.stdout.strip()
-    repository = manifest_image().rsplit(":", 1)[0]
-    tag = f"{repository}:{_version_at(full)}-{full[:7]}"
+    tag = f"{repository()}:{_version_at(full)}-{full[:7]}"
     if podman("image", "exists", tag, check=False).returncode == 0:
         return tag
     base = ensure_base(log=log)

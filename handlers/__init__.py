@@ -41,7 +41,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
 
     if not logging.getLogger().handlers:
         logging.basicConfig(level=os.environ.get("LOG_LEVEL", "INFO"), format="%(asctime)s %(name)s %(message)s")
-    from apiclient.version import version
+    from apiclient.version import REPLY_HEADER, version
 
     logging.getLogger("handlers").info("volcano-jobflow handler %s", version())
     app = Flask(__name__)
@@ -59,8 +59,6 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
 
     app.register_blueprint(bp)
     app.register_blueprint(webhooks)
-    from apiclient.version import REPLY_HEADER
-
     running = version()
 
     @app.after_request

@@ -25,7 +25,7 @@ from devcluster.podman import podman
 from release.sbom import cyclonedx
 
 REPO = Path(__file__).resolve().parents[1]
-REPOSITORY = "ghcr.io/volcano-jobflow/jobflow-engine"
+REPOSITORY = images.repository()
 BIN = Path(sys.executable).parent
 RENDERED = {
     "volcano-jobflow": "manifests",
@@ -87,7 +87,9 @@ def chart(dist: Path, version: str, digest: str | None) -> Path:
         if digest:
             text = values.read_text()
             values.write_text(text.replace('  digest: ""\n', f'  digest: "{digest}"\n', 1))
-            assert yaml.safe_load(values.read_text())["image"]["digest"] == digest
+            if yaml.safe_load(values.read_text())["image"]["digest"] != digest:
+                raise ValueError(f"could not set image.digest in {CHART / 'values.yaml'}: is its default still "
+                                 f'`digest: ""` under `image:`?')
         helm("package", str(copy), "--version", version, "--app-version", version, "--destination", str(dist))
     return dist / f"{CHART.name}-{version}.tgz"
 
@@ -104,11 +106,8 @@ def checksums(dist: Path, artifacts: list[Path]) -> Path:
     """``SHA256SUMS`` in ``sha256sum`` format: ``sha256sum -c SHA256SUMS`` in dist/ checks them all."""
     lines = []
     for path in sorted(artifacts):
-        digest = hashlib.sha256()
         with path.open("rb") as stream:
-            for block in iter(lambda: stream.read(1 << 20), b""):
-                digest.update(block)
-        lines.append(f"{digest.hexdigest()}  {path.name}\n")
+            lines.append(f"{hashlib.file_digest(stream, 'sha256').hexdigest()}  {path.name}\n")
     target = dist / "SHA256SUMS"
     target.write_text("".join(lines))
     return target

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from kubernetes import client
 
+from devcluster.helm import CHART, helm
 from devcluster.node.network import NodeNetwork
 from devcluster.testing import LocalCluster, WaitTimeout
 
@@ -220,16 +221,12 @@ def hand_the_crds_to_the_release(cluster: LocalCluster) -> None:
 
 def chart_helm(cluster: LocalCluster, *args: str) -> str:
     """``helm *args`` in the engine's namespace on ``cluster``; its output."""
-    from devcluster.helm import helm
-
     return helm(*args, "--namespace", NAMESPACE, kubeconfig=cluster.state.kubeconfig).stdout
 
 
 def install_release(cluster: LocalCluster, *values: str) -> None:
     """The chart installed as docs/helm.md says, in place of whatever engine the tier's cluster ran (the manifests,
     an earlier release): every Deployment rolled out, Services routed, the webhook refusing a cycle."""
-    from devcluster.helm import CHART
-
     chart_helm(cluster, "uninstall", RELEASE, "--ignore-not-found", "--wait")
     take_the_manifests_away(cluster)
     hand_the_crds_to_the_release(cluster)

@@ -89,9 +89,18 @@ def jobflow(cluster: LocalCluster, namespace: str, name: str) -> dict[str, Any] 
         raise
 
 
-def flow_phase(cluster: LocalCluster, namespace: str, name: str) -> str | None:
-    flow = jobflow(cluster, namespace, name) or {}
+def _phase(flow: dict[str, Any]) -> str | None:
     return ((flow.get("status") or {}).get("state") or {}).get("phase")
+
+
+def flow_phase(cluster: LocalCluster, namespace: str, name: str) -> str | None:
+    return _phase(jobflow(cluster, namespace, name) or {})
+
+
+def phases(cluster: LocalCluster, namespace: str) -> dict[str, str | None]:
+    """Every JobFlow of ``namespace`` by name, with the phase its status shows (None before the first)."""
+    listing = cluster.custom.list_namespaced_custom_object("flow.volcano.sh", "v1alpha1", namespace, "jobflows")
+    return {item["metadata"]["name"]: _phase(item) for item in listing["items"]}
 
 
 def wait_for_phase(cluster: LocalCluster, namespace: str, name: str, phase: str, *, timeout: float = 60) -> dict:

@@ -18,10 +18,8 @@ from __future__ import annotations
 import base64
 import os
 import re
-import shutil
 import ssl
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -31,10 +29,10 @@ import yaml
 
 from devcluster import helm as helm_binary
 from devcluster.helm import CHART, REPO, helm
+from installation import KUBECTL
 
 pytestmark = pytest.mark.cluster
 
-KUBECTL = shutil.which("kubectl", path=str(Path(sys.executable).parent)) or shutil.which("kubectl")
 KUBE_VERSION = "1.35.3"
 HELM_LABELS = ("app.kubernetes.io/managed-by", "app.kubernetes.io/instance", "app.kubernetes.io/version",
                "helm.sh/chart")

@@ -21,24 +21,18 @@ from kubernetes import client
 
 from devcluster.helm import CHART
 from devcluster.testing import LocalCluster
-from installation import (CLUSTER_OBJECTS, CRDS, DEPLOYMENTS, NAMESPACE, RELEASE, chart_helm, install_release,
+from installation import (CLUSTER_OBJECTS, CRDS, DEPLOYMENTS, NAMESPACE, RELEASE, REPO, chart_helm, install_release,
                           kubectl, run_the_seed_diamond, wait_rolled_out, webhook_refuses)
-from objects import jobflow
+from objects import flow_phase, jobflow
 
 pytestmark = pytest.mark.cluster
+
 
 @pytest.fixture(scope="module")
 def released(pods_cluster: LocalCluster) -> Iterator[LocalCluster]:
     install_release(pods_cluster)
     yield pods_cluster
     chart_helm(pods_cluster, "uninstall", RELEASE, "--ignore-not-found", "--wait")
-
-
-@pytest.fixture
-def user_namespace(released: LocalCluster) -> Iterator[str]:
-    name = released.create_namespace()
-    yield name
-    released.delete_namespace(name)
 
 
 def tls(cluster: LocalCluster) -> tuple[dict[str, str], set[str]]:
@@ -60,8 +54,8 @@ def test_the_release_runs_every_deployment_of_the_chart(released: LocalCluster) 
 
 
 def test_the_seed_diamond_reaches_succeed_run_by_the_released_pods(released: LocalCluster,
-                                                                     user_namespace: str) -> None:
-    run_the_seed_diamond(released, user_namespace)
+                                                                     pods_namespace: str) -> None:
+    run_the_seed_diamond(released, pods_namespace)
 
 
 def test_an_upgrade_keeps_the_webhook_certificate_and_the_webhook_answering(released: LocalCluster) -> None:
@@ -79,9 +73,9 @@ def test_an_upgrade_keeps_the_webhook_certificate_and_the_webhook_answering(rele
 
 def test_uninstall_keeps_the_crds_and_the_jobflows_and_holds_no_namespace(released: LocalCluster) -> None:
     namespace = released.create_namespace()
-    kubectl(released, "apply", "-n", namespace, "-f", str(CHART.parents[1] / "examples" / "diamond"))
-    released.wait_until("the diamond to start", lambda: (jobflow(released, namespace, "test") or {}).get(
-        "status", {}).get("state", {}).get("phase") in {"Running", "Succeed"}, timeout=60)
+    kubectl(released, "apply", "-n", namespace, "-f", str(REPO / "examples" / "diamond"))
+    released.wait_until("the diamond to start", lambda: flow_phase(released, namespace, "test") in {
+        "Running", "Succeed"}, timeout=60)
 
     chart_helm(released, "uninstall", RELEASE, "--wait")
 

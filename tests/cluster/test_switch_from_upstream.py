@@ -23,7 +23,7 @@ import pytest
 from devcluster.processes import Component, free_port, start
 from devcluster.testing import LocalCluster
 from installation import RELEASE, chart_helm, install_release, take_the_manifests_away
-from objects import History, apply, jobflow, template, vcjobs
+from objects import History, apply, jobflow, phases, template, vcjobs
 from seeds import diamond_yaml
 
 pytestmark = pytest.mark.cluster
@@ -50,12 +50,6 @@ def upstream_controllers(cluster: LocalCluster) -> Iterator[Component]:
         yield component
     finally:
         component.stop()
-
-
-def phases(cluster: LocalCluster, namespace: str) -> dict[str, str | None]:
-    listing = cluster.custom.list_namespaced_custom_object("flow.volcano.sh", "v1alpha1", namespace, "jobflows")
-    return {item["metadata"]["name"]: ((item.get("status") or {}).get("state") or {}).get("phase")
-            for item in listing["items"]}
 
 
 def test_from_upstreams_controllers_mid_run_to_this_engine_and_back(pods_cluster: LocalCluster,

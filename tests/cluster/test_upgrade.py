@@ -25,7 +25,7 @@ from devcluster import image, pod_node
 from devcluster.helm import CHART
 from devcluster.testing import LocalCluster
 from installation import NAMESPACE, RELEASE, chart_helm, install_release, wait_rolled_out
-from objects import History, apply, jobflow, template
+from objects import History, apply, flow_phase, jobflow, phases, template
 from seeds import diamond_yaml
 
 pytestmark = pytest.mark.cluster
@@ -119,12 +119,6 @@ def running_images(cluster: LocalCluster) -> set[str]:
             if pod.metadata.deletion_timestamp is None for container in pod.spec.containers}
 
 
-def phases(cluster: LocalCluster, namespace: str) -> dict[str, str | None]:
-    listing = cluster.custom.list_namespaced_custom_object("flow.volcano.sh", "v1alpha1", namespace, "jobflows")
-    return {item["metadata"]["name"]: ((item.get("status") or {}).get("state") or {}).get("phase")
-            for item in listing["items"]}
-
-
 def test_an_upgrade_and_a_rollback_while_jobflows_run_lose_nothing(pods_cluster: LocalCluster, old_image: str,
                                                                     pods_namespace: str) -> None:
     cluster, namespace = pods_cluster, pods_namespace
@@ -154,9 +148,8 @@ def test_an_upgrade_and_a_rollback_while_jobflows_run_lose_nothing(pods_cluster:
 
         apply(cluster, namespace, workload("two"))
         apply(cluster, namespace, NEWER)
-        cluster.wait_until("the newer JobFlow to pass its CEL condition", lambda: (jobflow(
-            cluster, namespace, "newer") or {}).get("status", {}).get("state", {}).get("phase") in (
-                "Running", "Succeed"), timeout=120)
+        cluster.wait_until("the newer JobFlow to pass its CEL condition", lambda: flow_phase(
+            cluster, namespace, "newer") in ("Running", "Succeed"), timeout=120)
 
         started = time.monotonic()
         probe.mark("helm rollback")

@@ -70,3 +70,9 @@ exactly the rights docs/rbac.md lists for the manifests, never a copy that could
 {{- define "jobflow.runsEventSource" -}}
 {{- if or (eq .Values.mode "plain") (eq .Values.knative.source "eventsource") }}true{{ end -}}
 {{- end -}}
+
+{{/* Adds the chart's labels (jobflow.labels) to .object, an object parsed from one of the files the chart renders
+as they are (the CRDs, knative/), keeping the labels it has. */}}
+{{- define "jobflow.addLabels" -}}
+{{- $_ := set .object.metadata "labels" (merge (dict) (.object.metadata.labels | default dict) (include "jobflow.labels" .root | fromYaml)) -}}
+{{- end -}}
