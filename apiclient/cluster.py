@@ -153,6 +153,20 @@ class Cluster:
         return self._call("PATCH", self._path(api_type, namespace, name), body=patch,
                           content_type="application/merge-patch+json", query=STRICT)
 
+    def whoami(self) -> dict:
+        """Who the API server takes this connection for (a SelfSubjectReview, as ``kubectl auth whoami``): its
+        ``userInfo`` (``username``, ``groups``), the impersonated user's when :meth:`impersonating`."""
+        review = {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
+        try:
+            answer = self._call("POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews", body=review)
+        except KubeError as error:
+            if error.status != 404:
+                raise
+            raise KubeError(f"the API server {self.server} does not answer SelfSubjectReview "
+                            "(authentication.k8s.io/v1, Kubernetes 1.28 and later), so who you are cannot be told: "
+                            "use a newer cluster", status=404) from error
+        return (answer.get("status") or {}).get("userInfo") or {}
+
     def crd(self, name: str, *, timeout: tuple[float, float] | None = None) -> dict | None:
         """The CustomResourceDefinition ``name``, or None when there is none."""
         try:

@@ -12,19 +12,28 @@ from __future__ import annotations
 from typing import Any
 
 from apiclient.cluster import Cluster, KubeError
-from apiclient.steering import Refused, request_retry, set_suspend
+from apiclient.steering import Refused, answer_gate, request_retry, set_shutdown, set_suspend
 from dashboard.app import Act, ActionError
 from dashboard.pages import EventsReader
+from jobflow_core.models import ApprovalDecision, Shutdown
 
 EVENTS_TIMEOUT = 5
+SHUTDOWNS = {"stop": Shutdown.STOP, "terminate": Shutdown.TERMINATE}
+DECISIONS = {"approve": ApprovalDecision.APPROVED, "reject": ApprovalDecision.REJECTED}
 
 
 def actor(cluster: Cluster) -> Act:
-    def act(action: str, namespace: str, name: str, flows: list[str], user: str | None) -> str:
+    def act(action: str, namespace: str, name: str, flows: list[str], user: str | None, message: str | None) -> str:
+        # Impersonated, the user's own answer: a SelfSubjectReview names the impersonated user, whom the admission
+        # webhook then sees as the request's user.
         acting = cluster if user is None else cluster.impersonating(user)
         try:
             if action == "retry":
                 return request_retry(acting, namespace, name, flows)
+            if action in SHUTDOWNS:
+                return set_shutdown(acting, namespace, name, SHUTDOWNS[action])
+            if action in DECISIONS:
+                return answer_gate(acting, namespace, name, flows[0], DECISIONS[action], message)
             return set_suspend(acting, namespace, name, action == "suspend")
         except Refused as error:
             raise ActionError(str(error), status=409) from error

@@ -1,4 +1,4 @@
-"""The dashboard's web app: four pages, their JSON, one live stream per open page, and three actions.
+"""The dashboard's web app: four pages, their JSON, one live stream per open page, and seven actions.
 
 Pages are small HTML shells; ``static/dashboard.js`` (and ``static/templates.js`` on a JobTemplate or
 JobFlowTemplate page) draws them from the JSON of :mod:`dashboard.pages` and keeps them live from ``/stream``
@@ -6,14 +6,15 @@ JobFlowTemplate page) draws them from the JSON of :mod:`dashboard.pages` and kee
 whenever it changed, or a comment every :data:`KEEPALIVE` seconds so proxies keep the connection. No asset comes
 from anywhere but this app.
 
-**Actions** (retry, suspend, resume: :mod:`apiclient.steering`, as the command line makes them) exist only
-where a user identity exists: ``kubectl jobflow dashboard`` acts with the user's own kubeconfig; behind an
-authenticating proxy (``user_header``) each action impersonates the user the proxy names. Otherwise (the
-in-cluster Deployment) the app is read-only: no buttons, and every POST is answered 403. A POST must come from a
-page of this app: its ``Origin`` (when the browser sends one, as all do for fetch) must be this server, and it must
-carry the token the pages were served with (a header a cross-site form cannot set, and a cross-site fetch cannot
-send without a CORS preflight this app never grants). In local mode the ``Host`` must be the loopback address the
-server listens on, so a DNS-rebinding page cannot reach it either.
+**Actions** (retry, suspend, resume, stop, terminate, and approve or reject an approval gate that waits:
+:mod:`apiclient.steering`, as the command line makes them) exist only where a user identity exists: ``kubectl
+jobflow dashboard`` acts with the user's own kubeconfig; behind an authenticating proxy (``user_header``) each
+action impersonates the user the proxy names. Otherwise (the in-cluster Deployment) the app is read-only: no
+buttons, and every POST is answered 403. A POST must come from a page of this app: its ``Origin`` (when the browser
+sends one, as all do for fetch) must be this server, and it must carry the token the pages were served with (a
+header a cross-site form cannot set, and a cross-site fetch cannot send without a CORS preflight this app never
+grants). In local mode the ``Host`` must be the loopback address the server listens on, so a DNS-rebinding page
+cannot reach it either.
 """
 
 from __future__ import annotations
@@ -37,14 +38,17 @@ KEEPALIVE = 15.0
 COALESCE = 0.15
 """After a change, a stream waits this long before sending, so a burst of changes costs one view."""
 TOKEN_HEADER = "X-JobFlow-Token"
-ACTIONS = ("retry", "suspend", "resume")
+ACTIONS = ("retry", "suspend", "resume", "stop", "terminate", "approve", "reject")
+ANSWERS = ("approve", "reject")
+"""The actions that answer one approval gate: ``flows`` names it, ``message`` says why."""
 
 TEMPLATE_PAGES: dict[str, tuple[ApiType, Callable[[Pages, str, str], tuple[dict, str] | None]]] = {
     "jobtemplate": (JOBTEMPLATE, Pages.template), "jobflowtemplate": (JOBFLOWTEMPLATE, Pages.schedule)}
 """The pages of one template (``/stream?kind=...``): the type they show, and their view."""
 
-Act = Callable[[str, str, str, list[str], str | None], str]
-"""(action, namespace, name, flows, user to impersonate or None) -> what was done, in a sentence."""
+Act = Callable[[str, str, str, list[str], str | None, str | None], str]
+"""(action, namespace, name, flows, user to impersonate or None, message or None) -> what was done, in a
+sentence."""
 
 
 @dataclass(frozen=True)
@@ -158,8 +162,9 @@ def create_app(store: Store, pages: Pages, settings: Settings) -> Flask:
     @app.post("/api/jobflows/<namespace>/<name>/<action>")
     def act(namespace: str, name: str, action: str):
         if settings.act is None:
+            gate = " FLOW" if action in ANSWERS else ""
             return jsonify(error="this dashboard is read-only: it has no user identity to act with. Use kubectl "
-                                 f"jobflow {action} {name} -n {namespace}, or kubectl jobflow dashboard"), 403
+                                 f"jobflow {action} {name}{gate} -n {namespace}, or kubectl jobflow dashboard"), 403
         if action not in ACTIONS:
             return jsonify(error=f"unknown action {action}: one of {', '.join(ACTIONS)}"), 404
         refused = _cross_site(token)
@@ -171,11 +176,16 @@ def create_app(store: Store, pages: Pages, settings: Settings) -> Flask:
             if not user:
                 return jsonify(error=f"no user: the proxy in front of this dashboard did not send "
                                      f"{settings.user_header}"), 403
-        flows = (request.get_json(silent=True) or {}).get("flows") or []
+        body = request.get_json(silent=True) or {}
+        flows, said = body.get("flows") or [], body.get("message") or None
         if not isinstance(flows, list) or not all(isinstance(flow, str) for flow in flows):
             return jsonify(error='"flows" must be a list of flow names'), 400
+        if action in ANSWERS and len(flows) != 1:
+            return jsonify(error=f'"flows" must name the one approval gate to {action}'), 400
+        if said is not None and not isinstance(said, str):
+            return jsonify(error='"message" must be a text'), 400
         try:
-            message = settings.act(action, namespace, name, flows, user)
+            message = settings.act(action, namespace, name, flows, user, said)
         except ActionError as error:
             return jsonify(error=str(error)), error.status
         return jsonify(message=message)

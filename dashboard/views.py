@@ -4,6 +4,8 @@ The facts are the command line's (:mod:`display.facts` for a JobFlow's flows, wa
 counts; :mod:`display.timeline` for the Gantt chart and its critical path), so the page and
 ``kubectl jobflow status`` never disagree. What is added here is where things go: :mod:`display.layout`
 places the nodes, and a state's colour, glyph and words come from :data:`STATES` (colour is never the only sign).
+Whether an action's button can do anything (a Stop, an approval gate's answer) is :mod:`apiclient.steering`'s to say,
+the same checks the action makes, so a button is enabled exactly when its action would not be refused for it.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
+from apiclient.steering import answer_words, gate_of, stoppable
 from display import drawing
 from display import timeline
 from display.facts import FlowRow, JobFlowFacts, cost_text, queue_line, take, tasks_text
@@ -85,12 +88,12 @@ def jobflow_view(jobflow: dict[str, Any], jobs: list[dict[str, Any]], events: li
     # the path the vcjobs took so far (the timeline's) is starred, so the DAG and the header never show none.
     critical_path = snap.critical_path or chart.critical
     critical = set(critical_path)
-    templates = {f.name: template_name(f) for f in flow.spec.flows or ()}
+    templates = {f.name: template_name(f) if f.approval is None else None for f in flow.spec.flows or ()}
     positions, size = place(graph)
     estimates = {e.flow: e.seconds for e in (flow.status.estimates if flow.status else None) or ()}
     nodes = [_node(row, now=now, critical=row.name in critical, template=templates.get(row.name, row.name),
                    note=drawing.label(graph, {}, row.name), estimate=estimates.get(row.name),
-                   position=positions[row.name]) for row in snap.rows]
+                   position=positions[row.name], gate=_gate(flow, row.name)) for row in snap.rows]
     nodes += [{"name": name, "state": word, "tone": "failed", "glyph": "✗", "label": f"✗ {word}",
                "detail": detail, "x": positions[name][0], "y": positions[name][1], "level": 0, "items": None,
                "after": graph.targets(name) if name in graph.blocked else []}
@@ -130,12 +133,24 @@ def _header(snap: JobFlowFacts, flow: JobFlow, *, critical_path: list[str], now:
         "queue": queue_line(snap.queue) if snap.queue is not None and not snap.ended else None,
         "cost": cost_text(snap.cost) if snap.cost is not None else None,
         "suspended": bool(flow.spec.suspend), "ended": snap.ended,
+        "shutdown": flow.spec.shutdown.value if flow.spec.shutdown else None, "stoppable": stoppable(flow),
         "failureRate": flow.status.failure_rate if flow.status else None,
     }
 
 
-def _node(row: FlowRow, *, now: datetime, critical: bool, template: str, note: str | None,
-          estimate: int | None, position: tuple[float, float]) -> dict[str, Any]:
+def _gate(flow: JobFlow, name: str) -> dict[str, Any] | None:
+    """An approval gate's part of its node: what it asks, its answer, and whether it takes one now (``open``; else
+    ``why`` not)."""
+    gate = gate_of(flow, name)
+    if gate is None:
+        return None
+    answer = gate.answer or gate.written
+    return {"question": gate.approval.message, "open": gate.refusal is None, "why": gate.refusal,
+            "answer": answer_words(answer) if answer is not None else None}
+
+
+def _node(row: FlowRow, *, now: datetime, critical: bool, template: str | None, note: str | None,
+          estimate: int | None, position: tuple[float, float], gate: dict[str, Any] | None) -> dict[str, Any]:
     tone, glyph = STATES.get(row.phase, ("waiting", "○"))
     total = sum(row.items.values()) if row.items else 0
     return {
@@ -148,7 +163,7 @@ def _node(row: FlowRow, *, now: datetime, critical: bool, template: str, note: s
         "ran": row.ran, "result": row.result, "tasks": tasks_text(row) or None,
         "started": when(row.created), "age": age(row.created, now=now) if row.created else None,
         "since": when(row.created) if _running(row) else None,
-        "template": template, "critical": critical, "note": note,
+        "template": template, "critical": critical, "note": note, "gate": gate,
         "items": ({"total": total, "counts": row.items, "iterations": row.iterations} if row.items else None),
         "x": position[0], "y": position[1],
     }

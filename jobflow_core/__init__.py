@@ -60,6 +60,7 @@ One flow (:mod:`~jobflow_core.flows`):
 * :mod:`~jobflow_core.flows.outputs`: which targets' results a patch reads, where they may go, how big they may be.
 * :mod:`~jobflow_core.flows.memo`: a memoized flow's cache key, whether a recent Completed run is reused, what is
   stored.
+* :mod:`~jobflow_core.flows.gates`: an approval gate's answer: whose counts, which came first, when it times out.
 
 Between flows (:mod:`~jobflow_core.dag`):
 
@@ -92,6 +93,7 @@ May it be stored (:mod:`~jobflow_core.validation`):
 * :mod:`~jobflow_core.validation.jobflows`: whether a JobFlow spec is a DAG of well-named flows with well-formed
   probes.
 * :mod:`~jobflow_core.validation.jobtemplates`: whether a JobTemplate would make a vcjob Volcano accepts.
+* :mod:`~jobflow_core.validation.approvals`: who may answer an approval gate, checked when the answer is written.
 * :mod:`~jobflow_core.validation.review`: the validating webhook's answer, an AdmissionReview in and out.
 * :mod:`~jobflow_core.validation.update_warnings`: which spec updates warn, because vcjobs created earlier will not
   see them.

@@ -192,6 +192,19 @@ def build_parser() -> argparse.ArgumentParser:
     _names(sub)
     sub.add_argument("--flow", action="append", metavar="FLOW",
                      help="run this flow (and what follows it) again instead of the failed ones (repeatable)")
+    sub = command(commands, "stop", ("control", "stop"), "Failed to stop",
+                  "abort what a JobFlow runs and start nothing new but its finally flows; it ends Failed (Stopped)")
+    _names(sub)
+    sub = command(commands, "terminate", ("control", "terminate"), "Failed to terminate",
+                  "abort what a JobFlow runs, its finally flows too, and start nothing new; it ends Failed "
+                  "(Terminated)")
+    _names(sub)
+    for verb, help in (("approve", "approve a JobFlow's approval gate that waits: what waits for it goes on"),
+                       ("reject", "reject a JobFlow's approval gate that waits: it counts as a failed flow")):
+        sub = command(commands, verb, ("control", verb), f"Failed to {verb}", help)
+        sub.add_argument("name", nargs="?", metavar="NAME", help="the JobFlow's name")
+        sub.add_argument("flow", nargs="?", metavar="FLOW", help="the approval gate (a flow with approval:)")
+        sub.add_argument("-m", "--message", help="why, recorded with the answer (status.approvals)")
 
     sub = command(commands, "run", ("runs", "run"), "Failed to start a run",
                   "start a run of a JobFlowTemplate now, whatever its schedule says")
@@ -227,7 +240,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = command(commands, "dashboard", ("dashboard", "run"), "Failed to serve the dashboard",
                   "the live web view of every JobFlow on http://127.0.0.1:PORT/, acting as you (Ctrl-C stops it)")
     sub.add_argument("--port", type=int, default=8765, help="port on 127.0.0.1 (default 8765; 0: any free one)")
-    sub.add_argument("--read-only", action="store_true", help="no Retry, Suspend, Resume buttons")
+    sub.add_argument("--read-only", action="store_true", help="no buttons (Retry, Suspend, Resume, Stop, Terminate, "
+                                                              "Approve, Reject)")
 
     sub = command(commands, "validate", ("validate", "run"), "Failed to validate",
                   "check JobFlows and JobTemplates as the validating webhook does, offline (exit 2 when one is "

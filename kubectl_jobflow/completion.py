@@ -11,7 +11,8 @@ space after the word, 4 no file names when there is no candidate; 0 lets the she
   ``kubectl-jobflow __complete WORDS...`` (:func:`complete`).
 
 The candidates come from the argparse tree of :func:`kubectl_jobflow.cli.build_parser` (:func:`candidates`, no I/O);
-only object names come from the cluster (:func:`cluster_names`), and a cluster that fails gives no names, never a
+only object names come from the cluster (:func:`cluster_names`, and for ``approve``/``reject NAME FLOW`` the gates
+of JobFlow NAME that wait for an answer, :func:`waiting_gates`), and a cluster that fails gives no names, never a
 traceback on someone's prompt.
 """
 
@@ -29,10 +30,13 @@ ERROR, NO_SPACE, NO_FILES, FILES = 1, 2, 4, 0
 FILE_OPTIONS = frozenset({"-f", "--file", "-k", "--kubeconfig", "--kustomize"})
 NAMES_TIMEOUT = (2.0, 3.0)  # seconds to connect, to answer: a TAB that hangs is worse than one that offers nothing
 Names = Callable[[str, list[str]], list[str]]
+"""(the subcommand path, the words) -> the object names TAB offers."""
+Flows = Callable[[str, list[str]], list[str]]
+"""(the JobFlow the words name, the words) -> the flows TAB offers for a ``FLOW`` positional."""
 
 
 def candidates(parser: argparse.ArgumentParser, words: list[str], *,
-               names: Names | None = None) -> tuple[list[str], int]:
+               names: Names | None = None, flows: Flows | None = None) -> tuple[list[str], int]:
     """Completions for the last word of ``words`` (the words after the program name); returns (candidates, directive).
 
     The finished words are walked as argparse would take them: a subcommand name (or alias) descends into its parser,
@@ -40,7 +44,7 @@ def candidates(parser: argparse.ArgumentParser, words: list[str], *,
     be then follows from where the walk stopped."""
     *done, partial = words or [""]
     path: list[str] = []
-    filled = 0
+    given: list[str] = []
     pending: argparse.Action | None = None
     for word in done:
         if pending is not None:
@@ -51,9 +55,10 @@ def candidates(parser: argparse.ArgumentParser, words: list[str], *,
             parser = subcommands[word]
             # The first name of a subparser is its own, the rest its aliases: `jt get` is `template get`.
             path.append(next(name for name, sub in subcommands.items() if sub is parser))
-            filled = 0
+            given = []
         else:
-            filled += 1
+            given.append(word)
+    filled = len(given)
     if pending is not None:
         return _values(pending, partial, prefix="")
     if partial.startswith("--") and "=" in partial:
@@ -75,6 +80,8 @@ def candidates(parser: argparse.ArgumentParser, words: list[str], *,
         return _matching(positional.choices, partial), NO_FILES
     if (positional.metavar or positional.dest).upper() == "NAME" and names is not None:
         return _matching((name for name in names(" ".join(path), words) if name not in done), partial), NO_FILES
+    if positional.metavar == "FLOW" and flows is not None and given:
+        return _matching(flows(given[0], words), partial), NO_FILES
     return [], NO_FILES
 
 
@@ -116,14 +123,39 @@ def cluster_names(command: str, words: list[str]) -> list[str]:
     """The names TAB offers for ``command`` (the subcommand path, aliases resolved: ``template get``): JobTemplates
     under ``template``, JobFlowTemplates for ``run``/``history`` (and ``jft/...`` for ``suspend``/``resume``),
     JobFlows otherwise; from the namespace and cluster the typed words name. Any failure: no names."""
-    from apiclient.cluster import Cluster, Target
-    from apiclient.kubeconfig import default_namespace
     from jobflow_core.vocabulary.api import JOBFLOW, JOBFLOWTEMPLATE, JOBTEMPLATE
 
     head = command.split(" ", 1)[0]
     prefix = "jft/" if head in ("suspend", "resume") and words and words[-1].startswith("jft/") else ""
     api_type = JOBTEMPLATE if head == "template" else JOBFLOWTEMPLATE if prefix or head in ("run", "history") \
         else JOBFLOW
+    return sorted(prefix + item["metadata"]["name"]
+                  for item in _quietly(words, lambda cluster, namespace: cluster.list(api_type, namespace)["items"]))
+
+
+def waiting_gates(jobflow: str, words: list[str]) -> list[str]:
+    """The approval gates of JobFlow ``jobflow`` that wait for an answer now (:func:`apiclient.steering.gate_of`),
+    for ``approve``/``reject NAME FLOW``; from the namespace and cluster the typed words name. Any failure: none."""
+    from apiclient.steering import gate_of
+    from jobflow_core.models import JobFlow
+    from jobflow_core.vocabulary.api import JOBFLOW
+
+    def read(cluster, namespace: str) -> list[str]:
+        found = cluster.find(JOBFLOW, namespace, jobflow)
+        if found is None:
+            return []
+        model = JobFlow.model_validate(found)
+        gates = (gate_of(model, flow.name) for flow in model.spec.flows or ())
+        return sorted(gate.flow for gate in gates if gate is not None and gate.refusal is None)
+    return _quietly(words, read)
+
+
+def _quietly(words: list[str], read: Callable[..., list]) -> list:
+    """``read(cluster, namespace)`` on the cluster and namespace the typed words name (``-n``, ``--context``, ...),
+    asking nothing of anyone and within :data:`NAMES_TIMEOUT`; any failure: an empty list."""
+    from apiclient.cluster import Cluster, Target
+    from apiclient.kubeconfig import default_namespace
+
     # No abbreviations (--name is not --namespace); a bad word raises instead of printing usage and exiting.
     flags = argparse.ArgumentParser(add_help=False, allow_abbrev=False, exit_on_error=False)
     for spelling in (("-n", "--namespace"), ("--context",), ("-k", "--kubeconfig"), ("-s", "--master")):
@@ -138,10 +170,9 @@ def cluster_names(command: str, words: list[str]) -> list[str]:
             try:
                 cluster.rest.timeout = NAMES_TIMEOUT
                 namespace = given.namespace or default_namespace(given.kubeconfig, context=given.context)
-                items = cluster.list(api_type, namespace)["items"]
+                return read(cluster, namespace)
             finally:
                 cluster.close()
-        return sorted(prefix + item["metadata"]["name"] for item in items)
     except Exception:  # noqa: BLE001 - whatever the kubeconfig or the cluster says, TAB just offers nothing
         return []
     finally:
@@ -154,7 +185,7 @@ def complete(words: list[str], *, out: TextIO | None = None) -> int:
     try:
         from kubectl_jobflow.cli import build_parser
 
-        cands, directive = candidates(build_parser(), words, names=cluster_names)
+        cands, directive = candidates(build_parser(), words, names=cluster_names, flows=waiting_gates)
     except Exception:  # noqa: BLE001 - a bug here must cost a TAB, not print a traceback on the prompt
         cands, directive = [], ERROR
     (out or sys.stdout).write(protocol(cands, directive))

@@ -1,4 +1,5 @@
-"""``suspend``, ``resume``, ``retry``: steer a JobFlow through the API server, so the engine (stateless) acts on it.
+"""``suspend``, ``resume``, ``retry``, ``stop``, ``terminate``, ``approve``, ``reject``: steer a JobFlow through the
+API server, so the engine (stateless) acts on it.
 
 ``suspend NAME`` sets ``spec.suspend: true``: the JobFlow starts nothing new (what runs keeps running) and shows
 ``Suspended``; ``resume NAME`` sets it back to false and the JobFlow goes on where it stopped. Both are plain merge
@@ -18,7 +19,19 @@ so that deleting those vcjobs or their namespace never waits for an engine that 
 
 ``retry NAME [--flow F ...]`` runs a Failed JobFlow's failed flows (or the named ones) and everything downstream
 of them again, keeping what completed (:mod:`jobflow_core.dag.reruns`): it sets the annotation
-``flow.volcano.sh/rerun`` to a new id (and ``flow.volcano.sh/rerun-flows``); the engine handles each id once.
+``flow.volcano.sh/rerun`` to a new id (and ``flow.volcano.sh/rerun-flows``); the engine handles each id once. It
+also removes ``spec.shutdown``: a stopped JobFlow runs again only when someone asks, and this is the asking.
+
+``stop NAME`` sets ``spec.shutdown: Stop``: what runs is aborted, nothing new starts but the ``finally`` flows, and
+the JobFlow ends Failed (reason ``Stopped``); ``terminate NAME`` sets ``Terminate``: the ``finally`` flows are aborted
+too (reason ``Terminated``). As Argo's ``argo stop`` and ``argo terminate``; plain kubectl does the same with
+``kubectl patch jf NAME --type=merge -p '{"spec":{"shutdown":"Stop"}}'``.
+
+``approve NAME FLOW [-m TEXT]`` and ``reject NAME FLOW [-m TEXT]`` answer the approval gate ``FLOW`` (a flow with
+``approval:``, :mod:`jobflow_core.flows.gates`) while it waits for an answer: they write the annotation
+``approval.flow.volcano.sh/FLOW`` naming the gate's current record, the decision, your Kubernetes user (the API
+server says who that is) and the message. The first answer stands; an answer to a gate that is not open yet, or
+already answered, is refused saying why.
 
 The writes themselves are :mod:`apiclient.steering`'s, which the dashboard's buttons make too.
 """
@@ -27,7 +40,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from apiclient.steering import request_retry, set_suspend, set_template_suspend
+from apiclient.steering import answer_gate, request_retry, set_shutdown, set_suspend, set_template_suspend
+from jobflow_core.models import ApprovalDecision, Shutdown
 from jobflow_core.vocabulary.api import JOBFLOW, JOBFLOWTEMPLATE, RECORD_FINALIZER, VCJOB, ApiType
 from jobflow_core.vocabulary.naming import FLOW_JOBS_SELECTOR
 from kubectl_jobflow import exits
@@ -83,6 +97,39 @@ def retry(ctx: Context) -> int:
     if not name:
         raise CommandError("name the JobFlow: kubectl jobflow retry NAME [--flow FLOW ...]", code=exits.USAGE)
     ctx.say(request_retry(ctx.cluster, ctx.namespace, name, list(ctx.args.flow or ())))
+    return 0
+
+
+def stop(ctx: Context) -> int:
+    return _set_shutdown(ctx, Shutdown.STOP)
+
+
+def terminate(ctx: Context) -> int:
+    return _set_shutdown(ctx, Shutdown.TERMINATE)
+
+
+def _set_shutdown(ctx: Context, value: Shutdown) -> int:
+    name = ctx.args.name or ctx.args.name_flag
+    if not name:
+        raise CommandError(f"name the JobFlow: kubectl jobflow {value.value.lower()} NAME", code=exits.USAGE)
+    ctx.say(set_shutdown(ctx.cluster, ctx.namespace, name, value))
+    return 0
+
+
+def approve(ctx: Context) -> int:
+    return _answer(ctx, ApprovalDecision.APPROVED)
+
+
+def reject(ctx: Context) -> int:
+    return _answer(ctx, ApprovalDecision.REJECTED)
+
+
+def _answer(ctx: Context, decision: ApprovalDecision) -> int:
+    verb = "approve" if decision is ApprovalDecision.APPROVED else "reject"
+    if not ctx.args.name or not ctx.args.flow:
+        raise CommandError(f"name the JobFlow and its approval gate: kubectl jobflow {verb} NAME FLOW "
+                           "[--message TEXT]", code=exits.USAGE)
+    ctx.say(answer_gate(ctx.cluster, ctx.namespace, ctx.args.name, ctx.args.flow, decision, ctx.args.message))
     return 0
 
 

@@ -1,9 +1,10 @@
 """``dashboard``: the live web view (:mod:`dashboard`) on 127.0.0.1, acting with the user's own kubeconfig.
 
 It runs ``python -m dashboard`` with the same connection flags, so the page sees and does exactly what this user
-may: it lists JobFlows of every namespace (``-n``: of one), and its Retry, Suspend and Resume buttons do what
-``kubectl jobflow retry/suspend/resume`` do. It prints the URL and serves until Ctrl-C. Only this machine can
-reach it (127.0.0.1, and only that Host), and a page of another site cannot make it act (docs/dashboard.md).
+may: it lists JobFlows of every namespace (``-n``: of one), and its Retry, Suspend, Resume, Stop, Terminate, Approve
+and Reject buttons do what ``kubectl jobflow retry/suspend/resume/stop/terminate/approve/reject`` do. It prints the
+URL and serves until Ctrl-C. Only this machine can reach it (127.0.0.1, and only that Host), and a page of another
+site cannot make it act (docs/dashboard.md).
 
 The dashboard's server (Flask, gevent) is an extra the command line alone does not install: without it, this says
 how to get it.

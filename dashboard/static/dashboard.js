@@ -156,6 +156,9 @@ function jobflowPage() {
     if (h.queue) facts.push(["Queue", esc(h.queue)]);
     if (h.cost) facts.push(["Cost", esc(h.cost)]);
     if (h.failureRate != null) facts.push(["Failure rate", `${Math.round(h.failureRate * 100)}% of ended vcjobs`]);
+    if (h.shutdown) facts.push(["Shutdown", esc(h.shutdown === "Stop"
+      ? "Stop: what runs is aborted, nothing new starts but the finally flows"
+      : "Terminate: what runs is aborted, finally flows too, nothing new starts")]);
     if (view.schedule) facts.push(["Started by", `JobFlowTemplate <a href="/jobflowtemplates/${encodeURIComponent(view.namespace)}/${encodeURIComponent(view.schedule)}">${esc(view.schedule)}</a>`]);
     document.getElementById("summary").innerHTML =
       `<h1 id="title" data-phase="${esc(h.phase)}">${esc(view.namespace)}/${esc(view.name)}</h1>` +
@@ -164,6 +167,8 @@ function jobflowPage() {
       document.getElementById("action-retry").disabled = h.phase !== "Failed";
       document.getElementById("action-suspend").disabled = h.ended || h.suspended;
       document.getElementById("action-resume").disabled = h.ended || !h.suspended;
+      document.getElementById("action-stop").disabled = !h.stoppable || h.shutdown === "Stop";
+      document.getElementById("action-terminate").disabled = !h.stoppable || h.shutdown === "Terminate";
     }
   }
 
@@ -204,6 +209,11 @@ function jobflowPage() {
     if (!node) return;
     const rows = [["State", badge(node.label, node.tone)]];
     if (node.job) rows.push(["vcjob", esc(node.job) + (node.jobExists === false && node.state !== "Waiting" && !node.items ? " (deleted)" : "")]);
+    if (node.gate) {
+      rows.push(["Approval", esc(node.gate.question || "an approval gate: approve or reject it")]);
+      if (node.gate.answer) rows.push(["Answer", esc(node.gate.answer)]);
+      else if (node.gate.why) rows.push(["Not now", esc(node.gate.why)]);
+    }
     if (node.template) rows.push(["JobTemplate", `<a href="/jobtemplates/${encodeURIComponent(config.namespace)}/${encodeURIComponent(node.template)}">${esc(node.template)}</a>`]);
     if (node.after && node.after.length) rows.push(["After", esc(node.after.join(", "))]);
     if (node.waitingFor && node.waitingFor.length) rows.push(["Waits for", esc(node.waitingFor.join(", "))]);
@@ -227,9 +237,24 @@ function jobflowPage() {
             openItems.items.map((i) => `<tr><td>${i.index}</td><td>${esc(i.job)}</td><td>${badge(i.label, i.tone)}</td></tr>`).join("")}</tbody></table></div>`
         : `<button type="button" id="show-items">Show the ${node.items.total} ${node.items.iterations ? "iterations" : "items"}</button>`;
     }
-    panel.innerHTML = `<h2 id="panel-title">${esc(node.name)}</h2><dl class="facts">${rows.map(([k, v]) => `<dt>${k}</dt><dd>${v}</dd>`).join("")}</dl>${items}`;
+    const answering = config.actions && node.gate && node.gate.open
+      ? `<div class="gate" id="gate"><label for="gate-message">Message</label><input type="text" id="gate-message" placeholder="why (optional)">` +
+        `<button type="button" id="gate-approve" data-action="approve">Approve</button><button type="button" id="gate-reject" data-action="reject">Reject</button></div>`
+      : "";
+    // The panel is drawn again on every change: what is being typed into the message stays, and so does the focus.
+    const typing = document.getElementById("gate-message");
+    const typed = typing ? typing.value : "", focused = typing !== null && document.activeElement === typing;
+    panel.innerHTML = `<h2 id="panel-title">${esc(node.name)}</h2><dl class="facts">${rows.map(([k, v]) => `<dt>${k}</dt><dd>${v}</dd>`).join("")}</dl>${answering}${items}`;
     const show = document.getElementById("show-items");
     if (show) show.addEventListener("click", () => loadItems(node.name));
+    const message = document.getElementById("gate-message");
+    if (message) {
+      message.value = typed;
+      if (focused) message.focus({preventScroll: true});
+      for (const button of document.querySelectorAll("#gate button")) {
+        button.addEventListener("click", () => act(button.dataset.action, {flows: [node.name], message: message.value}));
+      }
+    }
   }
 
   async function loadItems(flow) {
@@ -296,15 +321,22 @@ function jobflowPage() {
     if (event.key === "Enter" || event.key === " ") { event.preventDefault(); select(g.dataset.flow); }
   });
 
+  // One action (apiclient/steering.py on the server): its answer, or why not, is shown beside the buttons.
+  async function act(action, body) {
+    const out = document.getElementById("action-result");
+    out.textContent = "…";
+    const answer = await fetch(`${base}/${action}`, {method: "POST", credentials: "same-origin",
+      headers: {"Content-Type": "application/json", "X-JobFlow-Token": config.token}, body: JSON.stringify(body)});
+    const said = await answer.json().catch(() => ({error: `HTTP ${answer.status}`}));
+    out.textContent = said.message || said.error;
+    out.dataset.ok = String(answer.ok);
+  }
+
   for (const button of document.querySelectorAll(".actions button")) {
-    button.addEventListener("click", async () => {
-      const out = document.getElementById("action-result");
-      out.textContent = "…";
-      const answer = await fetch(`${base}/${button.dataset.action}`, {method: "POST", credentials: "same-origin",
-        headers: {"Content-Type": "application/json", "X-JobFlow-Token": config.token}, body: "{}"});
-      const said = await answer.json().catch(() => ({error: `HTTP ${answer.status}`}));
-      out.textContent = said.message || said.error;
-      out.dataset.ok = String(answer.ok);
+    button.addEventListener("click", () => {
+      // Stop and Terminate abort what runs: asked once more, as a person would be at a terminal.
+      if (button.dataset.confirm && !window.confirm(button.dataset.confirm)) return;
+      act(button.dataset.action, {});
     });
   }
 

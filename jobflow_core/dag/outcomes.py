@@ -72,7 +72,8 @@ class Outcomes:
     unhandled_failure: bool
     """Some flow failed, and no flow handles it."""
     stopped: bool
-    """The JobFlow fails fast and a flow that is not ``finally`` failed unhandled: only ``finally`` flows start."""
+    """The JobFlow fails fast and a flow that is not ``finally`` failed unhandled, or it was stopped
+    (``spec.shutdown``): only ``finally`` flows start (none once it is terminated)."""
     fates: Mapping[str, FlowFate] = field(default_factory=dict)
     """What each flow's outcome was decided from, for what reads its targets (:func:`target_variables`)."""
 
@@ -236,8 +237,8 @@ def decide_outcomes(jobflow: JobFlow, fates: Mapping[str, FlowFate], *,
         if not fates[name].flow.final:
             settle(name)
     fail_fast = jobflow.spec.failure_policy is not FailurePolicy.KEEP_GOING
-    stopped = fail_fast and any(outcome is FlowOutcome.FAILED and name not in handled
-                                for name, outcome in outcomes.items())
+    stopped = jobflow.spec.shutdown is not None or fail_fast and any(
+        outcome is FlowOutcome.FAILED and name not in handled for name, outcome in outcomes.items())
     over = all(outcomes[name] is not None or (stopped and not fates[name].running) for name in outcomes)
     for name in order:
         if fates[name].flow.final:

@@ -112,7 +112,9 @@ def with_retry_policies(jobflow: JobFlow) -> JobFlow:
     default = jobflow.spec.retry_policy
     if default is None and all(flow.retry_policy is None for flow in flows):
         return jobflow
-    flows = [flow.model_copy(update={"retry": effective_retry(flow, default=default)}) for flow in flows]
+    # An approval gate has no vcjob to run again (a retry on one is refused by validation).
+    flows = [flow.model_copy(update={"retry": effective_retry(flow, default=default)}) if flow.approval is None
+             else flow for flow in flows]
     return jobflow.model_copy(update={"spec": jobflow.spec.model_copy(update={"flows": flows})})
 
 

@@ -202,6 +202,55 @@ class Parameter(WireModel):
     description: str | None = None
 
 
+class ApprovalDecision(StrEnum):
+    """An approval gate's answer (:mod:`jobflow_core.flows.gates`)."""
+
+    APPROVED = "Approved"
+    """The gate's flow Completed: what waits for it to succeed goes on."""
+    REJECTED = "Rejected"
+    """The gate's flow failed: ``outcome: Failed`` handlers run, ``finally`` flows see a failure."""
+
+
+class Approvers(WireModel):
+    """Who may answer a gate with ``kubectl jobflow approve|reject`` or the dashboard: their Kubernetes user name
+    (as the API server authenticated them, checked by the admission webhook) or one of their groups. Unset: anyone
+    allowed to update the JobFlow."""
+
+    users: list[str] | None = None
+    groups: list[str] | None = None
+
+
+class ApprovalSource(WireModel):
+    """A CloudEvent that may answer a gate at ``/trigger``: its ``type`` exactly and, if set, its ``source``."""
+
+    type: str
+    source: str | None = None
+
+
+class Approval(WireModel):
+    """Ours: the flow runs no vcjob; once its dependencies are met it waits until someone approves it (it then
+    counts as Completed) or rejects it (Failed), see :mod:`jobflow_core.flows.gates`."""
+
+    message: str | None = None
+    """What the approver should check, shown while the gate waits."""
+    approvers: Approvers | None = None
+    events: list[ApprovalSource] | None = None
+    """The CloudEvents that may answer the gate (unset: only events signed with the engine's key)."""
+    timeout_seconds: int | None = Field(None, alias="timeoutSeconds")
+    """How long after the gate opened (its dependencies were met) it waits for an answer; unset: for ever."""
+    on_timeout: ApprovalDecision | None = Field(None, alias="onTimeout")
+    """The answer the timeout gives; unset: ``Rejected``."""
+
+
+class Shutdown(StrEnum):
+    """``spec.shutdown``, ours, as Argo Workflows' ``spec.shutdown``: end a JobFlow that runs."""
+
+    STOP = "Stop"
+    """Abort what runs, start nothing new but the ``finally`` flows, end Failed (reason ``Stopped``)."""
+    TERMINATE = "Terminate"
+    """Abort what runs, ``finally`` flows included, start nothing, end Failed (reason ``Terminated``)."""
+
+
 class Patch(WireModel):
     job_spec: JobSpec | None = Field(None, alias="jobSpec")
 
@@ -229,6 +278,8 @@ class Flow(WireModel):
     for_each: ForEach | None = Field(None, alias="forEach")
     repeat: Repeat | None = None
     memoize: Memoize | None = None
+    approval: Approval | None = None
+    """Ours: an approval gate instead of a vcjob (no JobTemplate is read); see :class:`Approval`."""
 
 
 class JobFlowSpec(WireModel):
@@ -245,6 +296,9 @@ class JobFlowSpec(WireModel):
     """Ours: this long after the JobFlow was created, whatever still runs is aborted and the JobFlow fails."""
     retry_policy: RetryPolicy | None = Field(None, alias="retryPolicy")
     """Upstream's proposal: the retries of every flow that sets none of its own."""
+    shutdown: Shutdown | None = None
+    """Ours: ``Stop`` or ``Terminate`` the JobFlow (:class:`Shutdown`); a rerun request clears it
+    (``kubectl jobflow retry`` removes it)."""
 
 
 class JobRunningHistory(WireModel):
@@ -343,6 +397,22 @@ class Rerun(WireModel):
     message: str | None = None
 
 
+class ApprovalRecord(WireModel):
+    """Ours: how an approval gate was answered, recorded once (the first answer wins and never changes): who (the
+    Kubernetes user of ``kubectl jobflow approve``, or the CloudEvent's source and id), when, and why."""
+
+    flow: str
+    job_name: str = Field(alias="jobName")
+    """The gate's record in ``jobStatusList`` this answers (a rerun makes a new one)."""
+    decision: ApprovalDecision
+    user: str | None = None
+    source: str | None = None
+    event_id: str | None = Field(None, alias="eventId")
+    timed_out: bool | None = Field(None, alias="timedOut")
+    time: Timestamp | None = None
+    message: str | None = None
+
+
 class FanOutStatus(WireModel):
     """Ours: one ``forEach`` flow's items, summarised (:mod:`jobflow_core.planning.status`): a fan-out of hundreds stays
     readable, and its per-item detail bounded."""
@@ -427,6 +497,8 @@ class JobFlowStatus(WireModel):
     recheck_seconds: int | None = Field(None, alias="recheckSeconds")
     """Ours: while a deadline or timeout is pending, how often to look again (like ``waitingFlows[]``'s)."""
     rerun: Rerun | None = None
+    approvals: list[ApprovalRecord] | None = None
+    """Ours: the answers of the approval gates (:class:`ApprovalRecord`)."""
     notifications: Notifications | None = None
     observed_generation: int | None = Field(None, alias="observedGeneration")
     cost: Cost | None = None

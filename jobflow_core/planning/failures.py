@@ -11,6 +11,9 @@ the JobFlow is being deleted                           (none)            nothing
 its spec is invalid                                    InvalidSpec       each error and its fix, then: rerun it
 ``activeDeadlineSeconds`` passed before every flow     DeadlineExceeded  raise the deadline or find out what took so
 ended                                                                    long, then: rerun it
+stopped or terminated (``spec.shutdown``)              Stopped,          that what ran was aborted (and whether the
+                                                       Terminated        ``finally`` flows ran), then: rerun what did
+                                                                         not finish
 a flow failed and no flow handles its failure          JobFailed         which vcjobs failed; fix the cause, then:
                                                                          rerun it
 otherwise                                                                (no failure)
@@ -27,6 +30,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from jobflow_core.flows.units import FlowNode
+from jobflow_core.models import JobFlowPhase, Shutdown
 from jobflow_core.planning.observation import Observation
 from jobflow_core.vocabulary.api import RERUN
 from jobflow_core.vocabulary.kube_events import Reason
@@ -79,6 +83,17 @@ def _deadline_passed(observation: Observation) -> str | None:
             f"{_advice(observation)})")
 
 
+def _shut_down(reason: Reason, shutdown: Shutdown) -> Callable[[Observation], str | None]:
+    def holds(observation: Observation) -> str | None:
+        if observation.shutdown is not shutdown or observation.phase is not JobFlowPhase.FAILED:
+            return None  # a stop that came after the JobFlow succeeded changed nothing
+        finally_flows = "its finally flows run" if shutdown is Shutdown.STOP else "its finally flows do not run"
+        return (f"{reason.value} (spec.shutdown: {shutdown.value}): what ran was aborted, nothing new starts, "
+                f"{finally_flows} (to run what did not finish again: kubectl jobflow retry -n "
+                f"{observation.jobflow.namespace} {observation.jobflow.name}, which also removes spec.shutdown)")
+    return holds
+
+
 def _unhandled_failure(observation: Observation) -> str | None:
     outcomes = observation.outcomes
     namespace = observation.jobflow.namespace
@@ -109,6 +124,8 @@ FAILURE_RULES: Final = (
     FailureRule("the JobFlow is being deleted", None, _deleting),
     FailureRule("its spec is invalid", Reason.INVALID_SPEC, _invalid_spec),
     FailureRule("activeDeadlineSeconds passed before every flow ended", Reason.DEADLINE_EXCEEDED, _deadline_passed),
+    FailureRule("the JobFlow was stopped", Reason.STOPPED, _shut_down(Reason.STOPPED, Shutdown.STOP)),
+    FailureRule("the JobFlow was terminated", Reason.TERMINATED, _shut_down(Reason.TERMINATED, Shutdown.TERMINATE)),
     FailureRule("a flow failed and no flow handles its failure", Reason.JOB_FAILED, _unhandled_failure),
 )
 """The table of the module docstring, in order ("otherwise": no failure)."""

@@ -42,6 +42,7 @@ from jobflow_core.models import (
     JobFlowPhase,
     JobFlowStatus,
     Rerun,
+    Shutdown,
     VcJob,
     VcJobPhase,
 )
@@ -116,9 +117,20 @@ class Observation:
         """The JobFlow is being deleted or its spec is invalid: no flow starts."""
         return self.jobflow.metadata.deletion_timestamp is not None or bool(self.errors)
 
+    @property
+    def shutdown(self) -> Shutdown | None:
+        """``spec.shutdown``: the JobFlow was asked to stop or terminate."""
+        return self.jobflow.spec.shutdown
+
     def stopped_for(self, view: FlowView) -> bool:
-        """The JobFlow failed fast, so ``view`` never starts (``finally`` flows still do)."""
-        return self.outcomes.stopped and not view.flow.final
+        """The JobFlow failed fast or was stopped, so ``view`` never starts (``finally`` flows still do); or it was
+        terminated, and nothing starts."""
+        return self.shutdown is Shutdown.TERMINATE or (self.outcomes.stopped and not view.flow.final)
+
+    def suspended_for(self, view: FlowView) -> bool:
+        """``spec.suspend`` holds ``view``: any flow, except a ``finally`` flow of a stopped JobFlow (a stop ends a
+        suspended JobFlow: its ``finally`` flows run, as ``argo stop`` does)."""
+        return bool(self.jobflow.spec.suspend) and not (self.shutdown is Shutdown.STOP and view.flow.final)
 
     @property
     def undecided(self) -> list[FlowView]:
@@ -130,9 +142,9 @@ class Observation:
     @property
     def candidates(self) -> list[FlowView]:
         """Units that need a vcjob and may still start: their dependencies decide."""
-        if self.starts_nothing or self.succeeded or self.jobflow.spec.suspend or self.deadline_exceeded:
+        if self.starts_nothing or self.succeeded or self.deadline_exceeded:
             return []
-        return [view for view in self.undecided if not self.stopped_for(view)
+        return [view for view in self.undecided if not self.stopped_for(view) and not self.suspended_for(view)
                 and self.outcomes.of.get(view.name) is not FlowOutcome.SKIPPED]
 
     def network_checks(self) -> list[NetworkCheck]:
@@ -179,7 +191,7 @@ class Observation:
         if self.starts_nothing or self.phase in (JobFlowPhase.SUCCEED, JobFlowPhase.FAILED):
             return []
         known = {entry.flow for entry in self.previous.estimates or ()}
-        return [node.name for node in self.nodes if node.name not in known]
+        return [node.name for node in self.nodes if node.name not in known and node.flow.approval is None]
 
     def with_answers(self, *, probe_results: Mapping[NetworkCheck, CheckResult] | None = None,
                      results: Mapping[str, str] | None = None) -> "Observation":
@@ -230,7 +242,7 @@ def observe(jobflow: JobFlow, *, jobs: Iterable[VcJob], now: datetime | None = N
     ``now``; with a rerun request the JobFlow has not handled yet, as if that rerun was accepted
     (:mod:`jobflow_core.dag.reruns`). A ``retryPolicy`` is read into each flow's ``retry`` first
     (:func:`~jobflow_core.flows.retries.with_retry_policies`)."""
-    jobflow = with_retry_policies(jobflow)
+    jobflow = _without_retries_once_shut_down(with_retry_policies(jobflow))
     previous = jobflow.status or JobFlowStatus()
     owned: dict[str, VcJob] = {}
     foreign: dict[str, VcJob] = {}
@@ -248,9 +260,14 @@ def observe(jobflow: JobFlow, *, jobs: Iterable[VcJob], now: datetime | None = N
     request = new_request(jobflow)
     if request is None:
         return observation
-    if observation.phase is not JobFlowPhase.FAILED or observation.errors or observation.deadline_exceeded:
-        why = f"nothing run again: the JobFlow is {observation.phase}, and only a Failed JobFlow is rerun" \
-            if not observation.deadline_exceeded else "nothing run again: its activeDeadlineSeconds passed"
+    if observation.phase is not JobFlowPhase.FAILED or observation.errors or observation.deadline_exceeded \
+            or observation.shutdown is not None:
+        why = f"nothing run again: the JobFlow is {observation.phase}, and only a Failed JobFlow is rerun"
+        if observation.deadline_exceeded:
+            why = "nothing run again: its activeDeadlineSeconds passed"
+        elif observation.shutdown is not None and observation.phase is JobFlowPhase.FAILED:
+            why = (f"nothing run again: spec.shutdown is {observation.shutdown.value}; remove it with the request "
+                   "(kubectl jobflow retry does both)")
         return replace(observation, rerun=record(request, accepted=None, previous=previous.rerun, why_not=why))
     accepted = rerun_from(jobflow, request, outcomes=observation.outcomes.of,
                           units={node.name: [(unit.key, unit.current.number if unit.phase is not None else 0,
@@ -335,6 +352,15 @@ def _observe(jobflow: JobFlow, *, owned: Mapping[str, VcJob], foreign: Mapping[s
     )
 
 
+def _without_retries_once_shut_down(jobflow: JobFlow) -> JobFlow:
+    """A JobFlow asked to stop or terminate runs nothing again: what its stop aborted (or anything that ends
+    afterwards) is not retried."""
+    if jobflow.spec.shutdown is None or not any(flow.retry for flow in jobflow.spec.flows or ()):
+        return jobflow
+    flows = [flow.model_copy(update={"retry": None}) for flow in jobflow.spec.flows or ()]
+    return jobflow.model_copy(update={"spec": jobflow.spec.model_copy(update={"flows": flows})})
+
+
 def _no_free_slot(nodes: Iterable[FlowNode], *, now: datetime | None) -> dict[str, str]:
     """For each ``forEach`` flow with ``parallelism``: the units, in index order, beyond the free slots (the
     limit minus the items whose vcjob runs), and the message they wait with. A unit whose retry backoff has not
@@ -378,6 +404,7 @@ def _phase(jobflow: JobFlow, nodes: Iterable[FlowNode], outcomes: Outcomes, *, v
         unhandled_failure=outcomes.unhandled_failure,
         fail_fast=jobflow.spec.failure_policy is not FailurePolicy.KEEP_GOING,
         suspended=bool(jobflow.spec.suspend),
+        shut_down=jobflow.spec.shutdown is not None,
         recorded=recorded,
     )
 

@@ -44,11 +44,13 @@ from typing import Any, TypeVar
 from jobflow_core.dag.probes import DEFAULT_RECHECK_SECONDS, CheckResult, NetworkCheck
 from jobflow_core.flows.deadlines import attempt_deadline, passed
 from jobflow_core.flows.deadlines import recheck_seconds as deadline_recheck
-from jobflow_core.flows.memo import Entry, cached_record, newly_memoized
+from jobflow_core.flows.gates import Answer
+from jobflow_core.flows.memo import Entry, newly_memoized
 from jobflow_core.flows.vcjobs import abort_command
 from jobflow_core.insight.eta import Forecast, estimates_of, forecast
 from jobflow_core.insight.template_stats import EndedJob, expected_seconds, newly_ended, record_runs
 from jobflow_core.models import (
+    ApprovalRecord,
     Estimate,
     Flow,
     FlowState,
@@ -59,6 +61,7 @@ from jobflow_core.models import (
     JobTemplateStatus,
     Rerun,
     RetainPolicy,
+    Shutdown,
     SkippedFlow,
     VcJob,
     VcJobPhase,
@@ -67,7 +70,7 @@ from jobflow_core.models import (
 from jobflow_core.planning import notifications
 from jobflow_core.planning.failures import why_failed
 from jobflow_core.planning.observation import Observation, observe
-from jobflow_core.planning.starts import START_RULES, FlowDecision, Verdict, decide_all
+from jobflow_core.planning.starts import ENDED_BY, START_RULES, FlowDecision, Verdict, decide_all
 from jobflow_core.planning.status import build_status
 from jobflow_core.planning.template_status import template_status_with
 from jobflow_core.queueing.line import QueueView
@@ -206,19 +209,19 @@ def plan(
     probe_results: Mapping[NetworkCheck, CheckResult] | None = None,
     recheck_seconds: int = DEFAULT_RECHECK_SECONDS,
     rejections: Mapping[str, str] | None = None, notify: bool = False, memo: Mapping[str, Entry] | None = None,
-    queues: Mapping[str, QueueView] | None = None,
+    queues: Mapping[str, QueueView] | None = None, answers: Mapping[str, Answer] | None = None,
 ) -> Plan:
     """Observe (as of ``now``) and plan in one call (see :func:`plan_observation` for the arguments)."""
     return plan_observation(observe(jobflow, jobs=jobs, now=now, probe_results=probe_results), templates=templates,
                             recheck_seconds=recheck_seconds, rejections=rejections, notify=notify, memo=memo,
-                            queues=queues)
+                            queues=queues, answers=answers)
 
 
 def plan_observation(
     observation: Observation, /, *, templates: Mapping[str, JobTemplate],
     recheck_seconds: int = DEFAULT_RECHECK_SECONDS, rejections: Mapping[str, str] | None = None,
     notify: bool = False, memo: Mapping[str, Entry] | None = None,
-    queues: Mapping[str, QueueView] | None = None,
+    queues: Mapping[str, QueueView] | None = None, answers: Mapping[str, Answer] | None = None,
 ) -> Plan:
     """Plan one step of the observed JobFlow.
 
@@ -234,20 +237,25 @@ def plan_observation(
     Cached``): its record is added to the observation and the start table runs again from there (no second planning
     pass), so what waits for it starts in the same plan. ``queues``
     are the Volcano queues the flows that would start join, as the shell read them (:mod:`jobflow_core.queueing.line`);
-    without them nothing is held back.
+    without them nothing is held back. ``answers``: an answer to an approval gate the shell offers from a CloudEvent
+    it accepted, by gate (:mod:`jobflow_core.flows.gates`); a person's answers are read from the JobFlow itself.
     """
     previous = observation.jobflow.status  # as the API server has it: what "changed" and every event are said against
-    cached: list[Event] = []
+    recorded: list[Event] = []
+    approvals: list[ApprovalRecord] = []
     while True:
-        decisions = decide_all(observation, templates=templates, rejections=rejections, memo=memo, queues=queues)
-        hits = [decision for decision in decisions if decision.cached is not None]
+        decisions = decide_all(observation, templates=templates, rejections=rejections, memo=memo, queues=queues,
+                               answers=answers)
+        hits = [decision for decision in decisions if decision.resolution is not None]
         if not hits or observation.now is None:
             break
-        # A reuse is a record, added before the start table runs again; it is written before anything that rests
-        # on it is created (the status write comes before the creates).
-        observation = observation.with_records(
-            [cached_record(job_name=d.view.next_job_name, entry=d.cached, now=observation.now) for d in hits])
-        cached += [Event(EventType.NORMAL, Reason.CACHED, d.message) for d in hits]
+        # A flow that ends without a vcjob (a memoized run reused, a gate answered) is a record, added before the
+        # start table runs again; it is written before anything that rests on it is created (the status write comes
+        # before the creates).
+        observation = observation.with_records([d.resolution.record for d in hits if d.resolution])
+        approvals += [d.resolution.approval for d in hits if d.resolution and d.resolution.approval]
+        recorded += [Event(EventType.WARNING if d.reason in WARNED else EventType.NORMAL, d.reason or Reason.CACHED,
+                           d.message) for d in hits]
     starting = [decision for decision in decisions if decision.verdict is Verdict.START]
     creating = [decision.view.next_job_name for decision in starting]
     phase = observation.flow_phase(creating=creating)
@@ -269,7 +277,8 @@ def plan_observation(
                           waiting=_waiting_flows(decisions, recheck_seconds=recheck_seconds, expected=expected),
                           skipped=skipped, recheck_seconds=pending_recheck(observation), estimates=estimates,
                           forecast=expected)
-    status = status.model_copy(update={"queue": queue.status})
+    status = status.model_copy(update={"queue": queue.status, "approvals": [
+        *(observation.previous.approvals or ()), *approvals] or None})
     status = notifications.record(observation.jobflow, status, now=observation.now, enabled=notify)
     changed = status.to_wire() != (previous.to_wire() if previous else {})
     deletes = _deletes(observation, phase=phase)
@@ -289,7 +298,7 @@ def plan_observation(
     creates = tuple(Create(decision.view.name, decision.manifest, job_created(decision.view.next_job_name),
                            _ready_since(observation, decision.view.flow))
                     for decision in starting if decision.manifest is not None)
-    events = (*cached, *_events(observation.jobflow, phase=phase, state=state, skipped=skipped,
+    events = (*recorded, *_events(observation.jobflow, phase=phase, state=state, skipped=skipped,
                                 rerun=observation.rerun, blocker=blockers[0] if blockers else None),
               *queue.events)
     write = (WriteStatus(status, events, rerun_accepted=observation.rerun_accepted),) if changed else ()
@@ -308,6 +317,10 @@ def plan_observation(
         status=status,
         decisions=tuple(decisions),
     )
+
+
+WARNED = frozenset({Reason.REJECTED, Reason.APPROVAL_TIMEOUT})
+"""Reasons of flows recorded without a vcjob whose event is a Warning (a gate that did not pass)."""
 
 
 def _ready_since(observation: Observation, flow: Flow) -> datetime | None:
@@ -340,7 +353,9 @@ ENDING = frozenset({VcJobPhase.ABORTING, VcJobPhase.TERMINATING, VcJobPhase.COMP
 
 
 def _aborts(observation: Observation) -> list[Abort]:
-    """Abort every vcjob that still runs once the deadline passed, and each attempt that outran its timeout."""
+    """Abort every vcjob that still runs once the deadline passed or the JobFlow was terminated (stopped: but the
+    ``finally`` flows'), and each attempt that outran its timeout. Level-triggered: asked again on every plan while
+    the vcjob has not ended (Volcano's Command is named after the vcjob, so a repeat changes nothing)."""
     aborts = []
     for view in observation.views:
         job = view.job
@@ -350,6 +365,10 @@ def _aborts(observation: Observation) -> list[Abort]:
         if observation.deadline_exceeded:
             seconds = observation.jobflow.spec.active_deadline_seconds
             reason, message = Reason.DEADLINE_EXCEEDED, f"the JobFlow's activeDeadlineSeconds ({seconds}) passed"
+        elif observation.shutdown is Shutdown.TERMINATE or (observation.shutdown is Shutdown.STOP
+                                                            and not view.flow.final):
+            reason = Reason.STOPPED if observation.shutdown is Shutdown.STOP else Reason.TERMINATED
+            message = f"the JobFlow was {ENDED_BY[observation.shutdown]} (spec.shutdown: {observation.shutdown.value})"
         elif passed(attempt_deadline(view.flow, job), observation.now):
             reason, message = Reason.TIMEOUT, f"it ran longer than timeoutSeconds ({view.flow.timeout_seconds})"
         else:
@@ -369,6 +388,9 @@ def pending_recheck(observation: Observation) -> int | None:
     for view in observation.views:
         if view.flow.timeout_seconds and view.job is not None and not is_final(view.job.phase):
             clocks.append(view.flow.timeout_seconds)
+        approval = view.flow.approval
+        if approval and approval.timeout_seconds and view.needs_job and not observation.starts_nothing:
+            clocks.append(approval.timeout_seconds)
         probe = view.flow.depends_on.probe if view.flow.depends_on else None
         readiness = observation.readiness.get(view.name)
         if probe and probe.timeout_seconds and readiness is not None and readiness.probing:

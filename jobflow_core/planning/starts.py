@@ -2,42 +2,48 @@
 
 Every flow that still needs a vcjob (none yet, or one that vanished before it finished) is put to
 :data:`START_RULES`, top to bottom, the way :data:`jobflow_core.vocabulary.phase.FLOW_PHASE_RULES` decides the JobFlow
-phase. The first rule that holds gives the flow's :class:`Verdict` and, for a blocker, the reason word that the status
+phase. The first rule that holds gives the flow's :class:`Verdict` and, for a b   locker, the reason word that the status
 and a Warning event carry:
 
-======================================================================  =======  ====================
-when                                                                    verdict  reason
-======================================================================  =======  ====================
+======================================================================  ========  ====================
+when                                                                    verdict   reason
+======================================================================  ========  ====================
 the JobFlow is being deleted, or its spec is invalid                    held
 its deadline passed (:mod:`jobflow_core.flows.deadlines`)                     held
-the JobFlow failed fast (an unhandled failure), unless the flow is      held
-``finally``
+the JobFlow failed fast (an unhandled failure) or was stopped           held
+(``spec.shutdown: Stop``), unless the flow is ``finally``; it was
+terminated (``spec.shutdown: Terminate``)
 its dependencies can no longer be met (:mod:`jobflow_core.dag.skips`)       skipped  DependencyNotMet
 its ``when`` condition is false (:mod:`jobflow_core.flows.conditions`)         skipped  ConditionFalse
-the JobFlow is suspended (``spec.suspend``)                             held
+the JobFlow is suspended (``spec.suspend``), unless it was stopped     held
+and the flow is ``finally``
 its next attempt waits out the retry backoff (:mod:`jobflow_core.flows.retries`) wait
-its probe can never pass as written (a task its target does not have)   blocked  ProbeTaskNotFound
-its ``when`` condition cannot be evaluated                              blocked  ConditionError
+its probe can never pass as written (a task its target does not have)   blocked   ProbeTaskNotFound
+its ``when`` condition cannot be evaluated                              blocked   ConditionError
 its targets are not ready (not Completed, or a probe has not passed)    wait
+it is an approval gate (:mod:`jobflow_core.flows.gates`), approved     recorded Approved
+it is an approval gate, rejected                                        recorded  Rejected
+it is an approval gate whose ``timeoutSeconds`` passed                  recorded  ApprovalTimeout
+it is an approval gate without an answer                                wait
 the results its patch reads are not known yet (:mod:`jobflow_core.flows.outputs`) wait
-its patch cannot take its targets' results (a missing key, too long)    blocked  InvalidResult
+its patch cannot take its targets' results (a missing key, too long)    blocked   InvalidResult
 its items are not known yet (a ``forEach`` over a result not read yet)  wait
 its items cannot be worked out (:mod:`jobflow_core.flows.items`)              blocked  InvalidItems
 its ``forEach`` already runs ``parallelism`` items                      wait
-a vcjob that this JobFlow does not control holds its vcjob name         blocked  JobNameConflict
+a vcjob that this JobFlow does not control holds its vcjob name         blocked   JobNameConflict
 the JobFlow already succeeded (its spec was edited since)               held
-its JobTemplate does not exist                                          blocked  TemplateNotFound
-its JobTemplate, with the flow's patch, would make an invalid vcjob     blocked  InvalidTemplate
+its JobTemplate does not exist                                          blocked   TemplateNotFound
+its JobTemplate, with the flow's patch, would make an invalid vcjob     blocked   InvalidTemplate
 its ``memoize.key`` cannot be evaluated (:mod:`jobflow_core.flows.memo`)      blocked  MemoKeyError
-a Completed run of its memoize key is recent enough                     cached   Cached
-the API server refused its vcjob (e.g. Volcano's webhook)               blocked  JobRejected
-its gang asks more than its Volcano queue can ever hold                 blocked  Unschedulable
-its JobFlow has not started, wants whole-flow admission, and a stage    blocked  Unschedulable
+a Completed run of its memoize key is recent enough                     recorded  Cached
+the API server refused its vcjob (e.g. Volcano's webhook)               blocked   JobRejected
+its gang asks more than its Volcano queue can ever hold                 blocked   Unschedulable
+its JobFlow has not started, wants whole-flow admission, and a stage    blocked   Unschedulable
 of it asks more than its queue can ever hold (then not in line)
 its JobFlow has not started, and its queue has no room for it yet       wait
 (:mod:`jobflow_core.queueing.line`: started JobFlows and older ones first)
 otherwise                                                               start
-======================================================================  =======  ====================
+======================================================================  ========  ====================
 
 The rules above the JobTemplate ones (:data:`READINESS_RULES`) need nothing but the observation; only a flow
 that passes them all needs its JobTemplate read (:func:`templates_needed`), so the shell fetches templates only
@@ -54,13 +60,18 @@ from typing import Any, Final
 
 from jobflow_core.dag.dependencies import Readiness
 from jobflow_core.dag.outcomes import unread
-from jobflow_core.flows.memo import Entry, declared_key, key_value, lookup, spec_key
+from jobflow_core.flows.deadlines import passed
+from jobflow_core.flows.deadlines import recheck_seconds as deadline_recheck
+from jobflow_core.flows.gates import (Answer, describe, offered_for, opened_at, record_of, timeout_answer, timeout_at,
+                                      waiting_message)
+from jobflow_core.flows.memo import Entry, cached_record, declared_key, key_value, lookup, spec_key
 from jobflow_core.flows.outputs import flow_references, referenced_targets, resolve, results_read
 from jobflow_core.flows.parameters import values
 from jobflow_core.flows.retries import delay_seconds, due, max_attempts, recheck_seconds
 from jobflow_core.flows.units import FlowView
 from jobflow_core.flows.vcjobs import build_job
-from jobflow_core.models import JobSpec, JobTemplate, format_time
+from jobflow_core.models import (ApprovalDecision, ApprovalRecord, FlowJobStatus, JobSpec, JobTemplate, Shutdown,
+                                 format_time)
 from jobflow_core.planning.observation import Observation
 from jobflow_core.queueing.line import (RECHECK_SECONDS, Admission, QueueView, first_stages_admission, never_fits,
                                    queue_of)
@@ -81,8 +92,10 @@ class Verdict(StrEnum):
     """The flow waits for its dependencies; nothing is wrong."""
     BLOCKED = "blocked"
     """The flow cannot start until someone fixes something; the message says what."""
-    CACHED = "cached"
-    """A memoized flow reuses a Completed run of the same key instead of running (:mod:`jobflow_core.flows.memo`)."""
+    RECORDED = "recorded"
+    """The flow ends without a vcjob of its own: a record stands for its run, written with the status (a memoized
+    run reused, :mod:`jobflow_core.flows.memo`; an approval gate's answer, :mod:`jobflow_core.flows.gates`). What
+    waits for it starts in the same plan."""
     START = "start"
 
 
@@ -92,8 +105,10 @@ class FlowFacts:
 
     def __init__(self, view: FlowView, *, observation: Observation, templates: Mapping[str, JobTemplate],
                  rejections: Mapping[str, str], memo: Mapping[str, Entry] | None = None,
-                 queues: Mapping[str, QueueView] | None = None, admission: Admission | None = None) -> None:
+                 queues: Mapping[str, QueueView] | None = None, admission: Admission | None = None,
+                 answers: Mapping[str, Answer] | None = None) -> None:
         self.view, self.observation = view, observation
+        self._answers = answers or {}
         self.readiness: Readiness = observation.readiness[view.name]
         self._templates, self._rejections = templates, rejections
         self.memo = memo or {}
@@ -203,6 +218,50 @@ class FlowFacts:
     def rejection(self) -> str | None:
         return self._rejections.get(self.view.name)
 
+    @cached_property
+    def gate_timeout(self) -> datetime | None:
+        """For an approval gate with ``timeoutSeconds``: when it times out
+        (:func:`jobflow_core.flows.gates.opened_at`)."""
+        flow = self.view.flow
+        if flow.approval is None or flow.approval.timeout_seconds is None:
+            return None
+        targets = flow.depends_on.targets if flow.depends_on and flow.depends_on.targets else ()
+        ends = [self.observation.node(target).ended_at for target in targets]
+        previous = self.view.current.ended_at if self.view.superseded else None
+        return timeout_at(flow, opened_at(self.observation.jobflow, ends, previous=previous))
+
+    @cached_property
+    def answer(self) -> Answer | None:
+        """An approval gate's answer: the first one offered for its current record (a person's, then an event's),
+        else the timeout's once it passed; None while it waits (or for a flow that is no gate)."""
+        view = self.view
+        if view.flow.approval is None:
+            return None
+        for answer in offered_for(view.name, self._answers, self.observation.jobflow):
+            if answer.job_name == view.next_job_name:
+                return answer
+        if passed(self.gate_timeout, self.observation.now):
+            return timeout_answer(view.flow, job_name=view.next_job_name)
+        return None
+
+    def resolution(self) -> "Resolution":
+        """What stands for the run of a flow that ends without a vcjob (verdict ``recorded``)."""
+        now = self.observation.now
+        if self.answer is not None:
+            record, approval = record_of(self.answer, flow=self.view.name, now=now)
+            return Resolution(record, approval=approval)
+        assert self.memo_hit is not None and now is not None
+        return Resolution(cached_record(job_name=self.view.next_job_name, entry=self.memo_hit, now=now))
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """The record that stands for a flow's run without a vcjob (added to ``jobStatusList``), and for an approval
+    gate, its ``status.approvals`` entry."""
+
+    record: FlowJobStatus
+    approval: ApprovalRecord | None = None
+
 
 @dataclass(frozen=True)
 class StartRule:
@@ -211,7 +270,7 @@ class StartRule:
     reason: Reason | None
     holds: Callable[[FlowFacts], str | None]
     """The message when the rule holds for a flow (what it waits for, or what to fix), else None."""
-    recheck: Callable[[FlowFacts], int] | None = None
+    recheck: Callable[[FlowFacts], int | None] | None = None
     """For a wait that no Kubernetes change ends (time passing): how often to look again, in seconds."""
 
 
@@ -233,9 +292,17 @@ def _deadline_passed(facts: FlowFacts) -> str | None:
     return f"not started: the JobFlow's activeDeadlineSeconds ({seconds}) passed"
 
 
+ENDED_BY: Final = {Shutdown.STOP: "stopped", Shutdown.TERMINATE: "terminated"}
+
+
 def _stopped(facts: FlowFacts) -> str | None:
-    stopped = facts.observation.stopped_for(facts.view)
-    return f"not started: the JobFlow is {facts.observation.phase}" if stopped else None
+    observation = facts.observation
+    if not observation.stopped_for(facts.view):
+        return None
+    if observation.shutdown is not None:
+        return f"not started: the JobFlow was {ENDED_BY[observation.shutdown]} (spec.shutdown: " \
+               f"{observation.shutdown.value})"
+    return f"not started: the JobFlow is {observation.phase}"
 
 
 def _dependency_lost(facts: FlowFacts) -> str | None:
@@ -252,7 +319,7 @@ def _condition_error(facts: FlowFacts) -> str | None:
 
 def _suspended(facts: FlowFacts) -> str | None:
     jobflow = facts.observation.jobflow
-    if not jobflow.spec.suspend:
+    if not facts.observation.suspended_for(facts.view):
         return None
     return f"not started: the JobFlow is suspended (resume it: kubectl jobflow resume {jobflow.name})"
 
@@ -277,6 +344,35 @@ def _broken_probe(facts: FlowFacts) -> str | None:
 
 def _not_ready(facts: FlowFacts) -> str | None:
     return facts.readiness.message if not facts.readiness.ready else None
+
+
+def _gate_answered(decision: ApprovalDecision) -> Callable[[FlowFacts], str | None]:
+    def holds(facts: FlowFacts) -> str | None:
+        answer = facts.answer
+        if answer is None or answer.timed_out or answer.decision is not decision:
+            return None
+        why = f": {answer.message}" if answer.message else ""
+        return f'approval gate "{facts.view.name}" {decision.value.lower()} by {describe(answer)}{why}'
+    return holds
+
+
+def _gate_timed_out(facts: FlowFacts) -> str | None:
+    answer = facts.answer
+    if answer is None or not answer.timed_out:
+        return None
+    return f'approval gate "{facts.view.name}" {answer.decision.value.lower()}: {answer.message}'
+
+
+def _gate_waits(facts: FlowFacts) -> str | None:
+    if facts.view.flow.approval is None:
+        return None
+    return waiting_message(facts.observation.jobflow, facts.view.flow, job_name=facts.view.next_job_name,
+                           timeout=facts.gate_timeout)
+
+
+def _gate_recheck(facts: FlowFacts) -> int | None:
+    seconds = facts.view.flow.approval.timeout_seconds if facts.view.flow.approval else None
+    return deadline_recheck(seconds) if seconds else None
 
 
 def _results_unknown(facts: FlowFacts) -> str | None:
@@ -390,6 +486,13 @@ READINESS_RULES: Final = (
     StartRule("its probe can never pass as written", Verdict.BLOCKED, Reason.PROBE_TASK_NOT_FOUND, _broken_probe),
     StartRule("its condition cannot be evaluated", Verdict.BLOCKED, Reason.CONDITION_ERROR, _condition_error),
     StartRule("its targets are not ready", Verdict.WAIT, None, _not_ready),
+    StartRule("it is an approval gate, approved", Verdict.RECORDED, Reason.APPROVED,
+              _gate_answered(ApprovalDecision.APPROVED)),
+    StartRule("it is an approval gate, rejected", Verdict.RECORDED, Reason.REJECTED,
+              _gate_answered(ApprovalDecision.REJECTED)),
+    StartRule("it is an approval gate whose timeout passed", Verdict.RECORDED, Reason.APPROVAL_TIMEOUT,
+              _gate_timed_out),
+    StartRule("it is an approval gate without an answer", Verdict.WAIT, None, _gate_waits, _gate_recheck),
     StartRule("the results its patch reads are not known yet", Verdict.WAIT, None, _results_unknown),
     StartRule("its patch cannot take its targets' results", Verdict.BLOCKED, Reason.INVALID_RESULT,
               _results_unusable),
@@ -407,7 +510,7 @@ TEMPLATE_RULES: Final = (
     StartRule("its JobTemplate, patched, would make an invalid vcjob", Verdict.BLOCKED, Reason.INVALID_TEMPLATE,
               _template_invalid),
     StartRule("its memoize.key cannot be evaluated", Verdict.BLOCKED, Reason.MEMO_KEY_ERROR, _memo_key_error),
-    StartRule("a Completed run of its memoize key is recent enough", Verdict.CACHED, Reason.CACHED, _cached),
+    StartRule("a Completed run of its memoize key is recent enough", Verdict.RECORDED, Reason.CACHED, _cached),
     StartRule("the API server refused its vcjob", Verdict.BLOCKED, Reason.JOB_REJECTED, _refused),
 )
 """The rules that read the flow's JobTemplate."""
@@ -439,8 +542,8 @@ class FlowDecision:
     readiness: Readiness
     manifest: dict[str, Any] | None = None
     """The vcjob to create, for a flow that starts."""
-    cached: Entry | None = None
-    """The memoized run a flow reuses instead of starting (:mod:`jobflow_core.flows.memo`)."""
+    resolution: Resolution | None = None
+    """For a flow that ends without a vcjob (verdict ``recorded``): the record that stands for its run."""
     recheck_seconds: int | None = None
     """For a wait on time (a backoff): how often to look again."""
     admission: Admission | None = None
@@ -472,7 +575,7 @@ def decide(facts: FlowFacts, rules: tuple[StartRule, ...] = START_RULES) -> Flow
             manifest = facts.manifest if rule.verdict is Verdict.START else None
             return FlowDecision(view=facts.view, rule=rule, message=message, readiness=facts.readiness,
                                 manifest=manifest, recheck_seconds=rule.recheck(facts) if rule.recheck else None,
-                                cached=facts.memo_hit if rule.verdict is Verdict.CACHED else None,
+                                resolution=facts.resolution() if rule.verdict is Verdict.RECORDED else None,
                                 admission=facts.admission)
     return None
 
@@ -480,14 +583,15 @@ def decide(facts: FlowFacts, rules: tuple[StartRule, ...] = START_RULES) -> Flow
 def decide_all(observation: Observation, *, templates: Mapping[str, JobTemplate],
                rejections: Mapping[str, str] | None = None,
                memo: Mapping[str, Entry] | None = None,
-               queues: Mapping[str, QueueView] | None = None) -> list[FlowDecision]:
+               queues: Mapping[str, QueueView] | None = None,
+               answers: Mapping[str, Answer] | None = None) -> list[FlowDecision]:
     """A decision for every flow that needs a vcjob, in spec order. ``queues``: the Volcano queues of the flows
     that would start, as the shell read them (:mod:`jobflow_core.queueing.line`; none: nothing is held back)."""
     def decide_each(admission: Admission | None) -> list[FlowDecision]:
         decisions = []
         for view in observation.undecided:
             facts = FlowFacts(view, observation=observation, templates=templates, rejections=rejections or {},
-                              memo=memo, queues=queues, admission=admission)
+                              memo=memo, queues=queues, admission=admission, answers=answers)
             decision = decide(facts)
             assert decision is not None, "the last rule always holds"
             decisions.append(decision)

@@ -34,7 +34,8 @@ their errors are listed:
 11. each ``{{targets...}}`` placeholder of a patch (:func:`jobflow_core.flows.outputs.errors`): it names a field we
     know of a flow among the flow's targets (directly or through them), and stands where a result may go;
 12. each ``memoize`` (:func:`jobflow_core.flows.memo.errors`): not on a fan-out or a loop, a key that is CEL, a maxAge
-    that is a duration.
+    that is a duration;
+13. each approval gate (:func:`jobflow_core.flows.gates.errors`): nothing about a vcjob on it, a timeout over 0.
 
 The validating webhook (:mod:`jobflow_core.validation.review`) rejects a JobFlow with any of these errors; the planner
 fails a JobFlow that slipped past it, with the same messages.
@@ -54,7 +55,7 @@ JobTemplate specs are checked by :mod:`jobflow_core.validation.jobtemplates`.
 from collections.abc import Sequence
 from graphlib import CycleError, TopologicalSorter
 
-from jobflow_core.flows import loops, memo, outputs, parameters
+from jobflow_core.flows import gates, loops, memo, outputs, parameters
 from jobflow_core.flows.conditions import compile_error
 from jobflow_core.flows.items import errors as for_each_errors
 from jobflow_core.flows.retries import policy_errors, with_retry_policies
@@ -91,6 +92,7 @@ def validate(jobflow: JobFlow) -> list[SpecError]:
         *loops.errors(jobflow),
         *outputs.errors(jobflow),
         *memo.errors(jobflow),
+        *gates.errors(jobflow),
     ]
 
 

@@ -13,16 +13,25 @@ uses, so what the webhook rejects and what the planner fails are one set of rule
   Volcano's schema of it, is given) and where it can (it has dropped those before the webhook sees the object, unless
   the client asked for strict field validation, which then refused them: kubectl does).
 
+A JobFlow's CREATE or UPDATE is checked first for who answers its approval gates
+(:mod:`jobflow_core.validation.approvals`): each ``approval.flow.volcano.sh/<flow>`` annotation it adds or changes
+must answer a gate, in the name of the request's user (``request.userInfo``), who must be one of the gate's
+approvers, and must not change an answer already given. The engine trusts the user an answer names only because of
+this check.
+
 A request is allowed when the object has no error. A denial carries ``status.code`` 422 and ``reason: Invalid``
 and a message listing the problems (the first :data:`MAX_LISTED`), each with what to do; the API server prefixes
-it with ``admission webhook "<name>" denied the request:``. An UPDATE also gets warnings
-(:mod:`jobflow_core.validation.update_warnings`) when it changes something vcjobs created earlier will not see.
+it with ``admission webhook "<name>" denied the request:``. An answer refused for who sent it (not the user it
+names, not an approver) carries 403 and ``reason: Forbidden`` instead, as the API server's own refusal of a request
+RBAC does not allow. An UPDATE also gets warnings (:mod:`jobflow_core.validation.update_warnings`) when it changes
+something vcjobs created earlier will not see.
 
 Two rules keep the webhook from getting in the way:
 
 * An UPDATE that leaves the spec as it was is allowed even if the object is invalid (with its problems as a
   warning): objects stored before the webhook was installed, or before a rule was added, must still take label,
-  annotation and finalizer changes, and be deleted.
+  annotation and finalizer changes, and be deleted. The approval check still applies (an answer is an annotation,
+  written with the spec unchanged); an update that adds or changes no answer is not affected by it.
 * Operations other than CREATE and UPDATE are allowed unchecked, should a configuration send them.
 
 A body that is not an AdmissionReview at all raises :class:`BadReview`, which the handler answers with 400.
@@ -37,6 +46,8 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from jobflow_core.models import JobFlow, JobFlowTemplate, JobTemplate
+from jobflow_core.validation.approvals import Refusal
+from jobflow_core.validation.approvals import refusal as approval_refusal
 from jobflow_core.validation.fields import unknown_fields
 from jobflow_core.validation.jobflows import SpecError, validate
 from jobflow_core.validation.jobflowtemplates import validate_jobflowtemplate
@@ -56,6 +67,7 @@ MAX_LISTED = 10
 """Problems spelled out in a denial; the rest are counted (a 2,000-flow JobFlow can have 2,000 problems)."""
 
 INVALID = 422
+FORBIDDEN = 403
 
 class BadReview(ValueError):
     """The body is not an AdmissionReview request; the message says what is missing."""
@@ -66,24 +78,28 @@ class Verdict:
     allowed: bool
     message: str | None = None
     warnings: tuple[str, ...] = ()
+    forbidden: bool = False
+    """A denial of who asks (403 Forbidden) rather than of what the object says (422 Invalid)."""
 
 
 @dataclass(frozen=True)
 class Reviewed:
-    """One type the webhook validates: how to read it, check it, and warn about an update of it."""
+    """One type the webhook validates: how to read it, check it, warn about an update of it, and what a request
+    may not write whatever the spec (``refuse``: given the new object, the stored one or None for a CREATE, and
+    ``request.userInfo``)."""
 
     api_type: ApiType
     model: type[BaseModel]
     check: Callable[[Any], list[SpecError]]
     warn: Callable[[Any, Any], list[str]]
-
+    refuse: Callable[..., Refusal | None] = lambda *, new, old, user_info: None
 
     @property
     def name(self) -> str:
         return self.api_type.kind
 
 
-JOBFLOW = Reviewed(JOBFLOW_TYPE, JobFlow, validate, jobflow_update_warnings)
+JOBFLOW = Reviewed(JOBFLOW_TYPE, JobFlow, validate, jobflow_update_warnings, approval_refusal)
 JOBTEMPLATE = Reviewed(JOBTEMPLATE_TYPE, JobTemplate, validate_template, jobtemplate_update_warnings)
 JOBFLOWTEMPLATE = Reviewed(JOBFLOWTEMPLATE_TYPE, JobFlowTemplate, validate_jobflowtemplate, lambda old, new: [])
 KINDS = {reviewed.api_type.plural: reviewed for reviewed in (JOBFLOW, JOBTEMPLATE, JOBFLOWTEMPLATE)}
@@ -110,7 +126,8 @@ def review(body: object, *, kind: Reviewed, vcjob_spec: Mapping[str, Any] | None
     verdict = decide(request, kind=kind, vcjob_spec=vcjob_spec)
     response: dict[str, Any] = {"uid": uid, "allowed": verdict.allowed}
     if not verdict.allowed:
-        response["status"] = {"code": INVALID, "reason": "Invalid", "message": verdict.message}
+        code, reason = (FORBIDDEN, "Forbidden") if verdict.forbidden else (INVALID, "Invalid")
+        response["status"] = {"code": code, "reason": reason, "message": verdict.message}
     if verdict.warnings:
         response["warnings"] = list(verdict.warnings)
     return {"apiVersion": api_version, "kind": "AdmissionReview", "response": response}
@@ -139,10 +156,14 @@ def decide(request: Mapping[str, Any], *, kind: Reviewed, vcjob_spec: Mapping[st
         new = _parse(kind, new_raw, namespace)
     except ValidationError as error:
         return Verdict(allowed=False, message=_unreadable(kind, error))
+    old_raw = _object(request, "oldObject") if operation == "UPDATE" else None
+    # Before the spec's rules, and whatever they say: an answer is written with the spec unchanged.
+    refused = kind.refuse(new=new, old=old_raw, user_info=request.get("userInfo"))
+    if refused is not None:
+        return Verdict(allowed=False, message=refused.message, forbidden=refused.forbidden)
     errors = [*unknown_fields(new_raw, kind.model, vcjob_spec=vcjob_spec), *kind.check(new)]
-    if operation == "CREATE":
+    if old_raw is None:
         return _verdict(errors, warnings=[])
-    old_raw = _object(request, "oldObject")
     try:
         old = _parse(kind, old_raw, namespace)
     except ValidationError:

@@ -106,3 +106,10 @@ EVENT_ID: Final = "flow.volcano.sh/event-id"
 """Ours, an annotation of an event's run: the CloudEvent's ``id``."""
 EVENT_SOURCE: Final = "flow.volcano.sh/event-source"
 """Ours, an annotation of an event's run: the CloudEvent's ``source``."""
+APPROVAL_PREFIX: Final = "approval.flow.volcano.sh/"
+"""Ours, annotations of a JobFlow: ``approval.flow.volcano.sh/<flow>`` is a person's answer to approval gate
+``<flow>`` (JSON, :func:`jobflow_core.flows.gates.answer_text`), written by ``kubectl jobflow approve|reject`` and
+the dashboard; the admission webhook checks that its ``user`` is the one who wrote it."""
+APPROVAL_SIGNATURE: Final = "jobflowsignature"
+"""Ours, a CloudEvent extension: an approval event signed with the engine's key
+(:func:`jobflow_core.flows.gates.signature`), accepted by any gate whatever its ``events`` say."""

@@ -39,6 +39,7 @@ the status already says Succeed (and no rerun was just accepted)      Succeed
 the status already says Failed (and no rerun was just accepted)       Failed
 the spec is invalid                                                   Failed
 ``activeDeadlineSeconds`` passed before every flow ended              Failed
+stopped or terminated (``spec.shutdown``) before every flow ended     Failed
 a failure nothing handles, and the JobFlow fails fast (the default)   Failed
 a failure nothing handles, and every flow has ended                   Failed
 the JobFlow is suspended (``spec.suspend``) and not every flow ended  Suspended
@@ -149,6 +150,8 @@ class PhaseFacts:
     """Some flow failed and no flow waits for it to fail or finish."""
     fail_fast: bool
     suspended: bool
+    shut_down: bool = False
+    """``spec.shutdown`` is set: the JobFlow was asked to stop or terminate."""
     ended: JobFlowPhase | None = None
     """The phase the status records if it is an ended one (Succeed or Failed) and no rerun was just accepted."""
 
@@ -168,6 +171,8 @@ FLOW_PHASE_RULES: Final = (
               lambda f: f.ended is JobFlowPhase.FAILED),
     PhaseRule("the spec is invalid", JobFlowPhase.FAILED, lambda f: not f.spec_valid),
     PhaseRule("the deadline passed before every flow ended", JobFlowPhase.FAILED, lambda f: f.deadline_exceeded),
+    PhaseRule("the JobFlow was stopped or terminated before every flow ended", JobFlowPhase.FAILED,
+              lambda f: f.shut_down and not f.categories <= ENDED),
     PhaseRule("a failure nothing handles, and the JobFlow fails fast", JobFlowPhase.FAILED,
               lambda f: f.unhandled_failure and f.fail_fast),
     PhaseRule("a failure nothing handles, and every flow has ended", JobFlowPhase.FAILED,
@@ -185,7 +190,8 @@ FLOW_PHASE_RULES: Final = (
 
 def decide_flow_phase(*, deleting: bool, spec_valid: bool, categories: Iterable[JobCategory],
                       unhandled_failure: bool, fail_fast: bool = True, suspended: bool = False,
-                      deadline_exceeded: bool = False, recorded: JobFlowPhase | None = None) -> JobFlowPhase:
+                      deadline_exceeded: bool = False, shut_down: bool = False,
+                      recorded: JobFlowPhase | None = None) -> JobFlowPhase:
     """The JobFlow phase, given the category of each (distinct) flow and the phase the status ``recorded`` (None
     when a rerun was just accepted, or there is no status yet)."""
     facts = PhaseFacts(
@@ -196,6 +202,7 @@ def decide_flow_phase(*, deleting: bool, spec_valid: bool, categories: Iterable[
         unhandled_failure=unhandled_failure,
         fail_fast=fail_fast,
         suspended=suspended,
+        shut_down=shut_down,
         ended=recorded if recorded in ENDED_PHASES else None,
     )
     return next(rule.phase for rule in FLOW_PHASE_RULES if rule.holds(facts))

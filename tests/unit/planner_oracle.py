@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from jobflow_core.flows.memo import Entry, cached_record, newly_memoized
+from jobflow_core.flows.memo import Entry, newly_memoized
 from jobflow_core.models import FlowState, JobFlowStatus, JobTemplate, SkippedFlow
 from jobflow_core.dag.probes import DEFAULT_RECHECK_SECONDS
 from jobflow_core.insight.eta import estimates_of, forecast
@@ -39,9 +39,9 @@ def old_plan_observation(
 ) -> Plan:
     """The planner as it was before queueing was asked once and a memo hit stopped planning twice."""
     decisions = decide_all(observation, templates=templates, rejections=rejections, memo=memo, queues=queues)
-    hits = [decision for decision in decisions if decision.cached is not None]
+    hits = [decision for decision in decisions if decision.resolution is not None]
     if hits and observation.now is not None:
-        records = [cached_record(job_name=d.view.next_job_name, entry=d.cached, now=observation.now) for d in hits]
+        records = [d.resolution.record for d in hits if d.resolution is not None]
         events = tuple(Event(EventType.NORMAL, Reason.CACHED, d.message) for d in hits)
         # The reuse is written before anything that rests on it is created (the write comes before the creates).
         return old_plan_observation(observation.with_records(records), templates=templates,

@@ -26,6 +26,7 @@ from kubectl_jobflow.completion import (
     cluster_names,
     complete,
     protocol,
+    waiting_gates,
     zsh_script,
 )
 
@@ -53,6 +54,10 @@ def shaped_parser() -> argparse.ArgumentParser:
     sub.add_argument("name", nargs="?")
     sub.add_argument("-w", "--watch", action="store_true")
     sub.add_argument("-o", "--output", type=formats(("name", "json", "jsonpath=")), metavar="FORMAT")
+    sub = commands.add_parser("approve", parents=[common])
+    sub.add_argument("name", nargs="?")
+    sub.add_argument("flow", nargs="?", metavar="FLOW")
+    sub.add_argument("-m", "--message")
     commands.add_parser("completion").add_argument("shell", choices=("bash", "zsh"))
     commands.add_parser("__complete").add_argument("words", nargs=argparse.REMAINDER)
     return parser
@@ -74,7 +79,7 @@ def names_of(calls: list[tuple[str, list[str]]]):
 
 def test_the_first_word_is_a_subcommand_aliases_included_hidden_ones_not():
     assert candidates(shaped_parser(), [""]) == (
-        ["get", "create", "template", "jobtemplate", "jt", "status", "completion"], NO_FILES)
+        ["get", "create", "template", "jobtemplate", "jt", "status", "approve", "completion"], NO_FILES)
     assert candidates(shaped_parser(), ["j"]) == (["jobtemplate", "jt"], NO_FILES)
     assert candidates(shaped_parser(), ["__"]) == ([], NO_FILES)
 
@@ -104,6 +109,25 @@ def test_options_and_their_values_before_the_word_are_skipped_over():
     words = ["-n", "prod", "status", "-w", "--context", "dev", ""]
     assert candidates(shaped_parser(), words, names=names_of(calls))[0] == ["etl", "etl-nightly", "train"]
     assert calls == [("status", words)]
+
+
+def gates_of(calls: list[tuple[str, list[str]]]):
+    def flows(jobflow: str, words: list[str]) -> list[str]:
+        calls.append((jobflow, words))
+        return ["deploy-ok", "release-ok"]
+    return flows
+
+
+def test_after_a_jobflows_name_its_gates_are_offered_for_flow():
+    names: list[tuple[str, list[str]]] = []
+    gates: list[tuple[str, list[str]]] = []
+    assert candidates(shaped_parser(), ["approve", "e"], names=names_of(names), flows=gates_of(gates)) == (
+        ["etl", "etl-nightly"], NO_FILES)
+    words = ["approve", "-n", "prod", "etl", "-m", "fine", "d"]
+    assert candidates(shaped_parser(), words, names=names_of(names), flows=gates_of(gates)) == (
+        ["deploy-ok"], NO_FILES)
+    assert gates == [("etl", words)]
+    assert candidates(shaped_parser(), ["approve", "etl", "deploy-ok", ""], flows=gates_of([])) == ([], NO_FILES)
 
 
 def test_without_a_names_function_a_name_offers_nothing():
@@ -190,6 +214,31 @@ def test_cluster_names_lists_the_kind_the_command_takes_where_the_words_say(monk
     assert FakeCluster.listed == [(kind, namespace, context)]
 
 
+def test_waiting_gates_are_the_gates_of_the_named_jobflow_that_take_an_answer_now(monkeypatch):
+    from test_cli_approval import gated
+
+    found = []
+
+    class Holding(FakeCluster):
+        def find(self, api_type, namespace: str, name: str) -> dict | None:
+            found.append((api_type.kind, namespace, name))
+            if name != "release":
+                return None
+            release = gated()
+            # A second gate, not open yet: its target deploy has not run.
+            release["spec"]["flows"].append({"name": "announce", "dependsOn": {"targets": ["deploy"]},
+                                             "approval": {}})
+            release["status"]["waitingFlows"].append({"name": "announce", "jobName": "release-announce",
+                                                      "waitingFor": ["deploy"]})
+            return release
+
+    monkeypatch.setattr("apiclient.cluster.Cluster", Holding)
+    monkeypatch.setattr("apiclient.kubeconfig.default_namespace", lambda kubeconfig, *, context: "from-kubeconfig")
+    assert waiting_gates("release", ["approve", "-n", "ns", "release", ""]) == ["deploy-ok"]
+    assert waiting_gates("gone", ["approve", "gone", ""]) == []
+    assert found == [("JobFlow", "ns", "release"), ("JobFlow", "from-kubeconfig", "gone")]
+
+
 def test_an_unreachable_cluster_gives_no_names(monkeypatch, tmp_path):
     monkeypatch.setenv("KUBECONFIG", str(tmp_path / "missing"))
     assert cluster_names("get", ["get", ""]) == []
@@ -232,3 +281,14 @@ def test_the_zsh_script_is_valid_zsh(tmp_path):
     script = tmp_path / "_kubectl-jobflow"
     script.write_text(zsh_script())
     subprocess.run(["zsh", "-n", str(script)], check=True)
+
+
+@pytest.mark.parametrize("command", ["approve", "reject"])
+def test_the_real_command_line_completes_an_answers_jobflow_then_its_gate(command):
+    from kubectl_jobflow.cli import build_parser
+
+    names: list[tuple[str, list[str]]] = []
+    assert candidates(build_parser(), [command, "t"], names=names_of(names), flows=gates_of([]))[0] == ["train"]
+    assert names == [(command, [command, "t"])]
+    assert candidates(build_parser(), [command, "train", "-m", "ok", ""], flows=gates_of([]))[0] == [
+        "deploy-ok", "release-ok"]

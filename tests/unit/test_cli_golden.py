@@ -164,6 +164,8 @@ CASES = {
     "delete-missing": ["jt", "delete", "nope"],
     "suspend": ["suspend", "test"],
     "retry-not-failed": ["retry", "test"],
+    "stop": ["stop", "test"],
+    "approve-not-a-gate": ["approve", "test", "b"],
     "describe": ["describe", "test"],
     "describe-json": ["describe", "test", "-o", "json"],
     "status": ["status", "test"],

@@ -9,6 +9,7 @@ import threading
 import time
 import xml.etree.ElementTree as ET
 from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 from hypothesis import given, settings
@@ -65,6 +66,52 @@ def test_the_diamond_before_anything_ran_shows_every_flow_waiting_and_what_it_wa
     assert {(e["from"], e["to"]) for e in view["edges"]} == {("a", "b"), ("b", "c"), ("b", "d"), ("c", "e"),
                                                              ("d", "e")}
     assert [bar["job"] for bar in view["timeline"]["bars"]] == ["test-a"]
+
+
+GATED = [{"name": "a"}, {"name": "ok", "dependsOn": {"targets": ["a"]}, "approval": {"message": "is a good?"}},
+         {"name": "b", "dependsOn": {"targets": ["ok"]}}]
+"""a, then the approval gate ok, then b."""
+GATE_WAITS = {"state": {"phase": "Running"}, "jobStatusList": [{"name": "test-a", "state": "Completed"}],
+              "waitingFlows": [{"name": "ok", "jobName": "test-ok", "message": 'waiting for approval of "ok"'},
+                               {"name": "b", "jobName": "test-b", "waitingFor": ["ok"]}]}
+
+
+def test_a_gate_that_waits_is_open_for_an_answer_and_has_no_jobtemplate() -> None:
+    view = jobflow_view(jobflow(flows=GATED, status=GATE_WAITS), [vcjob("a", "Completed")], [], now=NOW)
+    nodes = {node["name"]: node for node in view["nodes"]}
+    assert nodes["ok"]["gate"] == {"question": "is a good?", "open": True, "why": None, "answer": None}
+    assert nodes["ok"]["template"] is None and nodes["b"]["template"] == "b"
+    assert nodes["a"]["gate"] is None and nodes["b"]["gate"] is None
+
+
+def test_a_gate_not_open_yet_says_why_and_an_answered_one_who_answered() -> None:
+    before = {"state": {"phase": "Running"}, "waitingFlows": [
+        {"name": "ok", "jobName": "test-ok", "waitingFor": ["a"]}, {"name": "b", "jobName": "test-b",
+                                                                   "waitingFor": ["ok"]}]}
+    gate = {n["name"]: n for n in jobflow_view(jobflow(flows=GATED, status=before), [], [], now=NOW)["nodes"]}["ok"]
+    assert gate["gate"]["open"] is False and gate["gate"]["answer"] is None
+    assert "is not open yet: its dependencies are not met, it waits for a" in gate["gate"]["why"]
+    after = {"state": {"phase": "Running"}, "jobStatusList": [{"name": "test-ok", "state": "Completed"}],
+             "approvals": [{"flow": "ok", "jobName": "test-ok", "decision": "Approved", "user": "ana",
+                            "time": "2026-11-25T08:59:30Z", "message": "a is fine"}]}
+    gate = {n["name"]: n for n in jobflow_view(jobflow(flows=GATED, status=after), [], [], now=NOW)["nodes"]}["ok"]
+    assert gate["gate"]["open"] is False
+    assert gate["gate"]["answer"] == "Approved by ana at 2026-11-25T08:59:30Z: a is fine"
+
+
+@pytest.mark.parametrize(("spec", "status", "stoppable"), [
+    ({}, {"state": {"phase": "Running"}}, True),
+    ({"shutdown": "Stop"}, {"state": {"phase": "Running"}}, True),
+    ({}, {"state": {"phase": "Succeed"}}, False),
+    ({}, {"state": {"phase": "Failed"}, "jobStatusList": [{"name": "test-a", "state": "Failed"}]}, False),
+    ({}, {"state": {"phase": "Failed"}, "jobStatusList": [{"name": "test-a", "state": "Failed"},
+                                                          {"name": "test-b", "state": "Running"}]}, True),
+])
+def test_the_header_says_the_shutdown_asked_and_whether_a_stop_would_find_anything(spec, status, stoppable) -> None:
+    obj = jobflow(status=status)
+    obj["spec"].update(spec)
+    header = jobflow_view(obj, [], [], now=NOW)["header"]
+    assert header["shutdown"] == spec.get("shutdown") and header["stoppable"] is stoppable
 
 
 FIRST_RUN = [vcjob("a", "Completed", created="08:59:00", ended="08:59:10"),
@@ -230,8 +277,8 @@ class Recorder:
     def __init__(self) -> None:
         self.calls = []
 
-    def __call__(self, action, namespace, name, flows, user):
-        self.calls.append((action, namespace, name, flows, user))
+    def __call__(self, action, namespace, name, flows, user, message):
+        self.calls.append((action, namespace, name, flows, user, message))
         if name == "busy":
             raise ActionError("JobFlow ns/busy is Running: only a Failed JobFlow can be retried", status=409)
         return f"did {action}"
@@ -259,10 +306,47 @@ def test_a_post_from_its_own_page_acts_and_says_what_it_did_or_why_not() -> None
     own = {TOKEN_HEADER: "t0k", "Origin": "http://localhost", "Sec-Fetch-Site": "same-origin"}
     answer = web.post("/api/jobflows/ns/test/retry", json={"flows": ["c"]}, headers=own)
     assert answer.status_code == 200 and answer.get_json() == {"message": "did retry"}
-    assert act.calls == [("retry", "ns", "test", ["c"], None)]
+    assert act.calls == [("retry", "ns", "test", ["c"], None, None)]
     refused = web.post("/api/jobflows/ns/busy/retry", json={}, headers=own)
     assert refused.status_code == 409 and "only a Failed JobFlow" in refused.get_json()["error"]
     assert web.post("/api/jobflows/ns/test/delete", json={}, headers=own).status_code == 404
+
+
+def test_its_page_has_stop_and_terminate_buttons_that_ask_before_they_act() -> None:
+    _, web = served(Recorder())
+    page = web.get("/jobflows/ns/test").data.decode()
+    for action, asked in (("stop", "Stop ns/test? What runs is aborted and nothing new starts but its finally flows"),
+                          ("terminate", "Terminate ns/test? What runs is aborted, its finally flows too")):
+        assert f'id="action-{action}" data-action="{action}" disabled' in page
+        assert f'data-confirm="{asked}' in page
+
+
+def test_stop_terminate_approve_and_reject_are_actions_and_an_answer_names_its_one_gate() -> None:
+    act = Recorder()
+    _, web = served(act)
+    own = {TOKEN_HEADER: "t0k"}
+    for action in ("stop", "terminate"):
+        assert web.post(f"/api/jobflows/ns/test/{action}", json={}, headers=own).get_json() == {
+            "message": f"did {action}"}
+    answer = web.post("/api/jobflows/ns/test/approve", json={"flows": ["gate"], "message": "fine"}, headers=own)
+    assert answer.status_code == 200
+    assert web.post("/api/jobflows/ns/test/reject", json={"flows": ["gate"]}, headers=own).status_code == 200
+    assert act.calls == [("stop", "ns", "test", [], None, None), ("terminate", "ns", "test", [], None, None),
+                         ("approve", "ns", "test", ["gate"], None, "fine"),
+                         ("reject", "ns", "test", ["gate"], None, None)]
+    for body, said in (({}, '"flows" must name the one approval gate to approve'),
+                       ({"flows": ["a", "b"]}, '"flows" must name the one approval gate to approve'),
+                       ({"flows": ["gate"], "message": 3}, '"message" must be a text')):
+        refused = web.post("/api/jobflows/ns/test/approve", json=body, headers=own)
+        assert refused.status_code == 400 and refused.get_json() == {"error": said}
+    assert len(act.calls) == 4
+
+
+def test_a_read_only_dashboard_refuses_an_answer_too_and_says_which_command_gives_it() -> None:
+    _, web = served()
+    answer = web.post("/api/jobflows/ns/test/approve", json={"flows": ["gate"]}, headers={TOKEN_HEADER: "t0k"})
+    assert answer.status_code == 403
+    assert "kubectl jobflow approve test FLOW -n ns" in answer.get_json()["error"]
 
 
 def test_behind_a_proxy_actions_need_the_user_and_impersonate_them() -> None:
@@ -273,7 +357,7 @@ def test_behind_a_proxy_actions_need_the_user_and_impersonate_them() -> None:
     assert b'id="actions"' in page
     headers = {TOKEN_HEADER: "t0k", "X-Forwarded-User": "ana"}
     assert web.post("/api/jobflows/ns/test/resume", json={}, headers=headers).status_code == 200
-    assert act.calls == [("resume", "ns", "test", [], "ana")]
+    assert act.calls == [("resume", "ns", "test", [], "ana", None)]
     assert web.post("/api/jobflows/ns/test/resume", json={}, headers={TOKEN_HEADER: "t0k"}).status_code == 403
 
 
@@ -312,13 +396,57 @@ def test_an_action_for_a_user_named_by_the_proxy_reaches_the_api_server_as_that_
     try:
         cluster = Cluster(Target(kubeconfig=str(kubeconfig)))
         act = actor(cluster)
-        assert act("suspend", "ns", "test", [], "ana") == "Suspended JobFlow: ns/test"
+        assert act("suspend", "ns", "test", [], "ana", None) == "Suspended JobFlow: ns/test"
         assert seen == [("GET", "ana"), ("PATCH", "ana")]
         seen.clear()
-        act("suspend", "ns", "test", [], None)  # local mode: the dashboard's own identity, the same client as before
+        act("suspend", "ns", "test", [], None, None)  # local mode: the dashboard's own identity, the same client
         assert seen == [("GET", None), ("PATCH", None)]
     finally:
         server.shutdown()
+
+
+def test_an_answer_from_the_dashboard_behind_a_proxy_is_the_proxys_users_as_the_api_server_names_them(
+        tmp_path) -> None:
+    from api_standin import send_json, serving
+    from apiclient.cluster import Cluster, Target
+    from dashboard.actions import actor
+
+    seen = []
+
+    class ApiServer(BaseHTTPRequestHandler):
+        def _seen(self) -> dict | None:
+            data = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            seen.append((self.command, self.path.split("?")[0], self.headers.get("Impersonate-User")))
+            return json.loads(data) if data else None
+
+        def do_GET(self) -> None:
+            self._seen()
+            send_json(self, jobflow(flows=GATED, status=GATE_WAITS))
+
+        def do_POST(self) -> None:  # a SelfSubjectReview: the user the request is made as, the impersonated one
+            self._seen()
+            send_json(self, {"status": {"userInfo": {"username": self.headers.get("Impersonate-User")}}})
+
+        def do_PATCH(self) -> None:
+            patches.append(self._seen())
+            send_json(self, jobflow(flows=GATED, status=GATE_WAITS))
+
+        def log_message(self, *args) -> None:
+            pass
+
+    patches: list = []
+    with serving(ApiServer, tmp_path / "config"):
+        cluster = Cluster(Target(kubeconfig=str(tmp_path / "config")))
+        try:
+            said = actor(cluster)("reject", "ns", "test", ["ok"], "ana", "not today")
+        finally:
+            cluster.close()
+    assert said.startswith('Rejected gate "ok" of JobFlow ns/test as ana (record test-ok)')
+    jobflows = "/apis/flow.volcano.sh/v1alpha1/namespaces/ns/jobflows/test"
+    assert seen == [("GET", jobflows, "ana"), ("POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews", "ana"),
+                    ("PATCH", jobflows, "ana")]
+    assert json.loads(patches[0]["metadata"]["annotations"]["approval.flow.volcano.sh/ok"]) == {
+        "jobName": "test-ok", "decision": "Rejected", "user": "ana", "message": "not today"}
 
 
 def test_in_local_mode_only_the_loopback_host_is_answered() -> None:

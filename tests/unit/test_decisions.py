@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from datetime import timedelta
+
 import pytest
 from hypothesis import given
 
@@ -80,6 +83,19 @@ def memo_decision(name: str):
                             memo=memo))
 
 
+GATE = ("metadata: {annotations: ANSWER}\n"
+        "spec: {flows: [{name: a}, {name: ok, dependsOn: {targets: [a]}, approval: {timeoutSeconds: 60}}, "
+        "{name: b, dependsOn: {targets: [ok]}}]}")
+
+
+def gate_decision(answer: str | None, *, ended=T0):
+    annotations = {"approval.flow.volcano.sh/ok": answer} if answer else {}
+    flow = jobflow(GATE.replace("ANSWER", json.dumps(annotations)))
+    observation = observe(flow, jobs=[vcjob(flow, "a", P.COMPLETED, changed=ended)], now=T0)
+    view = next(v for v in observation.views if v.name == "ok")
+    return decide(FlowFacts(view, observation=observation, templates={}, rejections={}))
+
+
 KEEP_GOING = jobflow("spec: {failurePolicy: KeepGoing, flows: [{name: a}, {name: b, dependsOn: {targets: [a]}}]}")
 
 ROWS = {
@@ -104,6 +120,14 @@ ROWS = {
         lambda: decision_of(SWITCH, "broken"),
     "its targets are not ready":
         lambda: decision_of(A_THEN_B, "b", vcjob(A_THEN_B, "a", P.RUNNING)),
+    "it is an approval gate, approved":
+        lambda: gate_decision('{"jobName": "test-ok", "decision": "Approved", "user": "alice"}'),
+    "it is an approval gate, rejected":
+        lambda: gate_decision('{"jobName": "test-ok", "decision": "reject", "user": "bob", "message": "no"}'),
+    "it is an approval gate whose timeout passed":
+        lambda: gate_decision(None, ended=T0 - timedelta(seconds=61)),
+    "it is an approval gate without an answer":
+        lambda: gate_decision('{"jobName": "test-ok-r2", "decision": "Approved", "user": "alice"}'),
     "the results its patch reads are not known yet":
         lambda: decision_of(jobflow(READS_RESULT), "b", vcjob(jobflow(READS_RESULT), "a", P.COMPLETED)),
     "its patch cannot take its targets' results":

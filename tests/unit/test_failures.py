@@ -19,6 +19,8 @@ CYCLE = jobflow("spec: {flows: [{name: a, dependsOn: {targets: [b]}}, {name: b, 
 PAST_DEADLINE = jobflow("metadata: {creationTimestamp: '2026-01-02T01:00:00Z'}\n"
                         "spec: {activeDeadlineSeconds: 60, flows: [{name: a}, {name: b, dependsOn: {targets: [a]}}]}")
 FAILED = jobflow(A_THEN_B)
+STOPPED = jobflow(A_THEN_B.replace("spec: {", "spec: {shutdown: Stop, "))
+TERMINATED = jobflow(A_THEN_B.replace("spec: {", "spec: {shutdown: Terminate, "))
 
 
 def state_of(flow, *jobs):
@@ -30,8 +32,23 @@ ROWS = {
     "its spec is invalid": lambda: state_of(CYCLE),
     "activeDeadlineSeconds passed before every flow ended":
         lambda: state_of(PAST_DEADLINE, vcjob(PAST_DEADLINE, "a", P.FAILED)),
+    "the JobFlow was stopped": lambda: state_of(STOPPED, vcjob(STOPPED, "a", P.RUNNING)),
+    "the JobFlow was terminated": lambda: state_of(TERMINATED, vcjob(TERMINATED, "a", P.RUNNING)),
     "a flow failed and no flow handles its failure": lambda: state_of(FAILED, vcjob(FAILED, "a", P.TERMINATED)),
 }
+
+
+def test_a_stop_says_what_it_did_and_how_to_run_the_rest_again():
+    state = ROWS["the JobFlow was stopped"]()
+    assert state.phase is JobFlowPhase.FAILED
+    assert state.message == (
+        "Stopped (spec.shutdown: Stop): what ran was aborted, nothing new starts, its finally flows run (to run what "
+        "did not finish again: kubectl jobflow retry -n default test, which also removes spec.shutdown)")
+
+
+def test_a_stop_after_the_jobflow_succeeded_changes_nothing():
+    state = state_of(STOPPED, vcjob(STOPPED, "a", P.COMPLETED), vcjob(STOPPED, "b", P.COMPLETED))
+    assert (state.phase, state.reason) == (JobFlowPhase.SUCCEED, None)
 
 
 def test_every_row_of_the_table_has_an_example_here():
