@@ -23,7 +23,7 @@ Which JobFlows an event concerns is decided in :mod:`handlers.dispatch`.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from itertools import takewhile
@@ -37,6 +37,7 @@ from handlers.reads import Read, Reader, Source
 from handlers.writes import Replan, Writes
 from jobflow_core import Abort, Create, Delete, Event, Plan, Release, UpdateTemplate, WriteStatus
 from jobflow_core import Memoize, plan_observation
+from jobflow_core.flows.gates import Answer
 from jobflow_core.models import JobFlow, JobFlowPhase, VcJob
 from jobflow_core.planning import notifications
 from jobflow_core.queueing.line import in_line
@@ -91,9 +92,10 @@ class Reconciler:
         self.notifier, self.writes = notifier, writes or Writes()
 
     def jobflow(self, namespace: str, name: str, *, known: dict | None = None,
-                snapshot: dict | None = None) -> Outcome:
+                snapshot: dict | None = None, answers: Mapping[str, Answer] | None = None) -> Outcome:
         """Reconcile one JobFlow; ``known`` is a copy of it just read by a LIST, ``snapshot`` a signed snapshot the
-        event carried (:mod:`handlers.reads`). Only the first attempt uses them."""
+        event carried (:mod:`handlers.reads`). Only the first attempt uses them. ``answers``: an approval gate's
+        answer from a CloudEvent the shell accepted (:mod:`handlers.approvals`), offered to every attempt."""
         outcome = Outcome(jobflow=f"{namespace}/{name}")
         learned = _Learned()
         for attempt in range(1, MAX_ATTEMPTS + 1):
@@ -105,7 +107,7 @@ class Reconciler:
                 return outcome
             outcome.source = read.source
             try:
-                self._attempt(read, outcome, learned)
+                self._attempt(read, outcome, learned, answers=answers or {})
                 if read.source is Source.SNAPSHOT:
                     metrics.SNAPSHOTS.labels("used").inc()
                 return outcome
@@ -115,7 +117,7 @@ class Reconciler:
                 log.info("%s: %s (attempt %d); re-reading", outcome.jobflow, why, attempt)
         raise Conflict(f"JobFlow {namespace}/{name} kept changing during {MAX_ATTEMPTS} attempts; retry later")
 
-    def _attempt(self, read: Read, outcome: Outcome, learned: _Learned) -> None:
+    def _attempt(self, read: Read, outcome: Outcome, learned: _Learned, *, answers: Mapping[str, Answer]) -> None:
         now = self.clock()
         observation, need = self.reader.observation(read, holders=learned.holders, now=now)
         namespace = observation.jobflow.namespace
@@ -124,7 +126,8 @@ class Reconciler:
         plan = plan_observation(observation, templates=models, recheck_seconds=self.recheck_seconds,
                                 rejections=learned.rejections, notify=self.notifier is not None,
                                 memo=self.reader.memo(namespace, need),
-                                queues=self.queues.views(observation, need.queues(models), line=read.line))
+                                queues=self.queues.views(observation, need.queues(models), line=read.line),
+                                answers=answers)
         held = {n.id for n in notifications.pending(observation.jobflow.status)} if self.notifier else set()
         self._act(read, plan, outcome, learned, now=now, templates=templates, held=held)
 

@@ -12,6 +12,7 @@ from jobflow_core.vocabulary.api import JOBFLOW, JOBFLOWTEMPLATE, JOBTEMPLATE, V
 
 from apiclient.rest import ApiError, Conflict, Unavailable
 from handlers import metrics
+from handlers.approvals import answer_event, is_answer
 from handlers.dispatch import Dispatcher, PartlyFailed, Result
 from handlers.hints import BadEvent, Hint, data_of, hint_from_request, parse_cloudevent
 from handlers.jobflows import Reconciler
@@ -90,6 +91,8 @@ def _run(handle, *, replies: bool = False):
             reply, status = _error(503, str(error), retry=True, failed=error.failures)
             return reply, status, {"Retry-After": "1"}
         return _error(422, str(error), failed=error.failures)
+    except _Refused as refused:
+        return _error(refused.status, str(refused))
     except ValidationError as error:
         # An object in the cluster that our models cannot read (e.g. a newer Volcano wrote a field we reject):
         # retrying will not help, and the event is fine; say what to fix.
@@ -149,9 +152,30 @@ def receive_trigger_event():
     attributes = {key: event.get_attributes().get(key) for key in ("id", "source", "type", "subject", "time")}
     if attributes["time"] is not None and not isinstance(attributes["time"], str):
         attributes["time"] = attributes["time"].isoformat()
-    reply = _run(lambda: Dispatcher(_reconciler()).cloudevent(incoming(attributes, data_of(event))))
+    received = incoming(attributes, data_of(event))
+    if is_answer(received):
+        reply = _run(lambda: _answer_gate(received, extensions=dict(event.get_attributes())))
+        metrics.EVENTS.labels("approval", str(reply[1])).inc()
+        return reply
+    reply = _run(lambda: Dispatcher(_reconciler()).cloudevent(received))
     metrics.EVENTS.labels("trigger", str(reply[1])).inc()
     return reply
+
+
+class _Refused(Exception):
+    """An approval event refused (:mod:`handlers.approvals`): its reply."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def _answer_gate(event, *, extensions: dict) -> Result:
+    """Take an approval event's answer (:mod:`handlers.approvals`); a refusal is raised to :func:`_run`."""
+    reply = answer_event(_reconciler(), event, extensions=extensions, key=_snapshot_key())
+    if reply.status != 202:
+        raise _Refused(reply.status, reply.message)
+    return Result()
 
 
 @bp.post("/resync")

@@ -29,7 +29,7 @@ import hashlib
 import hmac
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from jobflow_core.flows.deadlines import after
@@ -46,7 +46,8 @@ DECISIONS = {"approve": ApprovalDecision.APPROVED, "approved": ApprovalDecision.
 
 @dataclass(frozen=True)
 class Answer:
-    """One answer to one gate's record ``job_name``: by a user (annotation), an event, or the timeout."""
+    """One answer to one gate's record ``job_name`` (``""`` for an event's: the record that waits), by a user (the
+    annotation), an event, or the timeout."""
 
     job_name: str
     decision: ApprovalDecision
@@ -210,8 +211,17 @@ def errors(jobflow: JobFlow) -> list[SpecError]:
     return found
 
 
-def offered_for(flow: str, answers: Mapping[str, Answer], jobflow: JobFlow) -> list[Answer]:
-    """The answers to gate ``flow`` in order of arrival: a person's (already admitted: it came first), then one
-    the shell offers from an event."""
+def offered_for(flow: str, answers: Mapping[str, Answer], jobflow: JobFlow, *, job_name: str) -> Answer | None:
+    """The answer to gate ``flow``'s record ``job_name``, by order of arrival: a person's (admitted before the
+    event reached us), then one the shell offers from an event. An event names no record (it answers the one
+    that waits), and one whose id is already in ``status.approvals`` answered before: it answers nothing again
+    (the same event delivered twice, or after a rerun)."""
     person = annotated(jobflow).get(flow)
-    return [answer for answer in (person, answers.get(flow)) if answer is not None]
+    if person is not None and person.job_name == job_name:
+        return person
+    event = answers.get(flow)
+    if event is None or event.job_name not in ("", job_name):
+        return None
+    seen = {(entry.source, entry.event_id) for entry in (jobflow.status.approvals if jobflow.status else None) or ()
+            if entry.event_id}
+    return None if (event.source, event.event_id) in seen else replace(event, job_name=job_name)

@@ -59,6 +59,7 @@ from functools import cached_property
 from typing import Any, Final
 
 from jobflow_core.dag.dependencies import Readiness
+from jobflow_core.dag.graph import flow_graph
 from jobflow_core.dag.outcomes import unread
 from jobflow_core.flows.deadlines import passed
 from jobflow_core.flows.deadlines import recheck_seconds as deadline_recheck
@@ -70,7 +71,7 @@ from jobflow_core.flows.parameters import values
 from jobflow_core.flows.retries import delay_seconds, due, max_attempts, recheck_seconds
 from jobflow_core.flows.units import FlowView
 from jobflow_core.flows.vcjobs import build_job
-from jobflow_core.models import (ApprovalDecision, ApprovalRecord, FlowJobStatus, JobSpec, JobTemplate, Shutdown,
+from jobflow_core.models import (ApprovalDecision, ApprovalRecord, Flow, FlowJobStatus, JobSpec, JobTemplate, Shutdown,
                                  format_time)
 from jobflow_core.planning.observation import Observation
 from jobflow_core.queueing.line import (RECHECK_SECONDS, Admission, QueueView, first_stages_admission, never_fits,
@@ -237,9 +238,9 @@ class FlowFacts:
         view = self.view
         if view.flow.approval is None:
             return None
-        for answer in offered_for(view.name, self._answers, self.observation.jobflow):
-            if answer.job_name == view.next_job_name:
-                return answer
+        answer = offered_for(view.name, self._answers, self.observation.jobflow, job_name=view.next_job_name)
+        if answer is not None:
+            return answer
         if passed(self.gate_timeout, self.observation.now):
             return timeout_answer(view.flow, job_name=view.next_job_name)
         return None
@@ -604,12 +605,29 @@ def decide_all(observation: Observation, *, templates: Mapping[str, JobTemplate]
 
 
 def templates_needed(observation: Observation) -> list[str]:
-    """The JobTemplates the plan will read: those of the flows no readiness rule holds back, and, on a JobFlow's
-    first reconcile, every flow's, for its run-time estimate (:mod:`jobflow_core.insight.eta`)."""
+    """The JobTemplates the plan will read: those of the flows no readiness rule holds back, those downstream of a
+    flow that may end without a vcjob in this plan (an approval gate, a memoized flow: what waits for it starts in
+    the same plan), and, on a JobFlow's first reconcile, every flow's, for its run-time estimate
+    (:mod:`jobflow_core.insight.eta`)."""
     starting = [view.flow for view in observation.candidates
                 if decide(FlowFacts(view, observation=observation, templates={}, rejections={}),
                           READINESS_RULES) is None]
     estimated = (observation.node(name).flow for name in observation.estimates_needed())
     whole = observation.jobflow.spec.whole_flow_admission and starting and not observation.started
     every = [node.flow for node in observation.nodes] if whole else []  # its widest stage decides when it starts
-    return list(dict.fromkeys(template_name(flow) for flow in (*starting, *estimated, *every)))
+    return list(dict.fromkeys(template_name(flow) for flow in (*starting, *estimated, *every, *_after_records(
+        observation)) if flow.approval is None))
+
+
+def _after_records(observation: Observation) -> list[Flow]:
+    """The flows downstream of a candidate that may be recorded without a vcjob (a gate, a memoized flow)."""
+    pending = [view.name for view in observation.candidates if view.flow.approval or view.flow.memoize]
+    if not pending:
+        return []
+    graph, seen = flow_graph(observation.jobflow), set()
+    while pending:
+        for dependent in graph.dependents(pending.pop()):
+            if dependent not in seen:
+                seen.add(dependent)
+                pending.append(dependent)
+    return [node.flow for node in observation.nodes if node.name in seen]
