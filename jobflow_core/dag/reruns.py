@@ -21,6 +21,7 @@ create repeated after a lost write finds the vcjob it made.
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 from jobflow_core.dag.graph import flow_graph
 from jobflow_core.models import JobFlow, Rerun
@@ -70,10 +71,12 @@ def rerun_from(jobflow: JobFlow, request: RerunRequest, *, outcomes: Mapping[str
 
 
 def record(request: RerunRequest, *, accepted: dict[str, int] | None, previous: Rerun | None,
-           why_not: str | None = None) -> Rerun:
-    """The ``status.rerun`` after handling ``request``: the attempts to count from, or why nothing happened."""
+           why_not: str | None = None, now: datetime | None = None) -> Rerun:
+    """The ``status.rerun`` after handling ``request``: the attempts to count from, or why nothing happened; an
+    accepted one, when (``now``: an approval gate run again opens then, :mod:`jobflow_core.flows.gates`)."""
     before = dict(previous.from_attempt or {}) if previous else {}
     if accepted is None:
         return Rerun(id=request.id, from_attempt=before or None, message=why_not)
     flows = ", ".join(sorted(accepted)) or "none"
-    return Rerun(id=request.id, from_attempt={**before, **accepted} or None, message=f"run again: {flows}")
+    return Rerun(id=request.id, from_attempt={**before, **accepted} or None, message=f"run again: {flows}",
+                 acceptedAt=now)

@@ -126,8 +126,8 @@ def signature(key: bytes, *, namespace: str, jobflow: str, flow: str, decision: 
 
 
 def opened_at(jobflow: JobFlow, ends: Iterable[datetime | None], *, previous: datetime | None) -> datetime | None:
-    """When a gate opened, for its timeout: the latest end among its targets (``ends``), of its previous record
-    (a rerun opens it again), or the JobFlow's creation, whichever is last."""
+    """When a gate opened, for its timeout: the latest end among its targets (``ends``), the acceptance of the
+    rerun that runs it again (``previous``), or the JobFlow's creation, whichever is last."""
     known = [time for time in (*ends, previous, jobflow.metadata.creation_timestamp) if time is not None]
     return max(known) if known else None
 

@@ -395,6 +395,8 @@ class Rerun(WireModel):
     id: str
     from_attempt: dict[str, int] | None = Field(None, alias="fromAttempt")
     message: str | None = None
+    accepted_at: Timestamp | None = Field(None, alias="acceptedAt")
+    """When the engine accepted it (the first plan that saw it)."""
 
 
 class ApprovalRecord(WireModel):

@@ -124,7 +124,10 @@ class Observation:
 
     def stopped_for(self, view: FlowView) -> bool:
         """The JobFlow failed fast or was stopped, so ``view`` never starts (``finally`` flows still do); or it was
-        terminated, and nothing starts."""
+        terminated, and nothing starts. A flow already Skipped stays so (a stop after the JobFlow ended changes
+        nothing)."""
+        if self.shutdown is not None and self.outcomes.of.get(view.name) is FlowOutcome.SKIPPED:
+            return False
         return self.shutdown is Shutdown.TERMINATE or (self.outcomes.stopped and not view.flow.final)
 
     def suspended_for(self, view: FlowView) -> bool:
@@ -274,7 +277,7 @@ def observe(jobflow: JobFlow, *, jobs: Iterable[VcJob], now: datetime | None = N
                                               category_of(unit.phase) is JobCategory.FAILED)
                                              for unit in node.units if not unit.placeholder]
                                  for node in observation.nodes})
-    rerun = record(request, accepted=accepted, previous=previous.rerun)
+    rerun = record(request, accepted=accepted, previous=previous.rerun, now=now)
     return _observe(jobflow, owned=owned, foreign=foreign, first=dict(rerun.from_attempt or {}), now=now,
                     probe_results=probe_results or {}, results=results, errors=errors, rerun=rerun, recorded=None)
 

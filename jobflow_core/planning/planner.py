@@ -385,11 +385,12 @@ def pending_recheck(observation: Observation) -> int | None:
     if spec.active_deadline_seconds and not observation.deadline_exceeded and \
             observation.phase not in (JobFlowPhase.SUCCEED, JobFlowPhase.FAILED):
         clocks.append(spec.active_deadline_seconds)
+    gates = {view.name for view in observation.candidates if view.flow.approval}  # those that may still open
     for view in observation.views:
         if view.flow.timeout_seconds and view.job is not None and not is_final(view.job.phase):
             clocks.append(view.flow.timeout_seconds)
         approval = view.flow.approval
-        if approval and approval.timeout_seconds and view.needs_job and not observation.starts_nothing:
+        if approval and approval.timeout_seconds and view.name in gates:
             clocks.append(approval.timeout_seconds)
         probe = view.flow.depends_on.probe if view.flow.depends_on else None
         readiness = observation.readiness.get(view.name)

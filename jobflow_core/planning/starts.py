@@ -2,7 +2,7 @@
 
 Every flow that still needs a vcjob (none yet, or one that vanished before it finished) is put to
 :data:`START_RULES`, top to bottom, the way :data:`jobflow_core.vocabulary.phase.FLOW_PHASE_RULES` decides the JobFlow
-phase. The first rule that holds gives the flow's :class:`Verdict` and, for a b   locker, the reason word that the status
+phase. The first rule that holds gives the flow's :class:`Verdict` and, for a blocker, the reason word that the status
 and a Warning event carry:
 
 ======================================================================  ========  ====================
@@ -21,7 +21,7 @@ its next attempt waits out the retry backoff (:mod:`jobflow_core.flows.retries`)
 its probe can never pass as written (a task its target does not have)   blocked   ProbeTaskNotFound
 its ``when`` condition cannot be evaluated                              blocked   ConditionError
 its targets are not ready (not Completed, or a probe has not passed)    wait
-it is an approval gate (:mod:`jobflow_core.flows.gates`), approved     recorded Approved
+it is an approval gate (:mod:`jobflow_core.flows.gates`), approved      recorded  Approved
 it is an approval gate, rejected                                        recorded  Rejected
 it is an approval gate whose ``timeoutSeconds`` passed                  recorded  ApprovalTimeout
 it is an approval gate without an answer                                wait
@@ -228,7 +228,8 @@ class FlowFacts:
             return None
         targets = flow.depends_on.targets if flow.depends_on and flow.depends_on.targets else ()
         ends = [self.observation.node(target).ended_at for target in targets]
-        previous = self.view.current.ended_at if self.view.superseded else None
+        rerun = self.observation.rerun
+        previous = rerun.accepted_at if rerun is not None and self.view.first > 1 else None
         return timeout_at(flow, opened_at(self.observation.jobflow, ends, previous=previous))
 
     @cached_property
