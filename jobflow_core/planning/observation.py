@@ -19,6 +19,7 @@ From these follow each flow's effective phase, its outcome and, for each flow th
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
+from typing import Final
 from datetime import datetime
 
 from jobflow_core.dag.dependencies import Readiness
@@ -47,6 +48,7 @@ from jobflow_core.models import (
     VcJobPhase,
 )
 from jobflow_core.validation.jobflows import SpecError, validate
+from jobflow_core.vocabulary.kube_events import Reason
 from jobflow_core.vocabulary.naming import attempt_job_name, has_record_finalizer, is_owned_by
 from jobflow_core.vocabulary.phase import (FlowOutcome, JobCategory, category_of, decide_flow_phase, is_final,
                                 outdated_by_record)
@@ -244,9 +246,13 @@ def observe(jobflow: JobFlow, *, jobs: Iterable[VcJob], now: datetime | None = N
     """Pair each flow of ``jobflow`` with its vcjobs among ``jobs`` and its records in the previous status, as of
     ``now``; with a rerun request the JobFlow has not handled yet, as if that rerun was accepted
     (:mod:`jobflow_core.dag.reruns`). A ``retryPolicy`` is read into each flow's ``retry`` first
-    (:func:`~jobflow_core.flows.retries.with_retry_policies`)."""
-    jobflow = _without_retries_once_shut_down(with_retry_policies(jobflow))
+    (:func:`~jobflow_core.flows.retries.with_retry_policies`).
+
+    A JobFlow stopped or terminated is seen so until a rerun is accepted (:func:`_shut_down_as_recorded`): the rerun
+    is decided on that view, so what the stop aborted counts as failed and runs again with its retries afresh."""
+    asked = with_retry_policies(jobflow)
     previous = jobflow.status or JobFlowStatus()
+    jobflow = _shut_down_as_recorded(asked, previous)
     owned: dict[str, VcJob] = {}
     foreign: dict[str, VcJob] = {}
     for job in jobs:
@@ -264,12 +270,12 @@ def observe(jobflow: JobFlow, *, jobs: Iterable[VcJob], now: datetime | None = N
     if request is None:
         return observation
     if observation.phase is not JobFlowPhase.FAILED or observation.errors or observation.deadline_exceeded \
-            or observation.shutdown is not None:
+            or asked.spec.shutdown is not None:
         why = f"nothing run again: the JobFlow is {observation.phase}, and only a Failed JobFlow is rerun"
         if observation.deadline_exceeded:
             why = "nothing run again: its activeDeadlineSeconds passed"
-        elif observation.shutdown is not None and observation.phase is JobFlowPhase.FAILED:
-            why = (f"nothing run again: spec.shutdown is {observation.shutdown.value}; remove it with the request "
+        elif asked.spec.shutdown is not None and observation.phase is JobFlowPhase.FAILED:
+            why = (f"nothing run again: spec.shutdown is {asked.spec.shutdown.value}; remove it with the request "
                    "(kubectl jobflow retry does both)")
         return replace(observation, rerun=record(request, accepted=None, previous=previous.rerun, why_not=why))
     accepted = rerun_from(jobflow, request, outcomes=observation.outcomes.of,
@@ -278,7 +284,7 @@ def observe(jobflow: JobFlow, *, jobs: Iterable[VcJob], now: datetime | None = N
                                              for unit in node.units if not unit.placeholder]
                                  for node in observation.nodes})
     rerun = record(request, accepted=accepted, previous=previous.rerun, now=now)
-    return _observe(jobflow, owned=owned, foreign=foreign, first=dict(rerun.from_attempt or {}), now=now,
+    return _observe(asked, owned=owned, foreign=foreign, first=dict(rerun.from_attempt or {}), now=now,
                     probe_results=probe_results or {}, results=results, errors=errors, rerun=rerun, recorded=None)
 
 
@@ -355,13 +361,22 @@ def _observe(jobflow: JobFlow, *, owned: Mapping[str, VcJob], foreign: Mapping[s
     )
 
 
-def _without_retries_once_shut_down(jobflow: JobFlow) -> JobFlow:
-    """A JobFlow asked to stop or terminate runs nothing again: what its stop aborted (or anything that ends
-    afterwards) is not retried."""
-    if jobflow.spec.shutdown is None or not any(flow.retry for flow in jobflow.spec.flows or ()):
+RECORDED_SHUTDOWN: Final = {Reason.STOPPED.value: Shutdown.STOP, Reason.TERMINATED.value: Shutdown.TERMINATE}
+"""The ``state.reason`` of a JobFlow that ended stopped or terminated, and the shutdown it records."""
+
+
+def _shut_down_as_recorded(jobflow: JobFlow, previous: JobFlowStatus) -> JobFlow:
+    """The JobFlow as the planner sees it once it was asked to stop or terminate: its ``spec.shutdown``, else the
+    one its status records (Failed, reason ``Stopped`` or ``Terminated``: taking ``spec.shutdown`` away by hand
+    undoes nothing; a rerun does), and without retries: nothing a stop aborted, nor anything that ends afterwards,
+    runs again."""
+    state = previous.state
+    recorded = RECORDED_SHUTDOWN.get(state.reason or "") if state and state.phase is JobFlowPhase.FAILED else None
+    shutdown = jobflow.spec.shutdown or recorded
+    if shutdown is None:
         return jobflow
-    flows = [flow.model_copy(update={"retry": None}) for flow in jobflow.spec.flows or ()]
-    return jobflow.model_copy(update={"spec": jobflow.spec.model_copy(update={"flows": flows})})
+    flows = [flow.model_copy(update={"retry": None}) if flow.retry else flow for flow in jobflow.spec.flows or ()]
+    return jobflow.model_copy(update={"spec": jobflow.spec.model_copy(update={"flows": flows, "shutdown": shutdown})})
 
 
 def _no_free_slot(nodes: Iterable[FlowNode], *, now: datetime | None) -> dict[str, str]:

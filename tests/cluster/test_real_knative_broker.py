@@ -30,7 +30,7 @@ from devcluster.testing import LocalCluster
 from engine import Arrivals, serve_app
 from handlers.jobflows import MAX_ATTEMPTS
 from handlers.kube import KubeApi
-from objects import apply, jobflow, template, vcjobs, wait_for_phase
+from objects import apply, events_of, jobflow, template, vcjobs, wait_for_phase
 from test_real_apiserversource import LosesRaces, run_through_an_api_server_outage
 
 pytestmark = pytest.mark.cluster
@@ -233,3 +233,70 @@ def test_flows_that_existed_before_the_adapter_started_finish_through_the_real_p
     first = min(datetime.fromisoformat(p.event["ce-time"].replace("Z", "+00:00")).timestamp() for p in pings)
     created = datetime.fromisoformat(flow["metadata"]["creationTimestamp"].replace("Z", "+00:00")).timestamp()
     assert first > created
+
+
+GATE = """
+apiVersion: flow.volcano.sh/v1alpha1
+kind: JobFlow
+metadata: {name: release}
+spec:
+  flows:
+  - name: ok
+    approval: {events: [{type: com.example.review, source: /ci}]}
+  - {name: deploy, dependsOn: {targets: [ok]}}
+"""
+"""A gate that takes the answer of a CloudEvent of type com.example.review from /ci: a type the Broker's Trigger
+jobflow-run-triggers sends to /trigger (it takes every type but Knative's, ours and our notifications')."""
+
+
+def gate_waiting(knative: Knative, cluster: LocalCluster, namespace: str) -> None:
+    through_the_broker(knative, cluster, namespace)
+    apply(cluster, namespace, template("deploy"))
+    apply(cluster, namespace, GATE)
+    cluster.wait_until("gate ok to wait for an answer", lambda: any(
+        w["name"] == "ok" for w in (jobflow(cluster, namespace, "release").get("status") or {}).get("waitingFlows")
+        or ()), timeout=60)
+
+
+def send_review(knative: Knative, namespace: str, *, source: str) -> str:
+    """An approval of gate ok, from ``source``, into the Broker's ingress; its id."""
+    event_id = str(uuid.uuid4())
+    sent = urllib.request.Request(INGRESS, method="POST", data=json.dumps({
+        "namespace": namespace, "jobflow": "release", "flow": "ok", "decision": "approve"}).encode(), headers={
+        "ce-specversion": "1.0", "ce-id": event_id, "ce-source": source, "ce-type": "com.example.review",
+        "content-type": "application/json"})
+    proxied = urllib.request.build_opener(urllib.request.ProxyHandler({"http": knative.eventing.dns.url}))
+    with proxied.open(sent, timeout=30) as reply:
+        assert reply.status == 202  # the Broker took it
+    return event_id
+
+
+def test_a_gate_approved_by_a_cloudevent_through_the_real_broker_lets_what_waits_for_it_run(
+        cluster: LocalCluster, namespace: str, knative: Knative) -> None:
+    gate_waiting(knative, cluster, namespace)
+    event_id = send_review(knative, namespace, source="/ci")
+
+    flow = wait_for_phase(cluster, namespace, "release", "Succeed", timeout=90)
+    [entry] = flow["status"]["approvals"]
+    assert (entry["decision"], entry["source"], entry["eventId"]) == ("Approved", "/ci", event_id)
+    assert sorted(vcjobs(cluster, namespace)) == ["release-deploy"]
+    assert [(a.path, a.code) for a in knative.arrivals.seen if a.event.get("ce-id") == event_id] == [
+        ("/trigger", 202)]
+
+
+def test_a_gate_answer_from_a_source_the_gate_does_not_name_is_refused_once_and_dead_lettered_through_the_broker(
+        cluster: LocalCluster, namespace: str, knative: Knative) -> None:
+    gate_waiting(knative, cluster, namespace)
+    event_id = send_review(knative, namespace, source="/somebody-else")
+
+    headers = cluster.wait_until("the refused answer at the dead-letter sink", lambda: next(
+        (h for h, _ in knative.dead_letters.received if h.get("ce-id") == event_id), None), timeout=30)
+    assert headers["ce-knativeerrorcode"] == "403"
+    assert [(a.path, a.code) for a in knative.arrivals.seen if a.event.get("ce-id") == event_id] == [
+        ("/trigger", 403)]  # refused for good: the Broker does not deliver it again
+    refusals = [m for t, r, m in events_of(cluster, namespace, "release") if (t, r) == ("Warning", "ApprovalRefused")]
+    assert len(refusals) == 1 and f'event {event_id} of type "com.example.review" from "/somebody-else"' in \
+        refusals[0], refusals
+    status = jobflow(cluster, namespace, "release")["status"]
+    assert "approvals" not in status and [w["name"] for w in status["waitingFlows"]] == ["ok", "deploy"]
+    assert vcjobs(cluster, namespace) == {}

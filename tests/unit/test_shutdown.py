@@ -333,6 +333,49 @@ def test_once_shutdown_is_removed_a_rerun_runs_again_what_did_not_finish_and_kee
     assert cluster.job_names() == ["test-a", "test-b", "test-b-r1", "test-c", "test-z"]
 
 
+def stopped_with_retries_left() -> Cluster:
+    """RETRIED stopped while ``a`` (3 retries left) ran: aborted, ``z`` completed, Failed (Stopped)."""
+    cluster = Cluster(jobflow(RETRIED))
+    cluster.step()
+    cluster.move("a", P.RUNNING)
+    shut_down(cluster, "Stop")
+    cluster.step()
+    cluster.move("a", P.ABORTED)
+    assert [c.job_name for c in cluster.step().creates] == ["test-z"]
+    cluster.move("z", P.COMPLETED)
+    cluster.step()
+    assert (cluster.phase, cluster.flow.status.state.reason) == (JobFlowPhase.FAILED, "Stopped")
+    return cluster
+
+
+def test_a_rerun_after_a_stop_runs_the_aborted_flow_again_at_once_with_its_retries_afresh():
+    """``kubectl jobflow retry`` removes ``spec.shutdown`` in the same patch as its request: the rerun is still
+    decided on the stopped JobFlow, so the aborted attempt is a failure that runs again, not a retry in waiting."""
+    cluster = stopped_with_retries_left()
+    cluster.flow = edited(cluster.flow, shutdown=None, annotations={"flow.volcano.sh/rerun": "3"})
+    result = cluster.step()
+    assert cluster.flow.status.rerun.from_attempt == {"a": 2}
+    assert cluster.flow.status.rerun.message == "run again: a"
+    assert [c.job_name for c in result.creates] == ["test-a-r1"]  # at once: no backoff of a retry
+    for attempt in ("test-a-r1", "test-a-r2", "test-a-r3"):  # its three retries, whole
+        cluster.move_job(attempt, P.FAILED)
+        cluster.now += timedelta(hours=1)
+        cluster.step()
+    cluster.move_job("test-a-r4", P.COMPLETED)
+    assert [c.job_name for c in cluster.step().creates] == ["test-b"]
+
+
+def test_taking_spec_shutdown_away_by_hand_undoes_nothing_until_a_rerun():
+    cluster = stopped_with_retries_left()
+    before = cluster.flow.status
+    cluster.flow = edited(cluster.flow, shutdown=None)
+    cluster.now += timedelta(hours=1)  # long past any retry backoff
+    result = cluster.step()
+    assert result.creates == [] and result.of(Abort) == []
+    assert (cluster.phase, cluster.flow.status.state.reason) == (JobFlowPhase.FAILED, "Stopped")
+    assert cluster.flow.status.job_status_list == before.job_status_list
+
+
 def test_a_terminated_jobflow_reruns_once_shutdown_is_removed():
     cluster = running_a_and_b("Terminate")
     cluster.step()
