@@ -33,7 +33,7 @@ from jobflow_core.models import (Approval, ApprovalDecision, ApprovalRecord, Flo
                                  JobFlowTemplate, Shutdown, WaitingFlow)
 from jobflow_core.schedules.firing import resume_outlook
 from jobflow_core.vocabulary.api import JOBFLOW, JOBFLOWTEMPLATE, RERUN, RERUN_FLOWS
-from jobflow_core.vocabulary.kube_events import Reason
+from jobflow_core.vocabulary.kube_events import SHUTDOWN_REASON, strongest
 from jobflow_core.vocabulary.phase import is_final
 
 ANSWER_ATTEMPTS = 3
@@ -90,9 +90,17 @@ def request_retry(cluster: Cluster, namespace: str, name: str, flows: list[str])
                       f"its flows are {', '.join(sorted(known))}")
     request = f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{secrets.token_hex(2)}"
     # spec.shutdown goes in the same patch: while it is set the engine refuses the rerun (a stopped JobFlow stays
-    # stopped until someone asks for it to run again, which is this).
-    cluster.merge_patch(JOBFLOW, namespace, name, {"metadata": {"annotations": {
-        RERUN: request, RERUN_FLOWS: ",".join(flows) or None}}, "spec": {"shutdown": None}})
+    # stopped until someone asks for it to run again, which is this). The resourceVersion read: a stop that lands
+    # meanwhile fails the patch (409) instead of being taken away unseen.
+    try:
+        cluster.merge_patch(JOBFLOW, namespace, name, {"metadata": {
+            "resourceVersion": current["metadata"]["resourceVersion"],
+            "annotations": {RERUN: request, RERUN_FLOWS: ",".join(flows) or None}}, "spec": {"shutdown": None}})
+    except KubeError as error:
+        if error.status != 409:
+            raise
+        raise Refused(f"JobFlow {namespace}/{name} changed while the retry was being asked (a stop, an answer?): "
+                      f"look at it (kubectl jobflow status {name}) and run the command again") from None
     which = ", ".join(flows) if flows else "its failed flows"
     shutdown = (current.get("spec") or {}).get("shutdown")
     cleared = f"; spec.shutdown ({shutdown}) removed" if shutdown else ""
@@ -100,9 +108,9 @@ def request_retry(cluster: Cluster, namespace: str, name: str, flows: list[str])
             f"{cleared}; follow it with kubectl jobflow status {name} --watch)")
 
 
-SHUTDOWN_WORDS = {Shutdown.STOP: ("stop", "Stopping", "stopped", "stopping", Reason.STOPPED),
-                  Shutdown.TERMINATE: ("terminate", "Terminating", "terminated", "terminating", Reason.TERMINATED)}
-"""Each ``spec.shutdown``'s verb, the words of its sentences, and the reason the JobFlow ends Failed with."""
+SHUTDOWN_WORDS = {Shutdown.STOP: ("stop", "Stopping", "stopped", "stopping"),
+                  Shutdown.TERMINATE: ("terminate", "Terminating", "terminated", "terminating")}
+"""Each ``spec.shutdown``'s verb and the words of its sentences."""
 
 
 def set_shutdown(cluster: Cluster, namespace: str, name: str, value: Shutdown) -> str:
@@ -115,11 +123,14 @@ def set_shutdown(cluster: Cluster, namespace: str, name: str, value: Shutdown) -
     if current is None:
         raise Refused(f'JobFlow "{namespace}/{name}" not found: check the name and the namespace (-n)')
     jobflow = JobFlow.model_validate(current)
-    verb, doing, done, going, reason = SHUTDOWN_WORDS[value]
+    verb, doing, done, going = SHUTDOWN_WORDS[value]
+    reason = SHUTDOWN_REASON[value]
     phase = _phase(jobflow)
     if phase is JobFlowPhase.SUCCEED:
         raise Refused(f"JobFlow {namespace}/{name} already Succeed: nothing of it runs, nothing to {verb}")
     before = jobflow.spec.shutdown
+    if strongest(before, value) is not value:  # Terminate outranks Stop: the engine keeps the stronger one
+        return f"JobFlow {namespace}/{name} is already terminated (spec.shutdown: {before}): a stop changes nothing"
     if before == value:
         return f"JobFlow {namespace}/{name} is already {done if phase is JobFlowPhase.FAILED else going} " \
                f"(spec.shutdown: {value})"

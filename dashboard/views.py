@@ -154,7 +154,9 @@ def _node(row: FlowRow, *, now: datetime, critical: bool, template: str | None, 
     tone, glyph = STATES.get(row.phase, ("waiting", "○"))
     total = sum(row.items.values()) if row.items else 0
     return {
-        "name": row.name, "level": row.level, "after": row.after, "job": row.job, "jobExists": row.live,
+        # A gate has a record but never a vcjob: no "vcjob ... (deleted)" line for it.
+        "name": row.name, "level": row.level, "after": row.after, "job": row.job if gate is None else None,
+        "jobExists": row.live,
         "state": row.phase, "tone": tone, "glyph": glyph, "label": f"{glyph} {row.phase}",
         "detail": _detail(row, note=note, now=now),
         "waitingFor": row.waiting_for, "message": row.message,

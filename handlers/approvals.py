@@ -17,13 +17,14 @@ answered as every event's (503, retried).
 
 from __future__ import annotations
 
-import hmac
 import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from handlers.jobflows import Reconciler
-from jobflow_core.flows.gates import Answer, decision_of, event_accepted, signature
+from apiclient.rest import ApiError, Conflict, Gone, Unavailable
+from jobflow_core.flows.gates import Answer, decision_of, event_accepted, signed
+from jobflow_core.vocabulary.api import APPROVAL_SIGNATURE
 from jobflow_core.models import JobFlow
 from jobflow_core.vocabulary.kube_events import Reason
 
@@ -64,17 +65,19 @@ def answer_event(reconciler: Reconciler, event: Incoming, *, extensions: dict[st
     gate = next((item for item in jobflow.spec.flows or () if item.name == flow), None)
     if gate is None or gate.approval is None:
         return Reply(422, f'flow "{flow}" of JobFlow {namespace}/{name} is no approval gate')
-    signed = extensions.get("jobflowsignature")
     trusted = event_accepted(gate.approval, type=event.type, source=event.source) or (
-        key is not None and isinstance(signed, str) and hmac.compare_digest(signed, signature(
-            key, namespace=namespace, jobflow=name, flow=flow, decision=decision, event_id=event.id)))
+        key is not None and signed(key, extensions.get(APPROVAL_SIGNATURE), namespace=namespace, jobflow=name,
+                                   flow=flow, decision=decision, source=event.source, event_id=event.id))
     if not trusted:
         why = (f'approval event {event.id} of type "{event.type}" from "{event.source}" refused for gate "{flow}": '
                "the gate's approval.events name no such type and source, and the event is not signed with the "
                "engine's key")
         log.warning("%s/%s: %s", namespace, name, why)
-        reconciler.kube.record_event(raw, type_="Warning", reason=Reason.APPROVAL_REFUSED.value, message=why,
-                                     now=reconciler.clock())
+        try:  # told to the JobFlow's owner; a refusal that could not be told is still a refusal (never retried)
+            reconciler.kube.record_event(raw, type_="Warning", reason=Reason.APPROVAL_REFUSED.value, message=why,
+                                         now=reconciler.clock())
+        except (ApiError, Conflict, Gone, Unavailable) as error:
+            log.warning("could not record the refusal on JobFlow %s/%s: %s", namespace, name, error)
         return Reply(403, why)
     message = data.get("message") if isinstance(data.get("message"), str) else None
     answer = Answer(job_name="", decision=decision, source=event.source, event_id=event.id, message=message)

@@ -153,11 +153,11 @@ def receive_trigger_event():
     if attributes["time"] is not None and not isinstance(attributes["time"], str):
         attributes["time"] = attributes["time"].isoformat()
     received = incoming(attributes, data_of(event))
-    if is_answer(received):
+    reply = _run(lambda: Dispatcher(_reconciler()).cloudevent(received))
+    if is_answer(received) and reply[1] == 202:  # the triggers had it first: an answer is a trigger's event too
         reply = _run(lambda: _answer_gate(received, extensions=dict(event.get_attributes())))
         metrics.EVENTS.labels("approval", str(reply[1])).inc()
         return reply
-    reply = _run(lambda: Dispatcher(_reconciler()).cloudevent(received))
     metrics.EVENTS.labels("trigger", str(reply[1])).inc()
     return reply
 

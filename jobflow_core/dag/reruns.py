@@ -75,8 +75,9 @@ def record(request: RerunRequest, *, accepted: dict[str, int] | None, previous: 
     """The ``status.rerun`` after handling ``request``: the attempts to count from, or why nothing happened; an
     accepted one, when (``now``: an approval gate run again opens then, :mod:`jobflow_core.flows.gates`)."""
     before = dict(previous.from_attempt or {}) if previous else {}
-    if accepted is None:
-        return Rerun(id=request.id, from_attempt=before or None, message=why_not)
+    if accepted is None:  # refused: the last accepted one's time stays (a gate it opened again counts from it)
+        return Rerun(id=request.id, from_attempt=before or None, message=why_not,
+                     acceptedAt=previous.accepted_at if previous else None)
     flows = ", ".join(sorted(accepted)) or "none"
     return Rerun(id=request.id, from_attempt={**before, **accepted} or None, message=f"run again: {flows}",
                  acceptedAt=now)

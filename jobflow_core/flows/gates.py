@@ -31,6 +31,7 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
+from typing import Any, Final
 
 from jobflow_core.flows.deadlines import after
 from jobflow_core.models import (Approval, ApprovalDecision, ApprovalRecord, Flow, FlowJobStatus, JobFlow,
@@ -117,12 +118,27 @@ def event_accepted(approval: Approval, *, type: str, source: str) -> bool:
     return any(entry.type == type and entry.source in (None, source) for entry in approval.events or ())
 
 
-def signature(key: bytes, *, namespace: str, jobflow: str, flow: str, decision: ApprovalDecision,
+SIGNED: Final = "jobflow-approval/v1"
+"""What a signed approval's text starts with: the same key signs snapshots, whose texts never start so."""
+
+
+def signature(key: bytes, *, namespace: str, jobflow: str, flow: str, decision: ApprovalDecision, source: str,
               event_id: str) -> str:
     """The ``jobflowsignature`` extension that makes an approval event acceptable to any gate: HMAC-SHA256, hex,
-    of ``namespace/jobflow/flow/decision/id`` under the engine's key (the snapshot key)."""
-    text = "/".join((namespace, jobflow, flow, decision.value, event_id))
+    under the engine's key (the snapshot key), of the compact JSON list of :data:`SIGNED`, the namespace, JobFlow,
+    gate, decision (``Approved`` or ``Rejected``), the event's ``source`` and ``id`` (a list: no field can run into
+    the next). The source and id are signed because they are what makes an event count once
+    (``status.approvals``): a signed event sent again under another source is not signed."""
+    text = json.dumps([SIGNED, namespace, jobflow, flow, decision.value, source, event_id], separators=(",", ":"))
     return hmac.new(key, text.encode(), hashlib.sha256).hexdigest()
+
+
+def signed(key: bytes, given: object, **fields: Any) -> bool:
+    """Whether ``given`` (the event's ``jobflowsignature``, as sent) is :func:`signature` of ``fields``; anything
+    that is not 64 hex digits is not (and is compared with nothing)."""
+    if not isinstance(given, str) or len(given) != 64 or not all(c in "0123456789abcdef" for c in given):
+        return False
+    return hmac.compare_digest(given.encode(), signature(key, **fields).encode())
 
 
 def opened_at(jobflow: JobFlow, ends: Iterable[datetime | None], *, previous: datetime | None) -> datetime | None:

@@ -33,7 +33,7 @@ from jobflow_core.flows.units import FlowNode
 from jobflow_core.models import JobFlowPhase, Shutdown
 from jobflow_core.planning.observation import Observation
 from jobflow_core.vocabulary.api import RERUN
-from jobflow_core.vocabulary.kube_events import Reason
+from jobflow_core.vocabulary.kube_events import SHUTDOWN_REASON, Reason
 from jobflow_core.vocabulary.phase import FlowOutcome, JobCategory, category_of
 
 
@@ -83,10 +83,15 @@ def _deadline_passed(observation: Observation) -> str | None:
             f"{_advice(observation)})")
 
 
-def _shut_down(reason: Reason, shutdown: Shutdown) -> Callable[[Observation], str | None]:
+def _shut_down(shutdown: Shutdown) -> Callable[[Observation], str | None]:
+    reason = SHUTDOWN_REASON[shutdown]
+
     def holds(observation: Observation) -> str | None:
         if observation.shutdown is not shutdown or observation.phase is not JobFlowPhase.FAILED:
             return None  # a stop that came after the JobFlow succeeded changed nothing
+        before = observation.previous.state
+        if before and before.phase is JobFlowPhase.FAILED and before.reason not in (None, *SHUTDOWN_REASON.values()):
+            return None  # it had failed before the stop: why it failed stays what it says
         finally_flows = "its finally flows run" if shutdown is Shutdown.STOP else "its finally flows do not run"
         return (f"{reason.value} (spec.shutdown: {shutdown.value}): what ran was aborted, nothing new starts, "
                 f"{finally_flows} (to run what did not finish again: kubectl jobflow retry -n "
@@ -124,8 +129,8 @@ FAILURE_RULES: Final = (
     FailureRule("the JobFlow is being deleted", None, _deleting),
     FailureRule("its spec is invalid", Reason.INVALID_SPEC, _invalid_spec),
     FailureRule("activeDeadlineSeconds passed before every flow ended", Reason.DEADLINE_EXCEEDED, _deadline_passed),
-    FailureRule("the JobFlow was stopped", Reason.STOPPED, _shut_down(Reason.STOPPED, Shutdown.STOP)),
-    FailureRule("the JobFlow was terminated", Reason.TERMINATED, _shut_down(Reason.TERMINATED, Shutdown.TERMINATE)),
+    FailureRule("the JobFlow was stopped", Reason.STOPPED, _shut_down(Shutdown.STOP)),
+    FailureRule("the JobFlow was terminated", Reason.TERMINATED, _shut_down(Shutdown.TERMINATE)),
     FailureRule("a flow failed and no flow handles its failure", Reason.JOB_FAILED, _unhandled_failure),
 )
 """The table of the module docstring, in order ("otherwise": no failure)."""

@@ -48,7 +48,7 @@ from jobflow_core.models import (
     VcJobPhase,
 )
 from jobflow_core.validation.jobflows import SpecError, validate
-from jobflow_core.vocabulary.kube_events import Reason
+from jobflow_core.vocabulary.kube_events import SHUTDOWN_REASON, strongest
 from jobflow_core.vocabulary.naming import attempt_job_name, has_record_finalizer, is_owned_by
 from jobflow_core.vocabulary.phase import (FlowOutcome, JobCategory, category_of, decide_flow_phase, is_final,
                                 outdated_by_record)
@@ -361,7 +361,7 @@ def _observe(jobflow: JobFlow, *, owned: Mapping[str, VcJob], foreign: Mapping[s
     )
 
 
-RECORDED_SHUTDOWN: Final = {Reason.STOPPED.value: Shutdown.STOP, Reason.TERMINATED.value: Shutdown.TERMINATE}
+RECORDED_SHUTDOWN: Final = {reason.value: shutdown for shutdown, reason in SHUTDOWN_REASON.items()}
 """The ``state.reason`` of a JobFlow that ended stopped or terminated, and the shutdown it records."""
 
 
@@ -372,7 +372,7 @@ def _shut_down_as_recorded(jobflow: JobFlow, previous: JobFlowStatus) -> JobFlow
     runs again."""
     state = previous.state
     recorded = RECORDED_SHUTDOWN.get(state.reason or "") if state and state.phase is JobFlowPhase.FAILED else None
-    shutdown = jobflow.spec.shutdown or recorded
+    shutdown = strongest(jobflow.spec.shutdown, recorded)
     if shutdown is None:
         return jobflow
     flows = [flow.model_copy(update={"retry": None}) if flow.retry else flow for flow in jobflow.spec.flows or ()]

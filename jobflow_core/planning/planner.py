@@ -70,12 +70,13 @@ from jobflow_core.models import (
 from jobflow_core.planning import notifications
 from jobflow_core.planning.failures import why_failed
 from jobflow_core.planning.observation import Observation, observe
-from jobflow_core.planning.starts import ENDED_BY, START_RULES, FlowDecision, Verdict, decide_all
+from jobflow_core.planning.starts import START_RULES, FlowDecision, Verdict, decide_all
 from jobflow_core.planning.status import build_status
 from jobflow_core.planning.template_status import template_status_with
 from jobflow_core.queueing.line import QueueView
 from jobflow_core.queueing.status import consult
-from jobflow_core.vocabulary.kube_events import Event, EventType, Reason, job_created, phase_changed
+from jobflow_core.vocabulary.kube_events import (SHUTDOWN_REASON, Event, EventType, Reason, ended_by, job_created,
+                                                 phase_changed)
 from jobflow_core.vocabulary.naming import has_record_finalizer, template_name, template_of
 from jobflow_core.vocabulary.phase import JobCategory, category_of, is_final
 
@@ -367,8 +368,8 @@ def _aborts(observation: Observation) -> list[Abort]:
             reason, message = Reason.DEADLINE_EXCEEDED, f"the JobFlow's activeDeadlineSeconds ({seconds}) passed"
         elif observation.shutdown is Shutdown.TERMINATE or (observation.shutdown is Shutdown.STOP
                                                             and not view.flow.final):
-            reason = Reason.STOPPED if observation.shutdown is Shutdown.STOP else Reason.TERMINATED
-            message = f"the JobFlow was {ENDED_BY[observation.shutdown]} (spec.shutdown: {observation.shutdown.value})"
+            reason = SHUTDOWN_REASON[observation.shutdown]
+            message = f"the JobFlow was {ended_by(observation.shutdown)} (spec.shutdown: {observation.shutdown.value})"
         elif passed(attempt_deadline(view.flow, job), observation.now):
             reason, message = Reason.TIMEOUT, f"it ran longer than timeoutSeconds ({view.flow.timeout_seconds})"
         else:

@@ -80,7 +80,7 @@ from jobflow_core.validation.jobflows import SpecError
 from jobflow_core.validation.jobtemplates import validate_template
 from jobflow_core.vocabulary import resources
 from jobflow_core.vocabulary.api import MEMO_KEY
-from jobflow_core.vocabulary.kube_events import Reason
+from jobflow_core.vocabulary.kube_events import Reason, ended_by
 from jobflow_core.vocabulary.naming import template_name
 
 
@@ -294,15 +294,12 @@ def _deadline_passed(facts: FlowFacts) -> str | None:
     return f"not started: the JobFlow's activeDeadlineSeconds ({seconds}) passed"
 
 
-ENDED_BY: Final = {Shutdown.STOP: "stopped", Shutdown.TERMINATE: "terminated"}
-
-
 def _stopped(facts: FlowFacts) -> str | None:
     observation = facts.observation
     if not observation.stopped_for(facts.view):
         return None
     if observation.shutdown is not None:
-        return f"not started: the JobFlow was {ENDED_BY[observation.shutdown]} (spec.shutdown: " \
+        return f"not started: the JobFlow was {ended_by(observation.shutdown)} (spec.shutdown: " \
                f"{observation.shutdown.value})"
     return f"not started: the JobFlow is {observation.phase}"
 

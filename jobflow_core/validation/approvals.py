@@ -7,8 +7,10 @@ who answered, and checks nothing itself: the annotation is all it sees. **The us
 because this check runs at admission**: it refuses an answer whose user is not the one the API server authenticated
 for the request. Without the webhook installed (``manifests/webhook/``) an answer is only as trustworthy as the RBAC
 on ``update`` and ``patch`` of ``jobflows``: whoever may update a JobFlow may write any user and any decision into
-it. The same holds for ``approvers`` even with the webhook: it is read from the spec the request writes, and
-whoever may update a JobFlow may change its spec.
+it. ``approvers`` is read from the gate as stored (on an UPDATE), so a request that names itself an approver and
+answers at once is refused; but whoever may update a JobFlow may change its spec in one request and answer in the
+next: ``approvers`` is as strong as the RBAC on the JobFlow's spec (give the approvers ``patch`` through a role that
+others lack, or answer by signed CloudEvents).
 
 :func:`refusal` judges each approval annotation a CREATE or UPDATE adds, or whose value it changes (compared with
 ``oldObject``). Removing one is allowed: what the engine recorded of it (``status.approvals``) stays, and rule 5
@@ -19,8 +21,8 @@ the first one an annotation breaks refuses the request:
 1. it names a flow that is an approval gate of the JobFlow's spec (``spec.flows[].approval``);
 2. its value reads as an answer (:func:`jobflow_core.flows.gates.parse_answer`);
 3. its ``user`` is the request's user (``request.userInfo.username``);
-4. that user, or one of their groups (``request.userInfo.groups``), is among the gate's ``approvers``
-   (:func:`jobflow_core.flows.gates.may_answer`; unset: anyone);
+4. that user, or one of their groups (``request.userInfo.groups``), is among the gate's ``approvers`` as stored
+   before the request (:func:`jobflow_core.flows.gates.may_answer`; unset: anyone);
 5. it does not change an answer already given to the same record (``jobName``): neither one ``oldObject``'s
    annotation holds nor one the engine recorded in ``status.approvals`` (from a person, a CloudEvent or the
    timeout). Writing the same decision by the same user again is no change (``kubectl jobflow approve`` twice);
@@ -72,18 +74,21 @@ def refusal(*, new: JobFlow, old: Mapping[str, Any] | None, user_info: object) -
     if not changed:
         return None
     requester = _requester(user_info)
-    approvals = _approvals(old)
+    approvals, stored_gates = _approvals(old), _gates(old)
     for key, text in changed:
-        found = _judge(new, flow=key.removeprefix(APPROVAL_PREFIX), text=text, requester=requester,
-                       old_text=before.get(key), approvals=approvals)
+        flow = key.removeprefix(APPROVAL_PREFIX)
+        found = _judge(new, flow=flow, text=text, requester=requester, old_text=before.get(key),
+                       approvals=approvals, stored=stored_gates.get(flow))
         if found is not None:
             return found
     return None
 
 
 def _judge(jobflow: JobFlow, *, flow: str, text: str, requester: Requester, old_text: str | None,
-           approvals: list[ApprovalRecord]) -> Refusal | None:
-    """The rules of the module's docstring, in its order, for the answer ``text`` to gate ``flow``."""
+           approvals: list[ApprovalRecord], stored: Approval | None) -> Refusal | None:
+    """The rules of the module's docstring, in its order, for the answer ``text`` to gate ``flow``. Who may answer
+    is read from the gate as stored (``stored``), when it is: a request that names itself an approver and answers
+    at once is judged by the approvers it replaces."""
     where = f"JobFlow {jobflow.namespace}/{jobflow.name}"
     gate = next((f.approval for f in jobflow.spec.flows or () if f.name == flow and f.approval is not None), None)
     if gate is None:
@@ -95,9 +100,10 @@ def _judge(jobflow: JobFlow, *, flow: str, text: str, requester: Requester, old_
     if answer.user != requester.username:
         return Refusal(f'the answer to gate "{flow}" of {where} names user "{answer.user}" but the request comes '
                        f'from "{requester.username}": {ANSWER_WITH}', forbidden=True)
-    if not may_answer(gate, user=requester.username, groups=requester.groups):
+    judge = stored or gate
+    if not may_answer(judge, user=requester.username, groups=requester.groups):
         return Refusal(f'user "{requester.username}" may not answer gate "{flow}" of {where}: '
-                       f"{_approvers(gate)} (ask one of them to answer)", forbidden=True)
+                       f"{_approvers(judge)} (ask one of them to answer)", forbidden=True)
     earlier = _earlier(job_name=answer.job_name, old_text=old_text, approvals=approvals)
     if earlier is not None and (earlier.decision, earlier.user) != (answer.decision, answer.user):
         return Refusal(f'gate "{flow}" of {where} was already answered: {earlier.decision.value} by '
@@ -140,6 +146,20 @@ def _annotations(old: Mapping[str, Any] | None) -> dict[str, str]:
     if not isinstance(annotations, Mapping):
         return {}
     return {key: text for key, text in annotations.items() if isinstance(text, str)}
+
+
+def _gates(old: Mapping[str, Any] | None) -> dict[str, Approval]:
+    """The approval gates of the stored object, by flow (read leniently, as :func:`_approvals`)."""
+    spec = old.get("spec") if old is not None else None
+    flows = spec.get("flows") if isinstance(spec, Mapping) else None
+    found = {}
+    for flow in flows if isinstance(flows, list) else ():
+        if isinstance(flow, Mapping) and isinstance(flow.get("name"), str) and isinstance(flow.get("approval"), Mapping):
+            try:
+                found.setdefault(flow["name"], Approval.model_validate(flow["approval"]))
+            except ValidationError:
+                continue
+    return found
 
 
 def _approvals(old: Mapping[str, Any] | None) -> list[ApprovalRecord]:

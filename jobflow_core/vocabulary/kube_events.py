@@ -10,8 +10,10 @@ Because the shell may plan the same observation many times, the planner only ret
 
 from dataclasses import dataclass
 from enum import StrEnum
+from types import MappingProxyType
+from typing import Final
 
-from jobflow_core.models import JobFlowPhase
+from jobflow_core.models import JobFlowPhase, Shutdown
 
 
 class EventType(StrEnum):
@@ -92,6 +94,22 @@ class Reason(StrEnum):
     """An answer to an approval gate was not taken: a CloudEvent from a source the gate does not name, unsigned."""
     INVALID_SCHEDULE = "InvalidSchedule"
     """The schedule or time zone of a JobFlowTemplate cannot be used; no run is scheduled."""
+
+
+SHUTDOWN_REASON: Final = MappingProxyType({Shutdown.STOP: Reason.STOPPED, Shutdown.TERMINATE: Reason.TERMINATED})
+"""The reason a stopped or terminated JobFlow ends Failed with; its word in sentences is the reason's, lower case."""
+
+
+def strongest(*shutdowns: Shutdown | None) -> Shutdown | None:
+    """The shutdown that holds when several were asked (the spec's, the one the status records): Terminate
+    outranks Stop, so a stop after a terminate never starts the ``finally`` flows a terminate held."""
+    asked = set(shutdowns) - {None}
+    return Shutdown.TERMINATE if Shutdown.TERMINATE in asked else (Shutdown.STOP if asked else None)
+
+
+def ended_by(shutdown: Shutdown) -> str:
+    """``stopped`` or ``terminated``."""
+    return SHUTDOWN_REASON[shutdown].value.lower()
 
 
 @dataclass(frozen=True)

@@ -149,6 +149,40 @@ def test_the_retry_button_reruns_the_failed_flow_and_keeps_what_completed(
     assert jobflow(cluster, namespace, "diamond")["status"]["rerun"]["fromAttempt"] == {"c": 2}
 
 
+def test_a_waiting_gate_is_approved_from_its_panel_with_a_message_and_what_waits_for_it_runs(
+        cluster: LocalCluster, namespace: str, engine, dashboard: Dashboard, driver) -> None:
+    apply(cluster, namespace, template("evaluate") + "---\n" + template("deploy"))
+    apply(cluster, namespace, """
+apiVersion: flow.volcano.sh/v1alpha1
+kind: JobFlow
+metadata: {name: release}
+spec:
+  flows:
+  - name: evaluate
+  - name: ok
+    dependsOn: {targets: [evaluate]}
+    approval: {message: check the evaluation}
+  - name: deploy
+    dependsOn: {targets: [ok]}
+""")
+    driver.get(f"{dashboard.url}jobflows/{namespace}/release")
+    wait_for(driver, "evaluate Completed", lambda d: node_states(d).get("evaluate") == "Completed", timeout=90)
+    driver.execute_script("document.getElementById('node-ok').dispatchEvent(new MouseEvent('click', {bubbles: true}))")
+    wait_for(driver, "the gate's Approve button", lambda d: d.find_elements("id", "gate-approve"), timeout=30)
+    assert "check the evaluation" in text_of(driver, "panel")
+    driver.find_element("id", "gate-message").send_keys("numbers look right")
+    driver.find_element("id", "gate-approve").click()
+    wait_for(driver, "the JobFlow Succeed after the approval", lambda d: phase_on_page(d) == "Succeed", timeout=90)
+    [answer] = jobflow(cluster, namespace, "release")["status"]["approvals"]
+    assert (answer["flow"], answer["decision"], answer["message"]) == ("ok", "Approved", "numbers look right")
+    assert answer["user"]  # who the API server says the dashboard's user is (a SelfSubjectReview), not typed in
+    assert sorted(vcjobs(cluster, namespace)) == ["release-deploy", "release-evaluate"]  # the gate has no vcjob
+    wait_for(driver, "the gate's answer in its panel", lambda d: "Approved by" in text_of(d, "panel"))
+    assert "vcjob" not in text_of(driver, "panel")  # nor does its panel speak of one
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    (SCREENSHOTS / "gate-approved.png").write_bytes(driver.get_screenshot_as_png())
+
+
 def test_the_keyboard_reaches_every_node_and_every_state_is_written_not_only_coloured(
         cluster: LocalCluster, namespace: str, dashboard: Dashboard, driver) -> None:
     from selenium.webdriver.common.action_chains import ActionChains

@@ -95,7 +95,7 @@ def test_an_event_from_a_source_the_gate_does_not_name_is_refused_with_403_and_a
 def test_an_event_signed_with_the_engines_key_is_taken_from_any_source_and_a_bad_signature_is_not():
     kube, app = setup()
     sign = signature(KEY, namespace="default", jobflow="release", flow="ok", decision=ApprovalDecision.REJECTED,
-                     event_id="s1")
+                     source="/anyone", event_id="s1")
     headers, data = event("s1", type="other", source="/anyone", decision="reject", jobflowsignature="0" * 64)
     assert app.post("/trigger", headers=headers, data=data).status_code == 403
     headers["ce-jobflowsignature"] = sign
@@ -103,6 +103,28 @@ def test_an_event_signed_with_the_engines_key_is_taken_from_any_source_and_a_bad
     [entry] = status(kube)["approvals"]
     assert (entry["decision"], entry["source"]) == ("Rejected", "/anyone")
     assert status(kube)["state"]["phase"] == "Failed"  # a rejected gate is a failed flow; nothing handles it
+
+
+def test_a_signed_event_sent_again_under_another_source_or_with_a_signature_that_is_no_hex_is_refused_403():
+    kube, app = setup()
+    sign = signature(KEY, namespace="default", jobflow="release", flow="ok", decision=ApprovalDecision.APPROVED,
+                     source="/signer", event_id="s2")
+    for source, given in (("/replayer", sign), ("/signer", "é" * 64), ("/signer", sign[:-1])):
+        headers, data = event("s2", type="other", source=source, jobflowsignature="x")
+        headers["ce-jobflowsignature"] = given
+        assert app.post("/trigger", headers=headers, data=data).status_code == 403, (source, given)
+    assert "approvals" not in status(kube)
+
+
+def test_an_approval_event_still_reaches_the_triggers_of_jobflowtemplates():
+    kube, app = setup()
+    kube.put({"apiVersion": "flow.volcano.sh/v1alpha1", "kind": "JobFlowTemplate",
+              "metadata": {"name": "on-review", "namespace": "default"},
+              "spec": {"triggers": [{"name": "reviewed", "type": "com.example.review"}],
+                       "jobFlow": {"spec": {"flows": [{"name": "evaluate"}]}}}})
+    assert app.post("/trigger", headers=event()[0], data=event()[1]).status_code == 202
+    assert [entry["decision"] for entry in status(kube)["approvals"]] == ["Approved"]
+    assert [name for name in kube.names(JOBFLOW, "default") if name != "release"]  # and the trigger started a run
 
 
 def test_an_answer_before_the_gate_opened_is_refused_with_422_and_lost_nowhere():

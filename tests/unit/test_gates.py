@@ -127,9 +127,10 @@ def test_a_gate_that_lists_no_events_accepts_none():
 
 
 NAMES = st.from_regex(r"[a-z0-9]([a-z0-9-]{0,10}[a-z0-9])?", fullmatch=True)
-"""Kubernetes names (namespaces, JobFlows, flows): no ``/``, which joins the signed fields."""
+"""Kubernetes names (namespaces, JobFlows, flows)."""
 SIGNED = st.fixed_dictionaries({"namespace": NAMES, "jobflow": NAMES, "flow": NAMES,
-                                "decision": st.sampled_from(list(ApprovalDecision)), "event_id": st.text()})
+                                "decision": st.sampled_from(list(ApprovalDecision)), "source": st.text(),
+                                "event_id": st.text()})
 
 
 @given(key=st.binary(min_size=1), fields=SIGNED)
@@ -140,7 +141,7 @@ def test_a_signature_is_deterministic_hex_sha256(key, fields):
 
 
 @given(key=st.binary(min_size=1), fields=SIGNED, other=SIGNED,
-       which=st.sampled_from(["namespace", "jobflow", "flow", "decision", "event_id"]))
+       which=st.sampled_from(["namespace", "jobflow", "flow", "decision", "source", "event_id"]))
 def test_a_signature_changes_with_any_field(key, fields, other, which):
     changed = fields | {which: other[which]}
     if changed[which] != fields[which]:

@@ -580,6 +580,8 @@ def test_after_a_stop_no_sequence_of_moves_and_late_or_repeated_plans_starts_a_f
     log: list[str] = []
     for step in range(data.draw(st.integers(min_value=stop_at + 1, max_value=40), label="steps")):
         if step == stop_at:
+            failed_before = store.flow.status is not None and store.flow.status.state is not None and \
+                store.flow.status.state.phase is JobFlowPhase.FAILED
             store.flow = edited(store.flow, shutdown=how)
             log.append(f"shutdown: {how}")
         stopped = step >= stop_at
@@ -618,5 +620,27 @@ def test_after_a_stop_no_sequence_of_moves_and_late_or_repeated_plans_starts_a_f
     state = store.flow.status.state
     assert all(is_final(job.phase) for job in store.jobs.values()), log
     assert state.phase in (JobFlowPhase.FAILED, JobFlowPhase.SUCCEED), log
-    if state.phase is JobFlowPhase.FAILED:
+    if state.phase is JobFlowPhase.FAILED and not failed_before:  # a JobFlow failed before: its reason stays
         assert state.reason == ("Stopped" if how == "Stop" else "Terminated"), (state, log)
+
+
+def test_a_stop_after_a_terminate_changes_nothing_and_starts_no_finally_flow():
+    cluster = running_a_and_b("Terminate")
+    cluster.step()
+    cluster.move("a", P.ABORTED)
+    cluster.move("b", P.ABORTED)
+    cluster.step()
+    assert (cluster.phase, cluster.flow.status.state.reason) == (JobFlowPhase.FAILED, "Terminated")
+    shut_down(cluster, "Stop")
+    assert cluster.step().creates == []  # z, held by the terminate, stays held
+    assert cluster.flow.status.state.reason == "Terminated"
+
+
+def test_a_stop_of_a_jobflow_that_had_failed_keeps_why_it_failed_and_aborts_what_still_runs():
+    cluster = running_a_and_b()
+    cluster.move("a", P.FAILED)
+    cluster.step()
+    assert (cluster.phase, cluster.flow.status.state.reason) == (JobFlowPhase.FAILED, "JobFailed")
+    shut_down(cluster, "Stop")
+    assert aborted(cluster.step()) == {"test-b": "Stopped"}
+    assert cluster.flow.status.state.reason == "JobFailed"

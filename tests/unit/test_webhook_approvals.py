@@ -231,3 +231,11 @@ def test_an_update_that_adds_or_changes_no_answer_is_reviewed_as_without_answers
     new = jobflow(flows, annotations={**after, **stored}, labels=labels)
     without = jobflow(flows, annotations=before), jobflow(flows, annotations=after, labels=labels)
     assert reviewed(new, old=old, user=user) == reviewed(without[1], old=without[0], user=user)
+
+
+
+def test_a_request_that_makes_itself_an_approver_and_answers_at_once_is_judged_by_the_stored_approvers():
+    stored = jobflow(gated({"users": ["alice"]}))
+    rewritten = jobflow(gated({"users": ["mallory"]}), annotations={SHIP: answer(user="mallory")})
+    code, message = refused(reviewed(rewritten, old=stored, user="mallory"))
+    assert code == 403 and "its approvers are users 'alice'" in message
