@@ -75,32 +75,42 @@ def set_template_suspend(cluster: Cluster, namespace: str, name: str, value: boo
 
 def request_retry(cluster: Cluster, namespace: str, name: str, flows: list[str]) -> str:
     """Ask the engine to rerun a Failed JobFlow's failed flows (or ``flows``); what was done, in a sentence."""
-    current = cluster.find(JOBFLOW, namespace, name)
-    if current is None:
-        raise Refused(f'JobFlow "{namespace}/{name}" not found: check the name and the namespace (-n)')
-    phase = ((current.get("status") or {}).get("state") or {}).get("phase")
-    if phase != "Failed":
-        raise Refused(f"JobFlow {namespace}/{name} is {phase or 'not planned yet'}: only a Failed JobFlow "
-                      f"can be retried (see kubectl jobflow status {name})")
-    flows = list(dict.fromkeys(flows))
-    known = {flow.get("name") for flow in (current.get("spec") or {}).get("flows") or ()}
-    unknown = [flow for flow in flows if flow not in known]
-    if unknown:
-        raise Refused(f"JobFlow {namespace}/{name} has no flow {', '.join(unknown)}: "
-                      f"its flows are {', '.join(sorted(known))}")
     request = f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{secrets.token_hex(2)}"
-    # spec.shutdown goes in the same patch: while it is set the engine refuses the rerun (a stopped JobFlow stays
-    # stopped until someone asks for it to run again, which is this). The resourceVersion read: a stop that lands
-    # meanwhile fails the patch (409) instead of being taken away unseen.
-    try:
-        cluster.merge_patch(JOBFLOW, namespace, name, {"metadata": {
-            "resourceVersion": current["metadata"]["resourceVersion"],
-            "annotations": {RERUN: request, RERUN_FLOWS: ",".join(flows) or None}}, "spec": {"shutdown": None}})
-    except KubeError as error:
-        if error.status != 409:
-            raise
-        raise Refused(f"JobFlow {namespace}/{name} changed while the retry was being asked (a stop, an answer?): "
-                      f"look at it (kubectl jobflow status {name}) and run the command again") from None
+    flows = list(dict.fromkeys(flows))
+    first: dict | None = None
+    for _ in range(ANSWER_ATTEMPTS):
+        current = cluster.find(JOBFLOW, namespace, name)
+        if current is None:
+            raise Refused(f'JobFlow "{namespace}/{name}" not found: check the name and the namespace (-n)')
+        first = first or current
+        if (current.get("spec") or {}).get("shutdown") != (first.get("spec") or {}).get("shutdown"):
+            raise Refused(f"JobFlow {namespace}/{name} was stopped or terminated while the retry was being asked: "
+                          f"look at it (kubectl jobflow status {name}) and run the command again")
+        phase = ((current.get("status") or {}).get("state") or {}).get("phase")
+        if phase != "Failed":
+            raise Refused(f"JobFlow {namespace}/{name} is {phase or 'not planned yet'}: only a Failed JobFlow "
+                          f"can be retried (see kubectl jobflow status {name})")
+        known = {flow.get("name") for flow in (current.get("spec") or {}).get("flows") or ()}
+        unknown = [flow for flow in flows if flow not in known]
+        if unknown:
+            raise Refused(f"JobFlow {namespace}/{name} has no flow {', '.join(unknown)}: "
+                          f"its flows are {', '.join(sorted(known))}")
+        # spec.shutdown goes in the same patch: while it is set the engine refuses the rerun (a stopped JobFlow
+        # stays stopped until someone asks for it to run again, which is this). With the resourceVersion read, a
+        # stop that lands meanwhile fails the patch (409) instead of being taken away unseen; the engine's status
+        # writes do too, and are read again.
+        try:
+            cluster.merge_patch(JOBFLOW, namespace, name, {"metadata": {
+                "resourceVersion": current["metadata"]["resourceVersion"],
+                "annotations": {RERUN: request, RERUN_FLOWS: ",".join(flows) or None}}, "spec": {"shutdown": None}})
+        except KubeError as error:
+            if error.status != 409:
+                raise
+            continue
+        break
+    else:
+        raise Refused(f"JobFlow {namespace}/{name} changed {ANSWER_ATTEMPTS} times while the retry was being asked: "
+                      "run the command again")
     which = ", ".join(flows) if flows else "its failed flows"
     shutdown = (current.get("spec") or {}).get("shutdown")
     cleared = f"; spec.shutdown ({shutdown}) removed" if shutdown else ""

@@ -71,7 +71,7 @@ from jobflow_core.flows.parameters import values
 from jobflow_core.flows.retries import delay_seconds, due, max_attempts, recheck_seconds
 from jobflow_core.flows.units import FlowView
 from jobflow_core.flows.vcjobs import build_job
-from jobflow_core.models import (ApprovalDecision, ApprovalRecord, Flow, FlowJobStatus, JobSpec, JobTemplate, Shutdown,
+from jobflow_core.models import (ApprovalDecision, ApprovalRecord, Flow, FlowJobStatus, JobSpec, JobTemplate,
                                  format_time)
 from jobflow_core.planning.observation import Observation
 from jobflow_core.queueing.line import (RECHECK_SECONDS, Admission, QueueView, first_stages_admission, never_fits,

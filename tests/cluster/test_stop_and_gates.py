@@ -119,11 +119,12 @@ def test_stop_aborts_the_running_vcjob_through_volcano_runs_the_finally_flow_and
     # Failed at once, as a JobFlow that fails fast is; its finally flow still runs.
     cluster.wait_until("finally z to complete", lambda: cluster.vcjob_phase(namespace, "halt-z") == "Completed",
                        timeout=30)
+    cluster.wait_until("halt-a Aborted, as the status records it", lambda: cluster.vcjob_phase(namespace, "halt-a")
+                       == "Aborted" and records(jobflow(cluster, namespace, "halt"))["halt-a"]["state"] == "Aborted",
+                       timeout=30)
     jobs = vcjobs(cluster, namespace)
     # b never started, h (a's failure handler) neither, a was not retried (no halt-a-r1): only finally z ran.
     assert sorted(jobs) == ["halt-a", "halt-z"]
-    assert jobs["halt-a"]["status"]["state"]["phase"] == "Aborted"  # Volcano carried out the AbortJob Command
-    assert records(flow)["halt-a"]["state"] == "Aborted"
     assert stamp(jobs["halt-z"]["metadata"]["creationTimestamp"]) >= \
         stamp(jobs["halt-a"]["status"]["state"]["lastTransitionTime"])
     assert aborted_by(cluster, namespace, "halt", "Stopped") == [
