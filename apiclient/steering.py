@@ -28,7 +28,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from apiclient.cluster import Cluster, KubeError
-from jobflow_core.flows.gates import Answer, annotated, annotation_key, answer_text, describe, may_answer, recorded
+from jobflow_core.flows.gates import (Answer, annotated, annotation_key, answer_of, answer_text, describe, gate_named,
+                                      may_answer, recorded)
 from jobflow_core.models import (Approval, ApprovalDecision, ApprovalRecord, Flow, JobFlow, JobFlowPhase,
                                  JobFlowTemplate, Shutdown, WaitingFlow)
 from jobflow_core.schedules.firing import resume_outlook
@@ -191,7 +192,7 @@ class Gate:
 
 def gate_of(jobflow: JobFlow, flow: str) -> Gate | None:
     """Flow ``flow`` of ``jobflow`` as an approval gate; None when it is no gate (or no flow)."""
-    spec = next((item for item in jobflow.spec.flows or () if item.name == flow), None)
+    spec = gate_named(jobflow, flow)
     if spec is None or spec.approval is None:
         return None
     status = jobflow.status
@@ -248,8 +249,7 @@ def answer_words(answer: ApprovalRecord | Answer) -> str:
     said = f": {answer.message}" if answer.message else ""
     if isinstance(answer, Answer):
         return f"{answer.decision.value} by {describe(answer)}{said}, which the engine records at its next look"
-    who = describe(Answer(job_name=answer.job_name, decision=answer.decision, user=answer.user, source=answer.source,
-                          event_id=answer.event_id, timed_out=bool(answer.timed_out)))
+    who = describe(answer_of(answer))
     when = f" at {answer.time:%Y-%m-%dT%H:%M:%SZ}" if answer.time else ""
     return f"{answer.decision.value} by {who}{when}{said}"
 

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from handlers.jobflows import Reconciler
 from apiclient.rest import ApiError, Conflict, Gone, Unavailable
-from jobflow_core.flows.gates import Answer, decision_of, event_accepted, signed
+from jobflow_core.flows.gates import Answer, decision_of, event_accepted, gate_named, signed
 from jobflow_core.vocabulary.api import APPROVAL_SIGNATURE
 from jobflow_core.models import JobFlow
 from jobflow_core.vocabulary.kube_events import Reason
@@ -62,7 +62,7 @@ def answer_event(reconciler: Reconciler, event: Incoming, *, extensions: dict[st
     if raw is None:
         return Reply(422, f"JobFlow {namespace}/{name} not found: check the event's namespace and jobflow")
     jobflow = JobFlow.model_validate(raw)
-    gate = next((item for item in jobflow.spec.flows or () if item.name == flow), None)
+    gate = gate_named(jobflow, flow)
     if gate is None or gate.approval is None:
         return Reply(422, f'flow "{flow}" of JobFlow {namespace}/{name} is no approval gate')
     trusted = event_accepted(gate.approval, type=event.type, source=event.source) or (

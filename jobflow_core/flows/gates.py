@@ -186,6 +186,18 @@ def record_of(answer: Answer, *, flow: str, now: datetime | None) -> tuple[FlowJ
     return record, entry
 
 
+def gate_named(jobflow: JobFlow, flow: str) -> Flow | None:
+    """The flow ``flow`` of ``jobflow`` if it is an approval gate (the first of that name, as the planner reads it)."""
+    found = next((item for item in jobflow.spec.flows or () if item.name == flow), None)
+    return found if found is not None and found.approval is not None else None
+
+
+def answer_of(entry: ApprovalRecord) -> Answer:
+    """A recorded answer (``status.approvals``) as an :class:`Answer`, to be told or compared like a new one."""
+    return Answer(job_name=entry.job_name, decision=entry.decision, user=entry.user, source=entry.source,
+                  event_id=entry.event_id, message=entry.message, timed_out=bool(entry.timed_out))
+
+
 def recorded(approvals: Iterable[ApprovalRecord] | None, job_name: str) -> ApprovalRecord | None:
     return next((entry for entry in approvals or () if entry.job_name == job_name), None)
 

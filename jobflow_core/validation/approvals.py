@@ -40,7 +40,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from jobflow_core.flows.gates import Answer, annotation_key, describe, may_answer, parse_answer, recorded
+from jobflow_core.flows.gates import (Answer, annotation_key, answer_of, describe, gate_named, may_answer,
+                                      parse_answer, recorded)
 from jobflow_core.models import Approval, ApprovalRecord, Approvers, JobFlow
 from jobflow_core.vocabulary.api import APPROVAL_PREFIX
 
@@ -90,7 +91,8 @@ def _judge(jobflow: JobFlow, *, flow: str, text: str, requester: Requester, old_
     is read from the gate as stored (``stored``), when it is: a request that names itself an approver and answers
     at once is judged by the approvers it replaces."""
     where = f"JobFlow {jobflow.namespace}/{jobflow.name}"
-    gate = next((f.approval for f in jobflow.spec.flows or () if f.name == flow and f.approval is not None), None)
+    named = gate_named(jobflow, flow)
+    gate = named.approval if named is not None else None
     if gate is None:
         return Refusal(f'flow "{flow}" of {where} is no approval gate: the annotation {annotation_key(flow)} '
                        "answers only a flow with approval (remove it, or name a gate: kubectl jobflow status)")
@@ -117,8 +119,7 @@ def _earlier(*, job_name: str, old_text: str | None, approvals: Iterable[Approva
     stored annotation's (``old_text``)."""
     entry = recorded(approvals, job_name)
     if entry is not None:
-        return Answer(job_name=entry.job_name, decision=entry.decision, user=entry.user, source=entry.source,
-                      event_id=entry.event_id, message=entry.message, timed_out=bool(entry.timed_out))
+        return answer_of(entry)
     stored = parse_answer(old_text) if old_text is not None else None
     return stored if isinstance(stored, Answer) and stored.job_name == job_name else None
 
@@ -154,7 +155,8 @@ def _gates(old: Mapping[str, Any] | None) -> dict[str, Approval]:
     flows = spec.get("flows") if isinstance(spec, Mapping) else None
     found = {}
     for flow in flows if isinstance(flows, list) else ():
-        if isinstance(flow, Mapping) and isinstance(flow.get("name"), str) and isinstance(flow.get("approval"), Mapping):
+        if isinstance(flow, Mapping) and isinstance(flow.get("name"), str) \
+                and isinstance(flow.get("approval"), Mapping):
             try:
                 found.setdefault(flow["name"], Approval.model_validate(flow["approval"]))
             except ValidationError:
