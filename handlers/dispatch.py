@@ -173,9 +173,13 @@ class Dispatcher:
     def jobtemplate(self, namespace: str, name: str) -> Result:
         """A JobTemplate appeared or changed: refresh its ``jobDependsOnList``, and the JobFlows still waiting for
         it take it up."""
-        selector = jobs_of_template_selector(namespace=namespace, template=name)
-        jobs = [VcJob.model_validate(job) for job in self.kube.list_vcjobs(namespace, selector)]
-        self.writes.template(self.kube, namespace, name, lambda template: template_status(template, jobs=jobs))
+        read = self.kube.get_jobtemplate(namespace, name)  # before the LIST: what it lists then may be taken off
+        if read is not None:
+            known = tuple((read.get("status") or {}).get("jobDependsOnList") or ())
+            selector = jobs_of_template_selector(namespace=namespace, template=name)
+            jobs = [VcJob.model_validate(job) for job in self.kube.list_vcjobs(namespace, selector)]
+            self.writes.template(self.kube, namespace, name,
+                                 lambda template: template_status(template, jobs=jobs, known=known), read=read)
         return self._each(raw for raw in self.kube.list_jobflows(namespace) if waits_for_template(raw, name))
 
     def vcjob(self, namespace: str, name: str, *, controller: str | None, deleted: bool,

@@ -269,6 +269,30 @@ def test_a_jobtemplate_event_reconciles_only_the_jobflows_still_waiting_for_it(k
     assert Dispatcher(handler).jobtemplate(NS, "b").outcomes == []
 
 
+def test_a_jobtemplate_refresh_keeps_a_vcjob_recorded_after_its_list(kube):
+    """The refresh of a template's list (its event) LISTs the vcjobs, then writes: a vcjob created and recorded in
+    between stays listed (CI saw it lost: the refresh replaced the list with its LIST's view)."""
+    kube.put(yaml.safe_load(A_THEN_B))
+    handler = reconciler(kube)
+    listing = kube.list_vcjobs
+
+    def list_then_another_creates(namespace, selector):
+        seen = listing(namespace, selector)
+        kube.list_vcjobs = listing
+        handler.jobflow(NS, "f")  # creates f-a and adds it to a's list, after the LIST above
+        return seen
+
+    kube.list_vcjobs = list_then_another_creates
+    Dispatcher(handler).jobtemplate(NS, "a")
+    assert kube.names(VCJOB, NS) == ["f-a"]
+    assert kube.stored(JOBTEMPLATE, NS, "a")["status"]["jobDependsOnList"] == ["f-a"]
+    # A name the list held before the LIST, and the LIST does not show, is taken off (a lost delete event).
+    stored = kube.stored(JOBTEMPLATE, NS, "a")
+    kube.put(stored | {"status": stored["status"] | {"jobDependsOnList": ["f-a", "gone-a"]}})
+    Dispatcher(handler).jobtemplate(NS, "a")
+    assert kube.stored(JOBTEMPLATE, NS, "a")["status"]["jobDependsOnList"] == ["f-a"]
+
+
 class Counting(MemoryKube):
     """Notes which calls the reconciler makes."""
 
