@@ -15,6 +15,8 @@ over urllib3, is all the programs need. What it holds, one concern per module:
 * :mod:`apiclient.watch`: list, then watch, one type of object, forever: resumed after a cut, re-listed after
   410 Gone and on every resync; :mod:`apiclient.watch_cache`: what the watches have seen of each JobFlow and its
   vcjobs, the source of the snapshots events carry.
+* :mod:`apiclient.logs`: the logs of a JobFlow's pods as (stream, line) records, read once or followed (``kubectl
+  jobflow logs``, the dashboard).
 * :mod:`apiclient.cloudevents`: the CloudEvents envelope, exactly as Knative's ApiServerSource sends it, and
   ``K_CE_OVERRIDES``; :mod:`apiclient.snapshot_key`: the key snapshots are signed with.
 

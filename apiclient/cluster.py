@@ -80,7 +80,12 @@ class Cluster:
         """The same connection, each request made as ``user`` (``Impersonate-User``): the API server applies that
         user's RBAC, and this connection's account needs only ``impersonate`` on them."""
         acting = copy.copy(self)
-        acting.headers = {**self.headers, "Impersonate-User": user}
+        # On the connection, not only on this class's requests: a watch and a container's log (Rest.lines,
+        # text_lines) are made as the user too. The copy shares the pools and the credentials.
+        connection = copy.copy(self.rest.api)
+        connection.headers = [*self.rest.api.headers, ("Impersonate-User", user)]
+        acting.rest = copy.copy(self.rest)
+        acting.rest.api = connection
         return acting
 
     def _call(self, method: str, path: str, *, query: list[tuple[str, Any]] | None = None, body: Any = None,
@@ -118,7 +123,8 @@ class Cluster:
 
     @staticmethod
     def _path(api_type: ApiType, namespace: str | None, name: str | None = None) -> str:
-        path = f"/apis/{api_type.group}/{api_type.version}"
+        # The core group (pods) has no name and its own root, /api.
+        path = f"/apis/{api_type.group}/{api_type.version}" if api_type.group else f"/api/{api_type.version}"
         if namespace is not None:
             path += f"/namespaces/{namespace}"
         return path + f"/{api_type.plural}" + (f"/{name}" if name is not None else "")

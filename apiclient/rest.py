@@ -181,6 +181,19 @@ class Rest:
     def lines(self, path: str, *, query: list[tuple[str, Any]], timeout: tuple[float, float]) -> Iterator[dict]:
         """A streamed GET (a watch): each line of the answer as it arrives, decoded; until the server ends it. An
         answer outside 2xx raises :class:`ApiError`, as :meth:`request` does."""
+        stream = self.text_lines(path, query=query, timeout=timeout)
+        try:
+            for line in stream:
+                if line.strip():
+                    yield json.loads(line)
+        finally:
+            stream.close()  # at once, not when collected: the connection is given back (or closed mid-stream)
+
+    def text_lines(self, path: str, *, query: list[tuple[str, Any]],
+                   timeout: tuple[float, float | None]) -> Iterator[str]:
+        """A streamed GET of text (a watch, a container's log): each line as it arrives, without its line break,
+        blank ones too, and a last line that has none; until the server ends it. An answer outside 2xx raises
+        :class:`ApiError`, as :meth:`request` does."""
         response = self.api.request("GET", _target(path, None, query), timeout=timeout, stream=True)
         complete = False
         try:
@@ -193,8 +206,9 @@ class Rest:
                 pending += chunk
                 *done, pending = pending.split(b"\n")
                 for line in done:
-                    if line.strip():
-                        yield json.loads(line)
+                    yield line.decode("utf-8", "replace")
+            if pending:
+                yield pending.decode("utf-8", "replace")
             complete = True
         finally:
             if not complete:  # left mid-stream (a stop, an error): the connection's unread rest must not be reused

@@ -16,7 +16,7 @@ Where things are:
 * one module per command group: :mod:`~kubectl_jobflow.resources` (create, delete, list, get, describe, for both
   kinds), :mod:`~kubectl_jobflow.convert`, :mod:`~kubectl_jobflow.status`, :mod:`~kubectl_jobflow.graph`,
   :mod:`~kubectl_jobflow.timeline`, :mod:`~kubectl_jobflow.validate`, :mod:`~kubectl_jobflow.plan`,
-  :mod:`~kubectl_jobflow.control`, :mod:`~kubectl_jobflow.runs`.
+  :mod:`~kubectl_jobflow.control`, :mod:`~kubectl_jobflow.runs`, :mod:`~kubectl_jobflow.logs`.
 
 Below it, shared with the dashboard: the cluster, as a person's command connects to it
 (:mod:`apiclient.cluster`: the Kubernetes client is imported on first use, so offline commands start fast), the

@@ -170,6 +170,22 @@ def build_parser() -> argparse.ArgumentParser:
                                                                   "1h; 0: never) and exit 4")
     _output(sub, VIEWS)
 
+    sub = command(commands, "logs", ("logs", "run"), "Failed to show the logs",
+                  "the logs of a JobFlow's pods (of one flow, item, attempt), each line prefixed [flow/pod/container] "
+                  "as kubectl logs --prefix; -f follows the pods of later flows too, until the JobFlow ends")
+    _names(sub)
+    sub.add_argument("flow", nargs="?", metavar="FLOW", help="only this flow (default: every flow, in DAG order)")
+    for flag, help in (("--item", "only item N of a forEach flow (iteration N of a repeat flow), from 0"),
+                       ("--attempt", "attempt N, from 1 (default: the latest)"),
+                       ("--tail", "the last N lines of each container's log (default -1: all)"),
+                       ("--max-log-requests", "with -f, follow at most N running containers at once (default 5)")):
+        sub.add_argument(flag, type=int, metavar="N", help=help, **({"default": 5} if flag[2] == "m" else {}))
+    sub.add_argument("-c", "--container", help="only this container (default: every container that ran)")
+    sub.add_argument("-f", "--follow", action="store_true", help="follow the logs, and the pods of flows and items "
+                                                                  "that start later, until the JobFlow has ended")
+    sub.add_argument("--since", type=_duration, metavar="D", help="only lines newer than D (5s, 2m, 3h)")
+    sub.add_argument("--timestamps", action="store_true", help="each line's time (RFC 3339) after its prefix")
+
     sub = command(commands, "wait", ("waiting", "run"), "Failed to wait",
                   "wait until a JobFlow reaches a phase (as kubectl wait, through the watch API): exit 0 when it "
                   "does, 1 when it ends otherwise, 4 on --timeout")

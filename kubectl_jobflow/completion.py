@@ -12,7 +12,8 @@ space after the word, 4 no file names when there is no candidate; 0 lets the she
 
 The candidates come from the argparse tree of :func:`kubectl_jobflow.cli.build_parser` (:func:`candidates`, no I/O);
 only object names come from the cluster (:func:`cluster_names`, and for ``approve``/``reject NAME FLOW`` the gates
-of JobFlow NAME that wait for an answer, :func:`waiting_gates`), and a cluster that fails gives no names, never a
+of JobFlow NAME that wait for an answer, :func:`waiting_gates`; for ``logs NAME FLOW`` its flows,
+:func:`jobflow_flows`), and a cluster that fails gives no names, never a
 traceback on someone's prompt.
 """
 
@@ -35,8 +36,8 @@ Flows = Callable[[str, list[str]], list[str]]
 """(the JobFlow the words name, the words) -> the flows TAB offers for a ``FLOW`` positional."""
 
 
-def candidates(parser: argparse.ArgumentParser, words: list[str], *,
-               names: Names | None = None, flows: Flows | None = None) -> tuple[list[str], int]:
+def candidates(parser: argparse.ArgumentParser, words: list[str], *, names: Names | None = None,
+               flows: Flows | None = None, every_flow: Flows | None = None) -> tuple[list[str], int]:
     """Completions for the last word of ``words`` (the words after the program name); returns (candidates, directive).
 
     The finished words are walked as argparse would take them: a subcommand name (or alias) descends into its parser,
@@ -80,8 +81,9 @@ def candidates(parser: argparse.ArgumentParser, words: list[str], *,
         return _matching(positional.choices, partial), NO_FILES
     if (positional.metavar or positional.dest).upper() == "NAME" and names is not None:
         return _matching((name for name in names(" ".join(path), words) if name not in done), partial), NO_FILES
-    if positional.metavar == "FLOW" and flows is not None and given:
-        return _matching(flows(given[0], words), partial), NO_FILES
+    offered = every_flow if path[:1] == ["logs"] else flows  # logs: any flow; approve, reject: the waiting gates
+    if positional.metavar == "FLOW" and offered is not None and given:
+        return _matching(offered(given[0], words), partial), NO_FILES
     return [], NO_FILES
 
 
@@ -150,6 +152,16 @@ def waiting_gates(jobflow: str, words: list[str]) -> list[str]:
     return _quietly(words, read)
 
 
+def jobflow_flows(jobflow: str, words: list[str]) -> list[str]:
+    """The flows of JobFlow ``jobflow`` in spec order, for ``logs NAME FLOW``; any failure: none."""
+    from jobflow_core.vocabulary.api import JOBFLOW
+
+    def read(cluster, namespace: str) -> list[str]:
+        found = cluster.find(JOBFLOW, namespace, jobflow) or {}
+        return [flow["name"] for flow in (found.get("spec") or {}).get("flows") or () if flow.get("name")]
+    return _quietly(words, read)
+
+
 def _quietly(words: list[str], read: Callable[..., list]) -> list:
     """``read(cluster, namespace)`` on the cluster and namespace the typed words name (``-n``, ``--context``, ...),
     asking nothing of anyone and within :data:`NAMES_TIMEOUT`; any failure: an empty list."""
@@ -185,7 +197,8 @@ def complete(words: list[str], *, out: TextIO | None = None) -> int:
     try:
         from kubectl_jobflow.cli import build_parser
 
-        cands, directive = candidates(build_parser(), words, names=cluster_names, flows=waiting_gates)
+        cands, directive = candidates(build_parser(), words, names=cluster_names, flows=waiting_gates,
+                                      every_flow=jobflow_flows)
     except Exception:  # noqa: BLE001 - a bug here must cost a TAB, not print a traceback on the prompt
         cands, directive = [], ERROR
     (out or sys.stdout).write(protocol(cands, directive))

@@ -1,5 +1,6 @@
 """What the engine can tell about a JobFlow beyond what it must do: when each waiting flow is expected to
-start and the JobFlow to end (and its critical path), what each run cost, and each JobTemplate's statistics.
+start and the JobFlow to end (and its critical path), what each run cost, each JobTemplate's statistics, and which
+containers' logs show a JobFlow's flows.
 
 Nothing here changes what runs. May import the rooms below :mod:`jobflow_core.planning` except its siblings
 :mod:`jobflow_core.queueing` and :mod:`jobflow_core.routing`.

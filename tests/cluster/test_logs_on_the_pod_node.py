@@ -1,0 +1,104 @@
+"""``kubectl jobflow logs`` on real containers: the install tier's pod node (a real kubelet and containerd; kwok's pods
+write no logs) runs the vcjobs' pods, the API server proxies their logs from the kubelet, and the engine runs
+in-process against that cluster.
+
+The JobFlow is ``a``, then ``b`` over three items. The JobTemplates tolerate the node's taint
+(``jobflow.dev/pods=true:NoSchedule``, docs/control-plane.md "The pod node"), select it by hostname and run the image
+the fixture imported there (``imagePullPolicy: Never``), whose ``python3`` prints the lines.
+"""
+
+from __future__ import annotations
+
+import io
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from devcluster import image
+from devcluster.testing import LocalCluster
+from engine import start_engine
+from kubectl_jobflow.cli import run
+from objects import wait_for_phase
+
+pytestmark = pytest.mark.cluster
+
+LINES = {"a": 4, "b": 2}
+"""Lines each container of a flow prints, a second apart."""
+
+
+def template(name: str, *, node: str) -> dict:
+    script = (f"import time\nfor n in range({LINES[name]}):\n    print('{name} line', n, flush=True)\n"
+              "    time.sleep(1)\n")
+    pod = {"restartPolicy": "Never", "nodeSelector": {"kubernetes.io/hostname": node},
+           "tolerations": [{"key": "jobflow.dev/pods", "operator": "Equal", "value": "true", "effect": "NoSchedule"}],
+           "containers": [{"name": "main", "image": image.manifest_image(), "imagePullPolicy": "Never",
+                           "command": ["python3", "-c", script]}]}
+    return {"apiVersion": "flow.volcano.sh/v1alpha1", "kind": "JobTemplate", "metadata": {"name": name},
+            "spec": {"minAvailable": 1, "schedulerName": "volcano", "queue": "default",
+                     "tasks": [{"name": "main", "replicas": 1, "template": {"spec": pod}}]}}
+
+
+def pod_node(cluster: LocalCluster) -> str:
+    [name] = [node.metadata.name for node in cluster.core.list_node().items if node.metadata.name.startswith("pods-")]
+    return name
+
+
+@pytest.fixture
+def fan_out(pods_cluster: LocalCluster, pods_namespace: str) -> Iterator[str]:
+    """JobFlow ``logs``: ``a``, then ``b`` over three items, its pods on the pod node, the engine running it."""
+    node = pod_node(pods_cluster)
+    for name in LINES:
+        pods_cluster.custom.create_namespaced_custom_object("flow.volcano.sh", "v1alpha1", pods_namespace,
+                                                            "jobtemplates", template(name, node=node))
+    engine = start_engine(pods_cluster, pods_namespace)
+    flows = [{"name": "a"}, {"name": "b", "dependsOn": {"targets": ["a"]}, "forEach": {"items": ["x", "y", "z"]}}]
+    pods_cluster.custom.create_namespaced_custom_object(
+        "flow.volcano.sh", "v1alpha1", pods_namespace, "jobflows",
+        {"apiVersion": "flow.volcano.sh/v1alpha1", "kind": "JobFlow", "metadata": {"name": "logs"},
+         "spec": {"flows": flows}})
+    yield "logs"
+    engine.stop()
+
+
+def jobflow_logs(cluster: LocalCluster, namespace: str, *argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = run(["logs", *argv, "-n", namespace, "--kubeconfig", str(cluster.state.kubeconfig)], out=out, err=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def expected() -> list[str]:
+    lines = [f"[a/logs-a-main-0/main] a line {n}" for n in range(LINES["a"])]
+    for item in range(3):
+        lines += [f"[b/{item}/logs-b-{item}-main-0/main] b line {n}" for n in range(LINES["b"])]
+    return lines
+
+
+def test_logs_follows_the_later_flows_pods_until_the_jobflow_ends_then_shows_every_line_again(
+        pods_cluster: LocalCluster, pods_namespace: str, fan_out: str) -> None:
+    def a_runs() -> bool:
+        pods = pods_cluster.core.list_namespaced_pod(pods_namespace, label_selector="volcano.sh/job-name=logs-a")
+        return any(pod.status.phase == "Running" for pod in pods.items)
+
+    pods_cluster.wait_until("flow a's pod runs on the pod node", a_runs, timeout=60)
+    followed: list[tuple[int, str, str]] = []
+    started = time.monotonic()
+    follower = threading.Thread(target=lambda: followed.append(jobflow_logs(pods_cluster, pods_namespace, fan_out,
+                                                                            "-f")))
+    follower.start()
+    follower.join(timeout=120)
+    assert followed, "logs -f did not end within 120 s of the JobFlow's start"
+    [(code, out, err)] = followed
+    wait_for_phase(pods_cluster, pods_namespace, fan_out, "Succeed", timeout=10)  # -f ended because the JobFlow did
+    assert (code, err) == (0, "")
+    lines = out.splitlines()
+    assert sorted(lines) == sorted(expected())  # every line once: a's as it ran, then b's items as they started
+    for item in range(3):  # each stream in its own order
+        ours = [line for line in lines if line.startswith(f"[b/{item}/")]
+        assert ours == [line for line in expected() if line.startswith(f"[b/{item}/")]
+    assert time.monotonic() - started < 120
+
+    assert jobflow_logs(pods_cluster, pods_namespace, fan_out) == (0, "\n".join(expected()) + "\n", "")
+    assert jobflow_logs(pods_cluster, pods_namespace, fan_out, "b", "--item", "2", "--tail", "1") == (
+        0, "[b/2/logs-b-2-main-0/main] b line 1\n", "")
