@@ -431,10 +431,18 @@ def _waiting_flows(decisions: Sequence[FlowDecision], *, recheck_seconds: int,
             waiting_for=list(decision.readiness.waiting_for) or None,
             message=message,
             recheck_seconds=decision.recheck_seconds or (recheck_seconds if probing else None),
-            expected_start=expected.starts.get(view.name) if decision.verdict is Verdict.WAIT else None,
+            expected_start=expected.starts.get(view.name) if _expected_to_start(decision) else None,
         )
     return [entry.model_copy(update={"message": f"{counts[name]} items wait; the first: {entry.message}"})
             if counts[name] > 1 else entry for name, entry in waiting.items()]
+
+
+def _expected_to_start(decision: FlowDecision) -> bool:
+    """Whether a waiting flow has an expected start: not when it waits for a person (an open approval gate's
+    targets are ready; when someone answers is nobody's forecast, and "any moment now" would mislead)."""
+    if decision.verdict is not Verdict.WAIT:
+        return False
+    return decision.view.flow.approval is None or not decision.readiness.ready
 
 
 def _deletes(observation: Observation, *, phase: JobFlowPhase) -> list[str]:

@@ -19,6 +19,7 @@ from jobflow_core import observe, plan
 from jobflow_core.flows import gates
 from jobflow_core.flows.gates import Answer, answer_text, event_accepted, may_answer, parse_answer, signature
 from jobflow_core.models import (Approval, ApprovalDecision, ApprovalRecord, JobFlow, JobFlowPhase, JobFlowStatus,
+                                  JobTemplateStatus,
                                  VcJobPhase, format_time)
 from jobflow_core.planning.starts import templates_needed
 from jobflow_core.validation.jobflows import validate
@@ -234,6 +235,22 @@ def test_a_waiting_gate_says_what_to_check_how_to_answer_and_when_it_times_out()
         f"record test-gate); without an answer by {format_time(opened + timedelta(hours=1))} it is Rejected")
     assert record(cluster) is None and cluster.flow.status.approvals is None
     assert cluster.phase is JobFlowPhase.RUNNING
+
+
+def test_an_open_gate_has_no_expected_start_but_one_whose_targets_run_has_theirs():
+    """When a person answers is nobody's forecast: an open gate says no expected start (the dashboard said "any
+    moment now"); before it opens, it is expected when its targets end, as any flow."""
+    flow = jobflow(GATED)
+    templates = {name: t for name, t in templates_for(flow).items() if name != "gate"}
+    templates["a"] = templates["a"].model_copy(update={"status": JobTemplateStatus(durationP50Seconds=600)})
+    cluster = Cluster(flow, templates=templates)
+    cluster.step()
+    [before] = [w for w in cluster.flow.status.waiting_flows if w.name == "gate"]
+    cluster.move("a", P.COMPLETED)
+    cluster.step()
+    [opened] = [w for w in cluster.flow.status.waiting_flows if w.name == "gate"]
+    assert before.expected_start == flow.metadata.creation_timestamp + timedelta(seconds=600)  # a, planned then
+    assert opened.expected_start is None
 
 
 def test_approved_by_annotation_the_gate_is_completed_and_what_waits_for_it_starts_in_the_same_plan():
