@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: venv lock build image release cluster cluster-down cluster-status knative knative-serving test unit demo clean
+.PHONY: venv lock build image release cluster cluster-down cluster-status knative knative-serving test unit demo screenshots clean
 
 # Everything from the lock (exact versions, hashes checked), then this tree itself, editable, without dependencies.
 $(VENV)/.installed: pyproject.toml requirements/test.txt
@@ -57,6 +57,9 @@ test: venv  ## every test: unit, property and real-cluster tiers
 
 unit: venv  ## only the tests that need no cluster
 	$(PY) -m pytest tests/unit
+
+screenshots: venv  ## the pictures of docs/dashboard.md, made again in headless Chromium on the tests' cluster (docs/dashboard.md)
+	PYTHONPATH=tests $(PY) tests/cluster/screenshots.py
 
 clean: cluster-down
 	rm -rf $(VENV) .devcluster

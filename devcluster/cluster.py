@@ -11,6 +11,10 @@ No kubelet, node-lifecycle or service-account controller runs, so the API server
 TaintNodesByCondition admission plugins are off (otherwise pods are rejected for lack of a default service account,
 and new nodes keep a not-ready taint that nothing removes).
 
+With the CRDs comes what docs/scheduling.md tells an operator to install: PriorityClass ``volcano-jobflow-started``
+(``manifests/priorityclasses.yaml``; Volcano's ``priority`` plugin is in ``config/volcano-scheduler.conf``), so the
+demo and the tests run as a real install does, not warning that it is missing.
+
 With ``pods=True`` the cluster also has a node that really runs pods, and what that needs
 (``devcluster/pod_node.py``): the install tier's cluster, in ``.devcluster/tests-install/``.
 
@@ -47,6 +51,12 @@ SERVING_ROOT = DEFAULT_ROOT / "serving"
 CONFIG = Path(__file__).parent / "config"
 POD_CIDR = "127.1.0.0/16"  # loopback, so tests can listen on a fake pod's IP
 READY_TIMEOUT = 90.0
+
+
+PRIORITY_CLASSES = REPO / "manifests" / "priorityclasses.yaml"
+"""What docs/scheduling.md tells an operator to install besides the engine: installed on the tests' and the demo's
+clusters as on a real one (the install tier's cluster gets it from ``kubectl apply -k manifests/``, as an operator
+does, so it is not installed there beforehand)."""
 
 
 def our_crds() -> list[Path]:
@@ -178,6 +188,9 @@ class _Starter:
             self.log(f"devcluster: installing {len(docs)} CRDs (Volcano's and manifests/crds)")
             names = objects.create_crds(api, docs)
             self.wait("CRDs Established", lambda: objects.crds_established(api, names), apiserver)
+            if not self.pods:
+                installed = objects.install_priority_classes(api, PRIORITY_CLASSES)
+                self.log(f"devcluster: installed PriorityClass {', '.join(installed)} (docs/scheduling.md)")
 
             self.start("kube-controller-manager", self._with_pod_node([
                 f"--kubeconfig={admin}", "--controllers=garbage-collector-controller,namespace-controller",
@@ -269,6 +282,8 @@ def up(root: Path = DEFAULT_ROOT, *, log=print, pods: bool = False) -> tuple[Clu
         if healthy(existing):
             with api_client(existing) as api:
                 objects.replace_crds(api, objects.crd_documents(our_crds()))
+                if not pods:  # a cluster kept from before the PriorityClass was installed at start gets it now
+                    objects.install_priority_classes(api, PRIORITY_CLASSES)
             log(f"devcluster: reusing the running cluster at {existing.server} (CRDs of manifests/crds refreshed)")
             return existing, False
         log("devcluster: the recorded cluster is not healthy; stopping what is left of it and starting afresh")

@@ -100,6 +100,21 @@ def crds_established(api: client.ApiClient, names: list[str]) -> bool:
     return True
 
 
+def install_priority_classes(api: client.ApiClient, path: Path) -> list[str]:
+    """Create the PriorityClasses of ``path`` (``manifests/priorityclasses.yaml``) that are missing.
+
+    docs/scheduling.md tells an operator to install them; a cluster without them makes every started JobFlow warn
+    that they are not (``status.queue.message``, a ``PriorityClassMissing`` event), which is not what the demo or the
+    tests should show. An existing one is left as it is (a test may have changed it on purpose)."""
+    scheduling = client.SchedulingV1Api(api)
+    names = []
+    for doc in yaml.safe_load_all(path.read_text()):
+        if doc and doc.get("kind") == "PriorityClass":
+            _create(scheduling.create_priority_class, doc)
+            names.append(doc["metadata"]["name"])
+    return names
+
+
 def install_fake_nodes(api: client.ApiClient, *, count: int = FAKE_NODE_COUNT) -> list[str]:
     core = client.CoreV1Api(api)
     names = []

@@ -93,6 +93,12 @@ def wait_for(driver, what: str, condition: Callable[[Any], T], *, timeout: float
                              + driver.find_element("tag name", "body").text[:3000]) from None
 
 
+def phase_on_page(driver) -> str | None:
+    """The JobFlow page's phase, read in the page in one step: each update redraws the view, so an element found
+    earlier may be gone."""
+    return driver.execute_script("const t = document.getElementById('title'); return t ? t.dataset.phase : null")
+
+
 def node_states(driver) -> dict[str, str]:
     return driver.execute_script(
         "return Object.fromEntries([...document.querySelectorAll('#dag .node')].map(g => [g.dataset.flow, "

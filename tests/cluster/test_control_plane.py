@@ -195,3 +195,16 @@ def test_our_crds_accept_a_server_side_dry_run_and_a_create(cluster: LocalCluste
                                                              body["metadata"]["name"])
         assert stored["spec"]["tasks" if plural == "jobtemplates" else "flows"] == \
             body["spec"]["tasks" if plural == "jobtemplates" else "flows"]
+
+
+def test_the_cluster_has_the_priorityclass_docs_scheduling_tells_operators_to_install(cluster: LocalCluster) -> None:
+    from kubernetes import client
+
+    from devcluster.cluster import CONFIG, PRIORITY_CLASSES
+
+    wanted = yaml.safe_load(PRIORITY_CLASSES.read_text())
+    installed = client.SchedulingV1Api(cluster.api).read_priority_class(wanted["metadata"]["name"])
+    assert (installed.value, installed.preemption_policy) == (1000, "Never") and not installed.global_default
+    plugins = [p["name"] for tier in yaml.safe_load((CONFIG / "volcano-scheduler.conf").read_text())["tiers"]
+               for p in tier["plugins"]]
+    assert "priority" in plugins  # what orders a queue's vcjobs by it

@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from browser import RECORDER, SCREENSHOTS, Dashboard, Listener, chrome, node_states, start_dashboard, wait_for
+from browser import (RECORDER, SCREENSHOTS, Dashboard, Listener, chrome, node_states, phase_on_page,
+                     start_dashboard, wait_for)
 from devcluster.browser import BrowserMissing, ensure_browser
 from devcluster.processes import free_port
 from devcluster.testing import LocalCluster
@@ -50,11 +51,6 @@ def dashboard(cluster: LocalCluster, namespace: str) -> Iterator[Dashboard]:
     running = start_dashboard(cluster, "--namespace", namespace)
     yield running
     running.stop()
-
-
-def phase_on_page(driver) -> str | None:
-    # Read in the page in one step: each update redraws the view, so an element found earlier may be gone.
-    return driver.execute_script("const t = document.getElementById('title'); return t ? t.dataset.phase : null")
 
 
 def text_of(driver, element_id: str) -> str:

@@ -1,5 +1,6 @@
 """Flows that finish, on the real control plane: Volcano's scheduler, a Volcano queue capped by its ``capability``,
-kwok nodes, and PriorityClass ``volcano-jobflow-started`` from ``manifests/priorityclasses.yaml``.
+kwok nodes, and PriorityClass ``volcano-jobflow-started`` from ``manifests/priorityclasses.yaml`` (the tests' cluster
+installs it, as docs/scheduling.md tells operators to; one test takes it away to see the engine say it is missing).
 
 The queue of each test holds one gang at a time (4 CPU; each stage is two pods of 2 CPU, ``minAvailable: 2``).
 """
@@ -8,20 +9,20 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import datetime
-from pathlib import Path
 
 import pytest
-import yaml
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
+from devcluster.cluster import PRIORITY_CLASSES
+from devcluster.objects import install_priority_classes
 from devcluster.testing import LocalCluster
+from jobflow_core.queueing.line import PRIORITY_CLASS
+from jobflow_core.queueing.status import NO_PRIORITY_CLASS
 from jobflow_core.vocabulary.api import QUEUE
-from objects import apply, jobflow, vcjobs, wait_for_phase
+from objects import apply, events_of, jobflow, vcjobs, wait_for_phase
 
 pytestmark = pytest.mark.cluster
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def stage(name: str, *, queue: str, run_for: str, cpu: int = 2) -> str:
@@ -81,14 +82,10 @@ def seconds(stamp: str) -> float:
 @pytest.fixture
 def queue(cluster: LocalCluster, namespace: str, request) -> Iterator[str]:
     """A Volcano queue of 4 CPU (or ``@pytest.mark.parametrize("queue", [cpu], indirect=True)``) for this test, and
-    the engine's PriorityClass installed as the manifests have it."""
+    the engine's PriorityClass installed as the manifests have it (the cluster did; a cluster kept by an older
+    checkout may not have)."""
     cpu = getattr(request, "param", 4)
-    body = yaml.safe_load((REPO_ROOT / "manifests" / "priorityclasses.yaml").read_text())
-    try:
-        client.SchedulingV1Api(cluster.api).create_priority_class(body)
-    except ApiException as error:
-        if error.status != 409:
-            raise
+    install_priority_classes(cluster.api, PRIORITY_CLASSES)
     name = f"q-{namespace}"
     cluster.custom.create_cluster_custom_object(QUEUE.group, QUEUE.version, QUEUE.plural, {
         "apiVersion": QUEUE.api_version, "kind": QUEUE.kind, "metadata": {"name": name},
@@ -98,6 +95,34 @@ def queue(cluster: LocalCluster, namespace: str, request) -> Iterator[str]:
     yield name
     cluster.delete_namespace(namespace)  # its vcjobs first: Volcano keeps a queue that still has PodGroups
     cluster.custom.delete_cluster_custom_object(QUEUE.group, QUEUE.version, QUEUE.plural, name)
+
+
+@pytest.fixture
+def without_priority_class(cluster: LocalCluster) -> Iterator[None]:
+    """PriorityClass ``volcano-jobflow-started`` deleted for this test and installed again after it, whatever the
+    test did: every other test runs with it, as a real install has it. Request it before ``engine``: a handler
+    keeps what it read of the PriorityClass for 5 s (``handlers/queues.py``), and a new one has read nothing."""
+    scheduling = client.SchedulingV1Api(cluster.api)
+
+    def gone() -> bool:
+        try:
+            scheduling.read_priority_class(PRIORITY_CLASS)
+        except ApiException as error:
+            if error.status == 404:
+                return True
+            raise
+        return False
+
+    try:
+        scheduling.delete_priority_class(PRIORITY_CLASS)
+    except ApiException as error:
+        if error.status != 404:
+            raise
+    try:
+        cluster.wait_until(f"PriorityClass {PRIORITY_CLASS} deleted", gone)
+        yield
+    finally:
+        install_priority_classes(cluster.api, PRIORITY_CLASSES)
 
 
 def created_at(cluster: LocalCluster, namespace: str, name: str) -> str | None:
@@ -199,3 +224,18 @@ def test_a_whole_flow_jobflow_whose_widest_stage_can_never_fit_is_unschedulable_
     apply(cluster, namespace, chain("later"))  # created after it: behind it in line, were it in line
     wait_for_phase(cluster, namespace, "later", "Succeed", timeout=240)
     assert sorted(vcjobs(cluster, namespace)) == ["later-s1", "later-s2"]
+
+
+def test_without_the_priorityclass_a_started_jobflow_says_so_once_and_its_next_vcjob_names_none(
+        cluster: LocalCluster, namespace: str, without_priority_class: None, engine) -> None:
+    apply(cluster, namespace, stage("s1", queue="default", run_for="1s") + "---" + stage("s2", queue="default",
+                                                                                         run_for="1s"))
+    apply(cluster, namespace, chain("old"))
+
+    old = wait_for_phase(cluster, namespace, "old", "Succeed", timeout=180)
+    assert old["status"]["queue"]["message"] == NO_PRIORITY_CLASS
+    assert "kubectl apply -f manifests/priorityclasses.yaml" in NO_PRIORITY_CLASS  # it says what to do
+    jobs = vcjobs(cluster, namespace)
+    assert "priorityClassName" not in jobs["old-s2"]["spec"]  # one naming a missing class would get no pods
+    warnings = [m for t, r, m in events_of(cluster, namespace, "old") if (t, r) == ("Warning", "PriorityClassMissing")]
+    assert warnings == [NO_PRIORITY_CLASS]  # once, when its status first said so
