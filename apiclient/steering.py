@@ -8,6 +8,8 @@ in a sentence, or raises :class:`Refused` saying why it cannot be done and what 
 * suspend / resume a JobFlow: ``spec.suspend``; it starts nothing new while suspended (what runs keeps running);
 * suspend / resume a JobFlowTemplate: its ``spec.suspend`` (as ``argo cron suspend``/``resume``); on resume, what
   the schedule does next (:func:`jobflow_core.schedules.firing.resume_outlook`);
+* run a JobFlowTemplate now, by hand (``kubectl jobflow run``): the JobFlow the engine itself would start, with the
+  parameters given (:func:`jobflow_core.schedules.runs.run_manifest`), whatever its schedule and ``suspend`` say;
 * retry a Failed JobFlow: the annotation ``flow.volcano.sh/rerun`` set to a new id (and
   ``flow.volcano.sh/rerun-flows``), which the engine handles once (:mod:`jobflow_core.dag.reruns`); the same patch
   removes ``spec.shutdown``, which would make the engine refuse the rerun;
@@ -33,6 +35,7 @@ from jobflow_core.flows.gates import (Answer, annotated, annotation_key, answer_
 from jobflow_core.models import (Approval, ApprovalDecision, ApprovalRecord, Flow, JobFlow, JobFlowPhase,
                                  JobFlowTemplate, Shutdown, WaitingFlow)
 from jobflow_core.schedules.firing import resume_outlook
+from jobflow_core.schedules.runs import Cause, Start, UnknownParameter, manual_run_name, run_manifest
 from jobflow_core.vocabulary.api import JOBFLOW, JOBFLOWTEMPLATE, RERUN, RERUN_FLOWS
 from jobflow_core.vocabulary.kube_events import SHUTDOWN_REASON, strongest
 from jobflow_core.vocabulary.phase import is_final
@@ -72,6 +75,24 @@ def set_template_suspend(cluster: Cluster, namespace: str, name: str, value: boo
                 "active runs go on; runs by event or by hand still start)")
     return f"Resumed JobFlowTemplate: {namespace}/{name}: " + resume_outlook(JobFlowTemplate.model_validate(updated),
                                                                               now=now)
+
+
+def start_run(cluster: Cluster, namespace: str, name: str, parameters: dict[str, str], *, now: datetime) -> str:
+    """Start a run of JobFlowTemplate ``name`` now, setting ``parameters`` (the others keep their defaults); the
+    run's name. As ``kubectl create job --from=cronjob/x``, its schedule's ``suspend`` and ``concurrencyPolicy`` do
+    not hold a run by hand."""
+    found = cluster.find(JOBFLOWTEMPLATE, namespace, name)
+    if found is None:
+        raise Refused(f'JobFlowTemplate "{namespace}/{name}" not found: check the name and the namespace (-n); '
+                      "kubectl get jft lists them")
+    template = JobFlowTemplate.model_validate(found)
+    start = Start(name=manual_run_name(template.name, now), cause=Cause.MANUAL, parameters=parameters)
+    try:
+        manifest = run_manifest(template, start)
+    except UnknownParameter as error:
+        raise Refused(str(error)) from None
+    cluster.create(JOBFLOW, namespace, manifest)
+    return start.name
 
 
 def request_retry(cluster: Cluster, namespace: str, name: str, flows: list[str]) -> str:

@@ -30,6 +30,9 @@ def parse(argv: list[str]) -> argparse.Namespace:
                         help="no actions (the in-cluster Deployment: it has no user identity)")
     parser.add_argument("--user-header",
                         help="behind an authenticating proxy: the header naming the user; actions impersonate them")
+    parser.add_argument("--logs", action=argparse.BooleanOptionalAction, default=None,
+                        help="the logs pane (default: on with a person's kubeconfig, off in the cluster, where it "
+                             "would read as the ServiceAccount: logs may hold secrets)")
     return parser.parse_args(argv)
 
 
@@ -39,8 +42,10 @@ def main(argv: list[str] | None = None) -> int:
 
     from apiclient.cluster import Cluster, KubeError, Target
     from apiclient.version import version
-    from dashboard.actions import actor, events_reader
+    from dashboard.actions import actor, events_reader, template_actor
     from dashboard.app import Settings, create_app
+    from dashboard.header import describe
+    from dashboard.logs import log_reader
     from dashboard.pages import Pages
     from dashboard.store import Store, watch
 
@@ -66,12 +71,16 @@ def main(argv: list[str] | None = None) -> int:
               f"{cluster.target.describe()}: pass --read-only, or --user-header behind an authenticating proxy",
               file=sys.stderr)
         return 2
-    settings = Settings(act=act, user_header=args.user_header, hosts=hosts)
+    header = describe(cluster, namespace)
+    logs = not header.in_cluster if args.logs is None else args.logs
+    settings = Settings(act=act, act_template=None if act is None else template_actor(cluster),
+                        user_header=args.user_header, hosts=hosts, header=header,
+                        logs=log_reader(cluster) if logs else None)
     server.application = create_app(store, Pages(store, events_reader(cluster)), settings)
     shown = "127.0.0.1" if loopback else args.address
-    where = namespace or "every namespace"
     mode = "read-only" if act is None else f"acting as {cluster.target.describe()}"
-    print(f"JobFlow dashboard {version()} of {cluster.server} ({where}; {mode}): http://{shown}:{port}/", flush=True)
+    mode += "; logs on" if logs else "; no logs (--logs turns them on)"
+    print(f"JobFlow dashboard {version()} of {header.line} ({mode}): http://{shown}:{port}/", flush=True)
     print("Press Ctrl-C to stop.", flush=True)
     try:
         server.serve_forever()

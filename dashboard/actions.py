@@ -9,11 +9,13 @@ and the dashboard's ServiceAccount needs only ``impersonate`` on the users (or g
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from apiclient.cluster import Cluster, KubeError
-from apiclient.steering import Refused, answer_gate, request_retry, set_shutdown, set_suspend
-from dashboard.app import Act, ActionError
+from apiclient.steering import (Refused, answer_gate, request_retry, set_shutdown, set_suspend, set_template_suspend,
+                                start_run)
+from dashboard.app import Act, ActionError, TemplateAct
 from dashboard.pages import EventsReader
 from jobflow_core.models import ApprovalDecision, Shutdown
 
@@ -35,6 +37,24 @@ def actor(cluster: Cluster) -> Act:
             if action in DECISIONS:
                 return answer_gate(acting, namespace, name, flows[0], DECISIONS[action], message)
             return set_suspend(acting, namespace, name, action == "suspend")
+        except Refused as error:
+            raise ActionError(str(error), status=409) from error
+        except KubeError as error:
+            raise ActionError(str(error), status=error.status if 400 <= error.status < 500 else 502) from error
+    return act
+
+
+def template_actor(cluster: Cluster) -> TemplateAct:
+    """Run now, suspend and resume a JobFlowTemplate, as ``kubectl jobflow run NAME`` and ``suspend|resume
+    jft/NAME`` do."""
+    def act(action: str, namespace: str, name: str, parameters: dict[str, str], user: str | None) -> str:
+        acting = cluster if user is None else cluster.impersonating(user)
+        now = datetime.now(UTC)
+        try:
+            if action == "run":
+                started = start_run(acting, namespace, name, parameters, now=now)
+                return f"Started run: {namespace}/{started} (JobFlowTemplate {name})"
+            return set_template_suspend(acting, namespace, name, action == "suspend", now=now)
         except Refused as error:
             raise ActionError(str(error), status=409) from error
         except KubeError as error:

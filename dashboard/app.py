@@ -1,4 +1,4 @@
-"""The dashboard's web app: four pages, their JSON, one live stream per open page, and seven actions.
+"""The dashboard's web app: four pages, their JSON, one live stream per open page, and ten actions.
 
 Pages are small HTML shells; ``static/dashboard.js`` (and ``static/templates.js`` on a JobTemplate or
 JobFlowTemplate page) draws them from the JSON of :mod:`dashboard.pages` and keeps them live from ``/stream``
@@ -6,15 +6,21 @@ JobFlowTemplate page) draws them from the JSON of :mod:`dashboard.pages` and kee
 whenever it changed, or a comment every :data:`KEEPALIVE` seconds so proxies keep the connection. No asset comes
 from anywhere but this app.
 
-**Actions** (retry, suspend, resume, stop, terminate, and approve or reject an approval gate that waits:
-:mod:`apiclient.steering`, as the command line makes them) exist only where a user identity exists: ``kubectl
-jobflow dashboard`` acts with the user's own kubeconfig; behind an authenticating proxy (``user_header``) each
-action impersonates the user the proxy names. Otherwise (the in-cluster Deployment) the app is read-only: no
-buttons, and every POST is answered 403. A POST must come from a page of this app: its ``Origin`` (when the browser
-sends one, as all do for fetch) must be this server, and it must carry the token the pages were served with (a
-header a cross-site form cannot set, and a cross-site fetch cannot send without a CORS preflight this app never
-grants). In local mode the ``Host`` must be the loopback address the server listens on, so a DNS-rebinding page
-cannot reach it either.
+**Actions** (retry, suspend, resume, stop, terminate, and approve or reject an approval gate that waits; on a
+JobFlowTemplate, run now, suspend and resume: :mod:`apiclient.steering`, as the command line makes them) exist only
+where a user identity exists: ``kubectl jobflow dashboard`` acts with the user's own kubeconfig; behind an
+authenticating proxy (``user_header``) each action impersonates the user the proxy names. Otherwise (the in-cluster
+Deployment) the app is read-only: no buttons, and every POST is answered 403. A POST must come from a page of this
+app: its ``Origin`` (when the browser sends one, as all do for fetch) must be this server, and it must carry the
+token the pages were served with (a header a cross-site form cannot set, and a cross-site fetch cannot send without a
+CORS preflight this app never grants). In local mode the ``Host`` must be the loopback address the server listens on,
+so a DNS-rebinding page cannot reach it either.
+
+Every page's header names the cluster (:mod:`dashboard.header`), and the list page narrows to one namespace and a
+label selector (``/?ns=NS&l=SELECTOR``), on the server: its stream sends only the rows that match.
+
+**Logs** (a flow's, live: :mod:`dashboard.logs`) are read as the user locally or behind the proxy, and are off in
+the cluster unless the operator turns them on (``Settings.logs`` None: every logs request is answered 403).
 """
 
 from __future__ import annotations
@@ -30,8 +36,11 @@ from urllib.parse import urlsplit
 
 from flask import Flask, Response, abort, jsonify, render_template, request, stream_with_context
 
+from dashboard.header import Header
+from dashboard.logs import LogReader, LogStream, Request, Slots
 from dashboard.pages import Pages
 from dashboard.store import Store
+from jobflow_core.insight.logs import Selection
 from jobflow_core.vocabulary.api import JOBFLOW, JOBFLOWTEMPLATE, JOBTEMPLATE, ApiType
 
 KEEPALIVE = 15.0
@@ -39,8 +48,14 @@ COALESCE = 0.15
 """After a change, a stream waits this long before sending, so a burst of changes costs one view."""
 TOKEN_HEADER = "X-JobFlow-Token"
 ACTIONS = ("retry", "suspend", "resume", "stop", "terminate", "approve", "reject")
+TEMPLATE_ACTIONS = ("run", "suspend", "resume")
+"""The actions on a JobFlowTemplate: start a run now, suspend or resume its schedule."""
 ANSWERS = ("approve", "reject")
 """The actions that answer one approval gate: ``flows`` names it, ``message`` says why."""
+
+LOGS_OFF = ("this dashboard shows no logs: it reads as its ServiceAccount, and logs may hold secrets. Its operator "
+            "turns them on with --logs and the pods/log RBAC of manifests/dashboard/logs/ (docs/dashboard.md#logs); "
+            "meanwhile: kubectl jobflow logs NAME FLOW -f")
 
 TEMPLATE_PAGES: dict[str, tuple[ApiType, Callable[[Pages, str, str], tuple[dict, str] | None]]] = {
     "jobtemplate": (JOBTEMPLATE, Pages.template), "jobflowtemplate": (JOBFLOWTEMPLATE, Pages.schedule)}
@@ -49,17 +64,28 @@ TEMPLATE_PAGES: dict[str, tuple[ApiType, Callable[[Pages, str, str], tuple[dict,
 Act = Callable[[str, str, str, list[str], str | None, str | None], str]
 """(action, namespace, name, flows, user to impersonate or None, message or None) -> what was done, in a
 sentence."""
+TemplateAct = Callable[[str, str, str, dict[str, str], str | None], str]
+"""(action on a JobFlowTemplate, namespace, name, parameters of a run, user to impersonate or None) -> what was done,
+in a sentence."""
 
 
 @dataclass(frozen=True)
 class Settings:
     act: Act | None = None
     """None: read-only."""
+    act_template: TemplateAct | None = None
+    """The JobFlowTemplate page's actions (None: none; a read-only dashboard has none either)."""
+    header: Header = Header()
+    """Which cluster, context and namespaces every page's header names."""
     user_header: str | None = None
     """Behind an authenticating proxy: the request header naming the user (actions impersonate them)."""
     hosts: tuple[str, ...] = ()
     """The Host values accepted (empty: any), e.g. ``127.0.0.1:8765`` in local mode."""
     token: str = ""
+    logs: LogReader | None = None
+    """How a flow's logs are read (None: the logs pane is off)."""
+    log_slots: Slots | None = None
+    """The logs panes this process may keep open at once (None: :data:`dashboard.logs.MAX_STREAMS`)."""
 
 
 def create_app(store: Store, pages: Pages, settings: Settings) -> Flask:
@@ -67,6 +93,7 @@ def create_app(store: Store, pages: Pages, settings: Settings) -> Flask:
                 template_folder=str(Path(__file__).parent / "templates"))
     token = settings.token or secrets.token_urlsafe(24)
     app.config["JOBFLOW_TOKEN"] = token
+    slots = settings.log_slots or Slots()
 
     def can_act() -> bool:
         if settings.act is None:
@@ -89,7 +116,8 @@ def create_app(store: Store, pages: Pages, settings: Settings) -> Flask:
         return response
 
     def page(template: str, **context) -> str:
-        return render_template(template, token=token if can_act() else "", actions=can_act(), **context)
+        return render_template(template, token=token if can_act() else "", actions=can_act(),
+                               header=settings.header, logs=settings.logs is not None, **context)
 
     @app.get("/")
     def index():
@@ -114,9 +142,17 @@ def create_app(store: Store, pages: Pages, settings: Settings) -> Flask:
         missing = view(pages, namespace, name) is None and api_type in store.synced
         return page(f"{kind}.html", namespace=namespace, name=name), 404 if missing else 200
 
+    def listed() -> str:
+        """The list's view for this request's filter (``ns``: a namespace; ``l``: a label selector)."""
+        return pages.list_json(request.args.get("ns") or None, request.args.get("l", "").strip())
+
     @app.get("/api/jobflows")
     def jobflows_json():
-        return Response(pages.list_json(), mimetype="application/json")
+        body = listed()
+        error = json.loads(body).get("selectorError")
+        if error:
+            return jsonify(error=error), 400
+        return Response(body, mimetype="application/json")
 
     @app.get("/api/jobflows/<namespace>/<name>")
     def jobflow_json(namespace: str, name: str):
@@ -134,6 +170,31 @@ def create_app(store: Store, pages: Pages, settings: Settings) -> Flask:
         except KeyError:
             return jsonify(error=f"JobFlow {namespace}/{name} has no flow {flow}"), 404
         return jsonify(view) if view is not None else _missing(namespace, name)
+
+    @app.get("/api/jobflows/<namespace>/<name>/logs")
+    def logs(namespace: str, name: str):
+        """A flow's logs, live (:mod:`dashboard.logs`): ``flow``, and optionally ``item`` and ``container``."""
+        if settings.logs is None:
+            return jsonify(error=LOGS_OFF), 403
+        flow, item = request.args.get("flow"), request.args.get("item")
+        if not flow:
+            return jsonify(error="name the flow: ?flow=NAME (and &item=N for one item of a forEach flow)"), 400
+        if item is not None and not item.isdigit():
+            return jsonify(error=f"item {item!r}: expected the item's index, a whole number from 0"), 400
+        user = None
+        if settings.user_header is not None:
+            user = request.headers.get(settings.user_header)
+            if not user:
+                return jsonify(error=f"no user: the proxy in front of this dashboard did not send "
+                                     f"{settings.user_header}"), 403
+        if not slots.take():
+            return jsonify(error=f"{slots.limit} logs panes are open on this dashboard, its most at once: close "
+                                 f"one, or run kubectl jobflow logs {name} {flow} -n {namespace} -f"), 429
+        selection = Selection(flow=flow, item=None if item is None else int(item),
+                              container=request.args.get("container") or None)
+        body = LogStream(settings.logs, Request(namespace, name, selection, user=user), slots)
+        return Response(body, mimetype="text/event-stream",
+                        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 
     @app.get("/stream")
     def stream():
@@ -155,7 +216,7 @@ def create_app(store: Store, pages: Pages, settings: Settings) -> Flask:
                 return found[1] if found else json.dumps({"missing": True, "namespace": namespace, "name": name})
         else:
             def body() -> str | None:
-                return pages.list_json()
+                return listed()
         return Response(stream_with_context(_events(store, body)), mimetype="text/event-stream",
                         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 
@@ -167,15 +228,9 @@ def create_app(store: Store, pages: Pages, settings: Settings) -> Flask:
                                  f"jobflow {action} {name}{gate} -n {namespace}, or kubectl jobflow dashboard"), 403
         if action not in ACTIONS:
             return jsonify(error=f"unknown action {action}: one of {', '.join(ACTIONS)}"), 404
-        refused = _cross_site(token)
+        refused, user = guard()
         if refused:
             return jsonify(error=refused), 403
-        user = None
-        if settings.user_header is not None:
-            user = request.headers.get(settings.user_header)
-            if not user:
-                return jsonify(error=f"no user: the proxy in front of this dashboard did not send "
-                                     f"{settings.user_header}"), 403
         body = request.get_json(silent=True) or {}
         flows, said = body.get("flows") or [], body.get("message") or None
         if not isinstance(flows, list) or not all(isinstance(flow, str) for flow in flows):
@@ -189,6 +244,35 @@ def create_app(store: Store, pages: Pages, settings: Settings) -> Flask:
         except ActionError as error:
             return jsonify(error=str(error)), error.status
         return jsonify(message=message)
+
+    @app.post("/api/jobflowtemplates/<namespace>/<name>/<action>")
+    def act_on_template(namespace: str, name: str, action: str):
+        if settings.act is None or settings.act_template is None:
+            verb = f"run {name}" if action == "run" else f"{action} jft/{name}"
+            return jsonify(error=f"this dashboard is read-only: it has no user identity to act with. Use kubectl "
+                                 f"jobflow {verb} -n {namespace}, or kubectl jobflow dashboard"), 403
+        if action not in TEMPLATE_ACTIONS:
+            return jsonify(error=f"unknown action {action}: one of {', '.join(TEMPLATE_ACTIONS)}"), 404
+        refused, user = guard()
+        if refused:
+            return jsonify(error=refused), 403
+        parameters = (request.get_json(silent=True) or {}).get("parameters") or {}
+        if not isinstance(parameters, dict) or not all(isinstance(v, str) for v in parameters.values()):
+            return jsonify(error='"parameters" must map each parameter\'s name to a text'), 400
+        try:
+            return jsonify(message=settings.act_template(action, namespace, name, parameters, user))
+        except ActionError as error:
+            return jsonify(error=str(error)), error.status
+
+    def guard() -> tuple[str | None, str | None]:
+        """Why this POST may not act (or None), and the user the proxy names (None: the dashboard's own)."""
+        refused = _cross_site(token)
+        if refused or settings.user_header is None:
+            return refused, None
+        user = request.headers.get(settings.user_header)
+        if not user:
+            return f"no user: the proxy in front of this dashboard did not send {settings.user_header}", None
+        return None, user
 
     return app
 

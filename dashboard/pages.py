@@ -43,10 +43,12 @@ class Pages:
         self._events: dict[tuple[str, str], tuple[str | None, float, list[dict[str, Any]]]] = {}
         self._reading: dict[tuple[str, str], threading.Lock] = {}
 
-    def list_json(self) -> str:
-        return self._cached(("list",), self.store.version, lambda: views.list_view(
+    def list_json(self, namespace: str | None = None, labels: str = "") -> str:
+        """The list page's view, narrowed to ``namespace`` (None: all) and the label selector ``labels``: one per
+        filter (the pages showing the same filter share it)."""
+        return self._cached(("list", namespace, labels), self.store.version, lambda: views.list_view(
             self.store.jobflows(), self.store.all(JOBFLOWTEMPLATE), now=self.clock(),
-            loading=JOBFLOW not in self.store.synced))[1]
+            loading=JOBFLOW not in self.store.synced, namespace=namespace, labels=labels))[1]
 
     def jobflow(self, namespace: str, name: str) -> tuple[dict[str, Any], str] | None:
         """The JobFlow page's view and its JSON; None when the store does not know the JobFlow."""

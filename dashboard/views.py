@@ -22,6 +22,7 @@ from display.layout import place
 from display.times import age, expected, parse_time
 from jobflow_core.dag.graph import flow_graph
 from jobflow_core.models import JobFlow, JobTemplate
+from jobflow_core.vocabulary import label_selectors
 from jobflow_core.vocabulary.api import RUN_OF
 from jobflow_core.vocabulary.naming import template_name
 
@@ -65,14 +66,31 @@ def jobflow_row(obj: Mapping[str, Any], *, now: datetime) -> dict[str, Any]:
 
 
 def list_view(jobflows: Iterable[Mapping[str, Any]], templates: Iterable[Mapping[str, Any]], *,
-              now: datetime, loading: bool) -> dict[str, Any]:
-    rows = sorted((jobflow_row(obj, now=now) for obj in jobflows),
+              now: datetime, loading: bool, namespace: str | None = None, labels: str = "") -> dict[str, Any]:
+    """The list page: the JobFlows of ``namespace`` (None: all) whose labels match the selector ``labels``
+    (kubectl's ``-l``), newest first, and the JobFlowTemplates of that namespace. The namespaces to choose from are
+    every namespace with a JobFlow or a JobFlowTemplate, whatever is chosen. A selector that is not kubectl's syntax
+    selects nothing and says why (``selectorError``), so a typo never reads as "no JobFlow"."""
+    jobflows, templates = list(jobflows), list(templates)
+    namespaces = sorted({(obj.get("metadata") or {}).get("namespace", "") for obj in [*jobflows, *templates]})
+    try:
+        selector, error = label_selectors.parse(labels), None
+    except label_selectors.BadSelector as bad:
+        selector, error = None, str(bad)
+    chosen = [obj for obj in jobflows if _in(obj, namespace) and selector is not None
+              and selector.matches((obj.get("metadata") or {}).get("labels"))]
+    rows = sorted((jobflow_row(obj, now=now) for obj in chosen),
                   key=lambda row: (row["created"] or "", row["namespace"], row["name"]), reverse=True)
     schedules = [{"namespace": t["metadata"].get("namespace", ""), "name": t["metadata"].get("name", ""),
                   "schedule": (t.get("spec") or {}).get("schedule"),
-                  "suspended": bool((t.get("spec") or {}).get("suspend"))} for t in templates]
-    return {"loading": loading, "jobflows": rows,
+                  "suspended": bool((t.get("spec") or {}).get("suspend"))} for t in templates if _in(t, namespace)]
+    return {"loading": loading, "jobflows": rows, "total": len(jobflows), "namespaces": namespaces,
+            "namespace": namespace, "labels": labels, "selectorError": error,
             "schedules": sorted(schedules, key=lambda s: (s["namespace"], s["name"]))}
+
+
+def _in(obj: Mapping[str, Any], namespace: str | None) -> bool:
+    return namespace is None or (obj.get("metadata") or {}).get("namespace") == namespace
 
 
 def jobflow_view(jobflow: dict[str, Any], jobs: list[dict[str, Any]], events: list[dict[str, Any]], *,
@@ -226,13 +244,17 @@ def template_view(template: dict[str, Any], runs: Iterable[Mapping[str, Any]]) -
 
 
 def schedule_view(template: dict[str, Any], runs: Iterable[Mapping[str, Any]], *, now: datetime) -> dict[str, Any]:
-    """The JobFlowTemplate page: its schedule and triggers, and its runs (the JobFlows it started), newest first."""
+    """The JobFlowTemplate page: its schedule and triggers, the parameters a run sets (with their defaults, for Run
+    now's form), and its runs (the JobFlows it started), newest first."""
     spec = template.get("spec") or {}
     meta = template.get("metadata") or {}
     return {"namespace": meta.get("namespace", ""), "name": meta.get("name", ""),
             "schedule": spec.get("schedule"), "timeZone": spec.get("timeZone"),
             "suspended": bool(spec.get("suspend")), "concurrencyPolicy": spec.get("concurrencyPolicy"),
             "triggers": len(spec.get("triggers") or ()),
+            "parameters": [{"name": p.get("name"), "value": p.get("value"), "description": p.get("description")}
+                           for p in ((spec.get("jobFlow") or {}).get("spec") or {}).get("parameters") or ()
+                           if isinstance(p, dict) and p.get("name")],
             "runs": sorted((jobflow_row(run, now=now) for run in runs), key=lambda row: row["created"] or "",
                            reverse=True)}
 

@@ -30,6 +30,7 @@ The shared words (:mod:`~jobflow_core.vocabulary`):
 * :mod:`~jobflow_core.vocabulary.naming`: vcjob names, ``createdBy`` labels, owner references, whether a vcjob is
   ours.
 * :mod:`~jobflow_core.vocabulary.durations`: how a duration is written (Go's ``time.Duration.String``).
+* :mod:`~jobflow_core.vocabulary.label_selectors`: what a label selector (kubectl's ``-l``) matches.
 * :mod:`~jobflow_core.vocabulary.name_rules`: Kubernetes' naming rules (DNS-1123 labels).
 * :mod:`~jobflow_core.vocabulary.spec_errors`: what a spec error says: what is wrong and what to do.
 * :mod:`~jobflow_core.vocabulary.phase`: the JobFlow phase, from one table.
@@ -110,6 +111,10 @@ What can be told (:mod:`~jobflow_core.insight`):
   and JobTemplate.
 * :mod:`~jobflow_core.insight.template_stats`: a JobTemplate's statistics (runs, failure rate, durations), each run
   counted once.
+* :mod:`~jobflow_core.insight.logs`: which containers' logs a selection of a JobFlow means, in which order and under
+  which prefix, and what is said of the flows that have none.
+* :mod:`~jobflow_core.insight.log_lines`: where a cut log stream picks up again, so that no line is shown twice or
+  skipped.
 
 Sharing a queue (:mod:`~jobflow_core.queueing`):
 

@@ -5,7 +5,8 @@ parameters given set; naming one it does not declare is an error that lists thos
 ``<NAME>-m<seconds since epoch>``, labelled and owned as the engine's own runs are (:mod:`jobflow_core.schedules.runs`):
 the same JobFlow the engine would make, so the engine runs it at once and the template's history, limits and
 ``status.lastRun`` count it. As for ``kubectl create job --from=cronjob/x``, the schedule's ``suspend`` and
-``concurrencyPolicy`` do not hold a run by hand.
+``concurrencyPolicy`` do not hold a run by hand. The write is :func:`apiclient.steering.start_run`'s, which the
+dashboard's Run now button makes too.
 
 ``history NAME`` lists the runs (JobFlows labelled ``flow.volcano.sh/jobflow-template=NAME``), oldest first: name,
 what started it (the scheduled time, the trigger and event id, or ``manual``), phase, start (age) and duration.
@@ -16,18 +17,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from apiclient.steering import start_run
 from display.times import age, human_duration
-from jobflow_core.models import JobFlowTemplate, format_time
-from jobflow_core.schedules.runs import (
-    Cause,
-    Run,
-    Start,
-    UnknownParameter,
-    manual_run_name,
-    run_from,
-    run_manifest,
-    run_of_template_selector,
-)
+from jobflow_core.models import format_time
+from jobflow_core.schedules.runs import Cause, Run, run_from, run_of_template_selector
 from jobflow_core.vocabulary.api import JOBFLOW, JOBFLOWTEMPLATE
 from kubectl_jobflow import exits
 from kubectl_jobflow.errors import CommandError
@@ -53,16 +46,12 @@ def _template(ctx: Context) -> dict:
 
 
 def run(ctx: Context) -> int:
-    template = JobFlowTemplate.model_validate(_template(ctx))
-    start = Start(name=manual_run_name(template.name, utc_now()), cause=Cause.MANUAL,
-                  parameters=parse_parameters(ctx.args.param))
-    try:
-        manifest = run_manifest(template, start)
-    except UnknownParameter as error:
-        raise CommandError(str(error)) from None
-    ctx.cluster.create(JOBFLOW, template.namespace, manifest)
-    ctx.say(f"Started run: {template.namespace}/{start.name} (JobFlowTemplate {template.name}); follow it with "
-            f"kubectl jobflow status {start.name} --watch")
+    name = ctx.args.name or ctx.args.name_flag
+    if not name:
+        raise CommandError(f"name the JobFlowTemplate: kubectl jobflow {ctx.args.verb} NAME", code=exits.USAGE)
+    started = start_run(ctx.cluster, ctx.namespace, name, parse_parameters(ctx.args.param), now=utc_now())
+    ctx.say(f"Started run: {ctx.namespace}/{started} (JobFlowTemplate {name}); follow it with "
+            f"kubectl jobflow status {started} --watch")
     return 0
 
 

@@ -45,6 +45,7 @@ setInterval(() => {
 // opens at most 6 HTTP/1.1 connections to one host and each open stream holds one, so a hidden tab closes its
 // stream (the 7th tab of the dashboard would never load otherwise) and opens it again when shown: its first
 // message is the view as it is now, drawn at once.
+// It answers a function that moves the page to another stream (the list page's filters are in its URL).
 function live(url, draw) {
   const indicator = document.getElementById("live");
   const say = (text, on) => { indicator.textContent = text; indicator.className = `live ${on ? "on" : "off"}`; };
@@ -88,52 +89,10 @@ function live(url, draw) {
     if (!document.hidden && !source) open();
   });
   if (document.hidden) say("paused while hidden", false); else open();
-}
-
-// ---- the list of JobFlows ----
-
-function listPage() {
-  let view = null;
-  const filter = document.getElementById("filter"), phase = document.getElementById("phase");
-  const draw = () => {
-    if (!view) return;
-    const words = filter.value.trim().toLowerCase();
-    const wanted = phase.value;
-    const rows = view.jobflows.filter((row) => {
-      const shown = row.suspended && !["Succeed", "Failed"].includes(row.phase) ? "Suspended" : row.phase;
-      return (!wanted || shown === wanted) &&
-        (!words || `${row.namespace}/${row.name} ${row.phase}`.toLowerCase().includes(words));
-    });
-    const body = document.querySelector("#jobflows tbody");
-    body.innerHTML = rows.length ? rows.map((row) => `<tr data-jobflow="${esc(row.namespace)}/${esc(row.name)}">
-      <td>${esc(row.namespace)}</td>
-      <td><a href="/jobflows/${encodeURIComponent(row.namespace)}/${encodeURIComponent(row.name)}">${esc(row.name)}</a></td>
-      <td>${phaseBadge(row.suspended && !["Succeed", "Failed"].includes(row.phase) ? "Suspended" : row.phase)}</td>
-      <td><progress max="1" value="${row.done}"></progress> ${esc(row.progress)}</td>
-      <td>${sinceSpan(row.created, row.age)}</td><td>${esc(row.expected)}</td>
-      <td>${row.failureRate == null ? "-" : Math.round(row.failureRate * 100) + "%"}</td>
-      <td>${row.schedule ? `<a href="/jobflowtemplates/${encodeURIComponent(row.namespace)}/${encodeURIComponent(row.schedule)}">${esc(row.schedule)}</a>` : ""}</td></tr>`).join("")
-      : `<tr><td colspan="8" class="muted">${view.loading ? "loading…" : "no JobFlow matches"}</td></tr>`;
-    document.getElementById("count").textContent = `${rows.length} of ${view.jobflows.length}`;
-    document.querySelector("#schedules tbody").innerHTML = view.schedules.map((s) =>
-      `<tr><td>${esc(s.namespace)}</td><td><a href="/jobflowtemplates/${encodeURIComponent(s.namespace)}/${encodeURIComponent(s.name)}">${esc(s.name)}</a></td><td>${esc(s.schedule || "manual")}</td>
-       <td>${s.suspended ? "yes" : "no"}</td></tr>`).join("") ||
-      `<tr><td colspan="4" class="muted">no JobFlowTemplate</td></tr>`;
+  return (next) => {
+    url = next;
+    if (source) { source.close(); open(); }
   };
-  // The filter lives in the URL (?q=...&phase=...), so a filtered list can be bookmarked and shared.
-  const query = new URLSearchParams(location.search);
-  filter.value = query.get("q") || "";
-  phase.value = query.get("phase") || "";
-  const refilter = () => {
-    const next = new URLSearchParams();
-    if (filter.value) next.set("q", filter.value);
-    if (phase.value) next.set("phase", phase.value);
-    history.replaceState(null, "", next.toString() ? `?${next}` : location.pathname);
-    draw();
-  };
-  filter.addEventListener("input", refilter);
-  phase.addEventListener("change", refilter);
-  live("/stream", (next) => { view = next; draw(); });
 }
 
 // ---- one JobFlow ----
@@ -176,7 +135,7 @@ function jobflowPage() {
     nodes.clear();
     for (const node of view.nodes) nodes.set(node.name, node);
     const parts = [`<svg id="dag-svg" xmlns="http://www.w3.org/2000/svg" width="${view.width}" height="${view.height}" role="group" aria-label="DAG of ${esc(view.name)}">`,
-      `<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0L10,5L0,10z" fill="#999"/></marker></defs>`];
+      `<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0L10,5L0,10z" fill="#767676"/></marker></defs>`];
     for (const edge of view.edges) {
       const a = nodes.get(edge.from), b = nodes.get(edge.to);
       if (!a || !b) continue;
@@ -237,6 +196,8 @@ function jobflowPage() {
             openItems.items.map((i) => `<tr><td>${i.index}</td><td>${esc(i.job)}</td><td>${badge(i.label, i.tone)}</td></tr>`).join("")}</tbody></table></div>`
         : `<button type="button" id="show-items">Show the ${node.items.total} ${node.items.iterations ? "iterations" : "items"}</button>`;
     }
+    // The logs pane (logs.js) opens below the DAG, as wide as the page: log lines are long.
+    const logs = node.gate ? "" : `<button type="button" id="show-logs" data-flow="${esc(node.name)}" aria-controls="logs">Logs</button>`;
     const answering = config.actions && node.gate && node.gate.open
       ? `<div class="gate" id="gate"><label for="gate-message">Message</label><input type="text" id="gate-message" placeholder="why (optional)">` +
         `<button type="button" id="gate-approve" data-action="approve">Approve</button><button type="button" id="gate-reject" data-action="reject">Reject</button></div>`
@@ -244,7 +205,9 @@ function jobflowPage() {
     // The panel is drawn again on every change: what is being typed into the message stays, and so does the focus.
     const typing = document.getElementById("gate-message");
     const typed = typing ? typing.value : "", focused = typing !== null && document.activeElement === typing;
-    panel.innerHTML = `<h2 id="panel-title">${esc(node.name)}</h2><dl class="facts">${rows.map(([k, v]) => `<dt>${k}</dt><dd>${v}</dd>`).join("")}</dl>${answering}${items}`;
+    const button = panel.contains(document.activeElement) && document.activeElement.tagName === "BUTTON" ? document.activeElement.id : "";
+    panel.innerHTML = `<h2 id="panel-title">${esc(node.name)}</h2><dl class="facts">${rows.map(([k, v]) => `<dt>${k}</dt><dd>${v}</dd>`).join("")}</dl>${logs}${answering}${items}`;
+    if (button && document.getElementById(button)) document.getElementById(button).focus({preventScroll: true});
     const show = document.getElementById("show-items");
     if (show) show.addEventListener("click", () => loadItems(node.name));
     const message = document.getElementById("gate-message");
@@ -281,7 +244,7 @@ function jobflowPage() {
     t.bars.forEach((bar, i) => {
       const y = i * row + 3, start = left + bar.created * scale, run = bar.running == null ? null : left + bar.running * scale, end = left + bar.end * scale;
       parts.push(`<g class="gantt" data-job="${esc(bar.job)}" data-phase="${esc(bar.phase)}"><text x="4" y="${y + 12}">${bar.critical ? "★ " : ""}${esc(clip(bar.job, 24))}</text>`);
-      parts.push(`<rect class="pending${bar.critical ? " critical" : ""}" x="${start}" y="${y}" width="${Math.max((run ?? end) - start, 1)}" height="${row - 6}"/>`);
+      parts.push(`<rect class="pending${bar.critical ? " critical" : ""}" x="${start}" y="${y + 4}" width="${Math.max((run ?? end) - start, 1)}" height="${row - 14}"><title>${esc(bar.job)}: pending</title></rect>`);
       if (run != null) parts.push(`<rect class="bar tone-${esc(bar.tone)}${bar.critical ? " critical" : ""}" x="${run}" y="${y}" width="${Math.max(end - run, 1)}" height="${row - 6}"><title>${esc(bar.job)}: ${esc(bar.phase)}</title></rect>`);
       parts.push(`<text x="${end + 4}" y="${y + 12}">${esc(bar.phase)}</text></g>`);
     });
@@ -353,6 +316,5 @@ function jobflowPage() {
   });
 }
 
-if (config.page === "list") listPage();
 if (config.page === "jobflow") jobflowPage();
-// The JobTemplate and JobFlowTemplate pages are drawn by templates.js, with live() above.
+// The list is drawn by list.js, the JobTemplate and JobFlowTemplate pages by templates.js, with live() above.

@@ -104,6 +104,8 @@ OPTIONS = {
     "dashboard and ServiceMonitors": (("--set", "dashboard.enabled=true", "--set", "monitoring.serviceMonitors=true"),
                                       (MANIFESTS, MANIFESTS / "webhook", MANIFESTS / "dashboard",
                                        MANIFESTS / "monitoring"), ()),
+    "dashboard with its logs": (("--set", "dashboard.enabled=true", "--set", "dashboard.logs=true"),
+                                (MANIFESTS, MANIFESTS / "webhook", MANIFESTS / "dashboard-logs"), ()),
     "knative": (("--set", "mode=knative"), (REPO / "knative", MANIFESTS / "webhook"), ()),
     "knative with our event source": (("--set", "mode=knative", "--set", "knative.source=eventsource"),
                                       (REPO / "knative" / "eventsource", MANIFESTS / "webhook"), ()),
