@@ -91,6 +91,17 @@ def start_run(cluster: Cluster, namespace: str, name: str, parameters: dict[str,
         manifest = run_manifest(template, start)
     except UnknownParameter as error:
         raise Refused(str(error)) from None
+    # A declared parameter with no default (admission refuses such a template, but one can be older than the
+    # webhook, or made without it) is the caller's to give: left out, the run would be a JobFlow admission refuses
+    # (ParameterWithoutValue) or one that never starts. Said here, before anything is created, in the same words for
+    # the command line and the dashboard's Run now (which sends only the fields filled in or with a default).
+    declared = template.spec.job_flow.spec.parameters or ()
+    unset = [p.name for p in declared if p.value is None and p.name not in parameters]
+    if unset:
+        given = " ".join(f"-p {missing}=VALUE" for missing in unset)
+        raise Refused(f"JobFlowTemplate {namespace}/{name} gives no default to parameter {', '.join(unset)}: set "
+                      f"it for this run (kubectl jobflow run {name} {given}), or give it a value in "
+                      "spec.jobFlow.spec.parameters")
     cluster.create(JOBFLOW, namespace, manifest)
     return start.name
 

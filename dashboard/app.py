@@ -231,8 +231,10 @@ def create_app(store: Store, pages: Pages, settings: Settings) -> Flask:
         refused, user = guard()
         if refused:
             return jsonify(error=refused), 403
-        body = request.get_json(silent=True) or {}
-        flows, said = body.get("flows") or [], body.get("message") or None
+        body = request.get_json(silent=True)
+        if body is not None and not isinstance(body, dict):
+            return jsonify(error='the body must be a JSON object, e.g. {"flows": ["a"], "message": "why"}'), 400
+        flows, said = (body or {}).get("flows") or [], (body or {}).get("message") or None
         if not isinstance(flows, list) or not all(isinstance(flow, str) for flow in flows):
             return jsonify(error='"flows" must be a list of flow names'), 400
         if action in ANSWERS and len(flows) != 1:
@@ -256,7 +258,10 @@ def create_app(store: Store, pages: Pages, settings: Settings) -> Flask:
         refused, user = guard()
         if refused:
             return jsonify(error=refused), 403
-        parameters = (request.get_json(silent=True) or {}).get("parameters") or {}
+        body = request.get_json(silent=True)
+        if body is not None and not isinstance(body, dict):
+            return jsonify(error='the body must be a JSON object, e.g. {"parameters": {"lr": "0.1"}}'), 400
+        parameters = (body or {}).get("parameters") or {}
         if not isinstance(parameters, dict) or not all(isinstance(v, str) for v in parameters.values()):
             return jsonify(error='"parameters" must map each parameter\'s name to a text'), 400
         try:

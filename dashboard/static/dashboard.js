@@ -95,12 +95,47 @@ function live(url, draw) {
   };
 }
 
+// A page's actions (apiclient/steering.py on the server), one at a time. While one is in flight every action button
+// is disabled, and stays so however often the page is drawn meanwhile (drawings ask busy()): a second click would
+// start a second run, or be answered 409. Its answer, or why not, is shown in #action-result; a request that gets no
+// answer (the dashboard stopped, the network gone) says so there rather than leaving "…". When it is over, redraw()
+// enables the buttons again as the page's view says.
+function actionSender(redraw) {
+  let inFlight = false;
+  const send = async (url, body) => {
+    if (inFlight) return;
+    inFlight = true;
+    for (const button of document.querySelectorAll("button[data-action]")) button.disabled = true;
+    const out = document.getElementById("action-result");
+    out.textContent = "…";
+    delete out.dataset.ok;
+    try {
+      const answer = await fetch(url, {method: "POST", credentials: "same-origin",
+        headers: {"Content-Type": "application/json", "X-JobFlow-Token": config.token}, body: JSON.stringify(body)});
+      const said = await answer.json().catch(() => ({}));
+      out.textContent = said.message || said.error || `HTTP ${answer.status} ${answer.statusText}`.trim();
+      out.dataset.ok = String(answer.ok);
+    } catch (error) {
+      out.textContent = `no answer from the dashboard (${error.message || error}): is it still running? Reload the ` +
+        "page to see whether it was done before trying again";
+      out.dataset.ok = "false";
+    } finally {
+      inFlight = false;
+      redraw();
+    }
+  };
+  send.busy = () => inFlight;
+  return send;
+}
+
 // ---- one JobFlow ----
 
 function jobflowPage() {
   const base = `/api/jobflows/${encodeURIComponent(config.namespace)}/${encodeURIComponent(config.name)}`;
   let view = null, selected = null, openItems = null;
   const nodes = new Map();
+  const send = actionSender(() => { if (view) { drawSummary(); drawPanel(); } });
+  const act = (action, body) => send(`${base}/${action}`, body);
 
   function drawSummary() {
     const h = view.header;
@@ -123,11 +158,12 @@ function jobflowPage() {
       `<h1 id="title" data-phase="${esc(h.phase)}">${esc(view.namespace)}/${esc(view.name)}</h1>` +
       `<dl>${facts.map(([k, v]) => `<dt>${k}</dt><dd>${v}</dd>`).join("")}</dl>`;
     if (config.actions) {
-      document.getElementById("action-retry").disabled = h.phase !== "Failed";
-      document.getElementById("action-suspend").disabled = h.ended || h.suspended;
-      document.getElementById("action-resume").disabled = h.ended || !h.suspended;
-      document.getElementById("action-stop").disabled = !h.stoppable || h.shutdown === "Stop";
-      document.getElementById("action-terminate").disabled = !h.stoppable || h.shutdown === "Terminate";
+      const busy = send.busy();
+      document.getElementById("action-retry").disabled = busy || h.phase !== "Failed";
+      document.getElementById("action-suspend").disabled = busy || h.ended || h.suspended;
+      document.getElementById("action-resume").disabled = busy || h.ended || !h.suspended;
+      document.getElementById("action-stop").disabled = busy || !h.stoppable || h.shutdown === "Stop";
+      document.getElementById("action-terminate").disabled = busy || !h.stoppable || h.shutdown === "Terminate";
     }
   }
 
@@ -198,9 +234,10 @@ function jobflowPage() {
     }
     // The logs pane (logs.js) opens below the DAG, as wide as the page: log lines are long.
     const logs = node.gate ? "" : `<button type="button" id="show-logs" data-flow="${esc(node.name)}" aria-controls="logs">Logs</button>`;
+    const busy = send.busy() ? " disabled" : "";
     const answering = config.actions && node.gate && node.gate.open
       ? `<div class="gate" id="gate"><label for="gate-message">Message</label><input type="text" id="gate-message" placeholder="why (optional)">` +
-        `<button type="button" id="gate-approve" data-action="approve">Approve</button><button type="button" id="gate-reject" data-action="reject">Reject</button></div>`
+        `<button type="button" id="gate-approve" data-action="approve"${busy}>Approve</button><button type="button" id="gate-reject" data-action="reject"${busy}>Reject</button></div>`
       : "";
     // The panel is drawn again on every change: what is being typed into the message stays, and so does the focus.
     const typing = document.getElementById("gate-message");
@@ -283,17 +320,6 @@ function jobflowPage() {
     if (!g) return;
     if (event.key === "Enter" || event.key === " ") { event.preventDefault(); select(g.dataset.flow); }
   });
-
-  // One action (apiclient/steering.py on the server): its answer, or why not, is shown beside the buttons.
-  async function act(action, body) {
-    const out = document.getElementById("action-result");
-    out.textContent = "…";
-    const answer = await fetch(`${base}/${action}`, {method: "POST", credentials: "same-origin",
-      headers: {"Content-Type": "application/json", "X-JobFlow-Token": config.token}, body: JSON.stringify(body)});
-    const said = await answer.json().catch(() => ({error: `HTTP ${answer.status}`}));
-    out.textContent = said.message || said.error;
-    out.dataset.ok = String(answer.ok);
-  }
 
   for (const button of document.querySelectorAll(".actions button")) {
     button.addEventListener("click", () => {

@@ -44,54 +44,62 @@ function jobTemplatePage() {
   });
 }
 
+// What Run now sets: each field whose text differs from its parameter's default. A field left as it was drawn sets
+// nothing, so the run takes the template's default, as kubectl jobflow run without -p does; for a parameter without
+// a default that is the empty field (an empty text would pass for a value), and the server refuses the run naming
+// it, in the command line's words.
+function runParameters(declared, typed) {
+  const parameters = {};
+  for (const p of declared) {
+    const value = typed[p.name];
+    if (value !== undefined && value !== (p.value ?? "")) parameters[p.name] = value;
+  }
+  return parameters;
+}
+
 // Run now, Suspend and Resume (apiclient/steering.py on the server, as kubectl jobflow run NAME and
-// suspend|resume jft/NAME): each enabled only when it would do something; the answer, or why not, beside them.
+// suspend|resume jft/NAME): each enabled only when it would do something and no action is in flight
+// (actionSender of dashboard.js); the answer, or why not, beside them.
 function templateActions() {
   const base = `/api/jobflowtemplates/${encodeURIComponent(config.namespace)}/${encodeURIComponent(config.name)}`;
   const form = document.getElementById("run-form"), fields = document.getElementById("parameters");
-  let declared = null;
-  const act = async (action, body) => {
-    const out = document.getElementById("action-result");
-    out.textContent = "…";
-    const answer = await fetch(`${base}/${action}`, {method: "POST", credentials: "same-origin",
-      headers: {"Content-Type": "application/json", "X-JobFlow-Token": config.token}, body: JSON.stringify(body)});
-    const said = await answer.json().catch(() => ({error: `HTTP ${answer.status}`}));
-    out.textContent = said.message || said.error;
-    out.dataset.ok = String(answer.ok);
-  };
+  let declared = null, last = null;
+  const send = actionSender(() => { if (last) draw(last); });
   form.addEventListener("submit", (event) => {
     event.preventDefault();
-    const parameters = {};
-    for (const input of fields.querySelectorAll("input")) parameters[input.name] = input.value;
-    act("run", {parameters});
+    const typed = {};
+    for (const input of fields.querySelectorAll("input")) typed[input.name] = input.value;
+    send(`${base}/run`, {parameters: runParameters(last && !last.missing ? last.parameters : [], typed)});
   });
   for (const button of form.querySelectorAll("button[type=button]")) {
-    button.addEventListener("click", () => act(button.dataset.action, {}));
+    button.addEventListener("click", () => send(`${base}/${button.dataset.action}`, {}));
   }
   // Called with each view: the parameter fields are drawn again only when the declared parameters change, so what
   // is being typed stays while runs come and go.
-  return (view) => {
-    document.getElementById("action-run").disabled = false;
-    document.getElementById("action-suspend").disabled = view.suspended;
-    document.getElementById("action-resume").disabled = !view.suspended;
+  const draw = (view) => {
+    last = view;
+    const off = send.busy() || Boolean(view.missing);
+    document.getElementById("action-run").disabled = off;
+    document.getElementById("action-suspend").disabled = off || view.suspended;
+    document.getElementById("action-resume").disabled = off || !view.suspended;
+    if (view.missing) return;
     const now = JSON.stringify(view.parameters);
     if (now === declared) return;
     declared = now;
     fields.hidden = !view.parameters.length;
     fields.innerHTML = "<legend>Parameters of this run (their defaults filled in)</legend>" + view.parameters.map((p, i) =>
       `<label for="param-${i}">${esc(p.name)}</label><input id="param-${i}" name="${esc(p.name)}" value="${esc(p.value ?? "")}"` +
-      ` autocomplete="off">${p.description ? `<span class="muted">${esc(p.description)}</span>` : "<span></span>"}`).join("");
+      `${p.value == null ? ' placeholder="no default: give it a value"' : ""} autocomplete="off">` +
+      `${p.description ? `<span class="muted">${esc(p.description)}</span>` : "<span></span>"}`).join("");
   };
+  return draw;
 }
 
 function jobFlowTemplatePage() {
   const controls = config.actions ? templateActions() : null;
   live(templateStream(), (view) => {
-    if (gone(view, "JobFlowTemplate")) {
-      if (controls) for (const b of document.querySelectorAll("#run-form button")) b.disabled = true;
-      return false;
-    }
     if (controls) controls(view);
+    if (gone(view, "JobFlowTemplate")) return false;
     const rows = [
       ["Schedule", [`${esc(view.schedule || "none (runs by hand or on events)")}${view.timeZone ? ` (${esc(view.timeZone)})` : ""}`, "schedule"]],
       ["Suspended", [view.suspended ? "yes" : "no", "suspended"]],

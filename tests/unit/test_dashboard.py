@@ -342,6 +342,16 @@ def test_stop_terminate_approve_and_reject_are_actions_and_an_answer_names_its_o
     assert len(act.calls) == 4
 
 
+@pytest.mark.parametrize("body", [["gate"], "retry", 3, True])
+def test_a_body_that_is_not_a_json_object_is_refused_with_400_saying_what_it_must_be(body) -> None:
+    act = Recorder()
+    _, web = served(act)
+    refused = web.post("/api/jobflows/ns/test/approve", json=body, headers={TOKEN_HEADER: "t0k"})
+    assert refused.status_code == 400
+    assert refused.get_json()["error"].startswith("the body must be a JSON object")
+    assert act.calls == []
+
+
 def test_a_read_only_dashboard_refuses_an_answer_too_and_says_which_command_gives_it() -> None:
     _, web = served()
     answer = web.post("/api/jobflows/ns/test/approve", json={"flows": ["gate"]}, headers={TOKEN_HEADER: "t0k"})

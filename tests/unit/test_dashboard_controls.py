@@ -211,6 +211,16 @@ def test_run_now_suspend_and_resume_act_with_the_parameters_given_and_say_what_t
     assert bad.status_code == 400 and "parameters" in bad.get_json()["error"]
 
 
+@pytest.mark.parametrize("body", [[{"lr": "0.1"}], "run", 3, False])
+def test_a_jobflowtemplate_action_whose_body_is_not_a_json_object_is_refused_with_400(body) -> None:
+    act = Recorder()
+    _, web = served(Recorder(), act)
+    refused = web.post("/api/jobflowtemplates/ml/nightly/run", json=body, headers=OWN)
+    assert refused.status_code == 400
+    assert refused.get_json()["error"].startswith("the body must be a JSON object")
+    assert act.calls == []
+
+
 def test_behind_a_proxy_a_jobflowtemplate_action_impersonates_the_user_it_names() -> None:
     act = Recorder()
     _, web = served(Recorder(), act, user_header="X-Forwarded-User")
