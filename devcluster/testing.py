@@ -98,7 +98,10 @@ class LocalCluster:
         informer is back and its PodGroup informer is not gets a PodGroup that the scheduler moves to Inqueue
         unseen, the relist reports it as an add, which is ignored, and the vcjob stays Pending with no pod for ever
         (seen in CI: the next JobFlow never ran). Restarting them is what an operator would do; fresh processes
-        list everything before they work. The engine under test is never restarted, and kwok recovers on its own.
+        list everything before they work. kube-controller-manager likewise: its service-account controller gave a
+        namespace created after an outage its ``default`` ServiceAccount only 50-90 s later (measured on the pod
+        node's cluster), and until then no pod can be created there. The engine under test is never restarted, and
+        kwok and the pod node's kubelet recover on their own.
         """
         self.restart("kube-apiserver", down_for=seconds)
         [new] = [c for c in self.state.components if c.name == "kube-apiserver"]
@@ -109,6 +112,7 @@ class LocalCluster:
 
         objects.poll("kube-apiserver ready after the outage", lambda: cluster.healthy(self.state), timeout=60,
                      on_tick=still_running)
+        self.restart("kube-controller-manager")
         self.restart("vc-controller-manager")
         self.restart("vc-scheduler")
 
