@@ -58,7 +58,7 @@ test: venv  ## every test: unit, property and real-cluster tiers
 unit: venv  ## only the tests that need no cluster
 	$(PY) -m pytest tests/unit
 
-screenshots: venv  ## the pictures of docs/dashboard.md, made again in headless Chromium on the tests' cluster (docs/dashboard.md)
+screenshots: venv  ## the pictures of docs/dashboard.md, made again in headless Chromium on the tests' clusters (the logs pane's on the pod node: root) (docs/dashboard.md)
 	PYTHONPATH=tests $(PY) tests/cluster/screenshots.py
 
 clean: cluster-down

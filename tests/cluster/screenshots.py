@@ -1,21 +1,33 @@
 """``make screenshots``: the documentation's pictures of the dashboard, made again from the dashboard as it is.
 
-It does what the browser tier does (``tests/cluster/browser.py``, ``engine.py``), on the tests' own control plane
-(``.devcluster/tests/``, started if it is not running, stopped again if it was started here, unless
-JOBFLOW_KEEP_CLUSTER=1): the engine in-process, ``python -m dashboard -n default``, Debian's headless Chromium. In
-namespace ``default`` it runs what the README shows: the demo's diamond (``examples/diamond/``, JobFlow ``test``,
-applied by :func:`demo.__main__.apply_example` as ``make demo`` applies it), and a JobFlow with an approval gate,
-``release`` (flows ``a`` -> ``approve`` -> ``e`` of the same JobTemplates). It writes into ``docs/images/``:
+It does what the browser tier does (``tests/cluster/browser.py``, ``engine.py``): the engine in-process,
+``python -m dashboard -n default``, Debian's headless Chromium. In namespace ``default`` it runs what the README
+shows: the demo's diamond (``examples/diamond/``, JobFlow ``test``), and a JobFlow with an approval gate, ``release``
+(flows ``a`` -> ``approve`` -> ``e`` of the same JobTemplates). Two clusters, each started if it is not running and
+stopped again if it was started here, unless JOBFLOW_KEEP_CLUSTER=1:
 
-- ``dashboard-running.png``: ``test`` while c and d run, c's panel open;
-- ``dashboard-succeed.png``: ``test`` Succeed, the critical path starred, e's panel open;
-- ``dashboard-gate.png``: ``release`` waiting at its gate, the gate's panel with its Approve and Reject buttons;
-- ``dashboard-list.png``: the list, both JobFlows in it;
-- ``dashboard-logs.png``: a node's logs pane, once the dashboard has one (:data:`LOGS_PANE`); skipped until then.
+- the tests' control plane (``.devcluster/tests/``, kwok's nodes: the pods run for the example's
+  ``kwok.jobflow.dev/run-for``, so the diamond takes seconds), for ``test`` applied by
+  :func:`demo.__main__.apply_example` as ``make demo`` applies it, and ``release``:
+
+  - ``dashboard-running.png``: ``test`` while c and d run, c's panel open;
+  - ``dashboard-succeed.png``: ``test`` Succeed, the critical path starred, e's panel open;
+  - ``dashboard-gate.png``: ``release`` waiting at its gate, the gate's panel with its Approve and Reject buttons;
+  - ``dashboard-list.png``: the list, both JobFlows in it;
+
+- the install tier's cluster with its pod node (``.devcluster/tests-install/``, as the ``pods_cluster`` fixture
+  starts it: the engine's image built and loaded there), for ``dashboard-logs.png``: kwok's pods run no container
+  and write no logs, so the logs pane needs a real kubelet. There ``test`` runs the diamond's JobTemplates adapted
+  (:func:`on_the_pod_node`): on the pod node, in the engine's image, each printing what a step of a training
+  pipeline would (c trains, an epoch a line); the picture is c's logs pane while c runs.
+
+The pod node needs root (podman, network namespaces, iptables): without it the command makes no picture and says
+so, since the pictures are made together from one state of the dashboard's pages.
 
 Each picture records the digest of the dashboard's pages and scripts (``tests/pictures.py``); the digest is taken
-before and after, and nothing is written if the pages changed meanwhile. What it created in ``default`` (the two
-JobFlows, JobTemplates a..e) is deleted before (a fresh start, as the demo's first run) and after.
+before and after, and nothing is written if the pages changed meanwhile. What it creates in ``default`` (the two
+JobFlows, JobTemplates a..e, on the pod node's cluster the PriorityClass the engine wants if it was missing) is
+deleted before (a fresh start, as the demo's first run) and after, their vcjobs and pods waited gone.
 
 ``make screenshots`` runs it (``PYTHONPATH=tests python tests/cluster/screenshots.py``: it imports the tests' helpers
 as pytest does); it needs chromium and chromedriver, which it installs with apt-get as root, as the browser tier does.
@@ -28,15 +40,21 @@ import os
 import sys
 import time
 from collections.abc import Callable
+from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import yaml
+from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from browser import chrome, node_states, phase_on_page, start_dashboard, wait_for
 from demo.__main__ import EXAMPLE, NAMESPACE, apply_example
 from devcluster import cluster as devcluster
+from devcluster import image, objects, pod_node
 from devcluster.browser import BrowserMissing, ensure_browser
+from devcluster.build import BuildError
+from devcluster.podman import PodmanError, is_root
 from devcluster.testing import LocalCluster
 from engine import start_engine
 from jobflow_core.vocabulary.api import JOBFLOW, JOBTEMPLATE
@@ -63,12 +81,35 @@ spec:
 JOBFLOWS = ("test", "release")
 JOBTEMPLATES = tuple("abcde")
 
-LOGS_PANE: str | None = None
-"""The CSS selector of a node panel's logs pane. None while the dashboard has none (it is being built, issue 44):
-the logs step then says it is skipped. Once it exists, set this, check that the step shows what a reader should
-see, and add ``dashboard-logs.png`` to docs/dashboard.md (the unit test checks it from then on). The pods here are
-kwok's: they run no container, and kwok serves no logs for them unless it is given a ``Logs`` configuration
-(``devcluster/config/`` has none), so look at what the pane shows for them before keeping its picture."""
+LOGS_PANE = "#logs-lines"
+"""The logs pane's lines (``dashboard/static/logs.js``), opened by a flow panel's ``#show-logs``."""
+
+EPOCHS = 10
+
+
+def accuracy(epoch: int) -> float:
+    return 0.92 - 0.55 * 0.7 ** epoch
+
+
+def training() -> list[tuple[str, float]]:
+    """c's lines: a made-up but plausible run, the same every time (the picture should not change by chance)."""
+    lines = [(f"resnet-18 on 50000 images: {EPOCHS} epochs, batch 128, lr 0.1", 1.0)]
+    lines += [(f"epoch {epoch:2}/{EPOCHS}  loss {2.3 * 0.78 ** epoch:.3f}  "
+               f"val accuracy {accuracy(epoch):.1%}", 1.5) for epoch in range(1, EPOCHS + 1)]
+    return lines + [(f"saved checkpoint model-{EPOCHS}.pt", 0.0)]
+
+
+WHAT_EACH_FLOW_PRINTS: dict[str, tuple[str, list[tuple[str, float]]]] = {
+    "a": ("fetch", [(f"fetched shard {n}/3: 20000 images", 1.0) for n in (1, 2, 3)]
+          + [("dataset: 60000 images, 10 classes", 0.0)]),
+    "b": ("prepare", [("normalised 60000 images (mean 0, std 1)", 1.0), ("split: 50000 train, 10000 test", 1.0),
+                      ("wrote /data/prepared, 1.2 GB", 0.0)]),
+    "c": ("train", training()),
+    "d": ("baseline", [("logistic regression on the same split", 4.0), ("baseline val accuracy 39.8%", 0.0)]),
+    "e": ("report", [(f"model-{EPOCHS}.pt: {accuracy(EPOCHS):.1%} val accuracy, baseline 39.8%: promoted", 0.0)]),
+}
+"""What each of the diamond's flows does on the pod node: its task's (and container's) name, and the lines it prints,
+each with the seconds until the next (c's first epochs are on screen a few seconds after it starts)."""
 
 
 def log(line: str) -> None:
@@ -124,20 +165,61 @@ def the_list(driver: Driver, url: str) -> bytes:
         driver.set_window_size(size["width"], size["height"])
 
 
-def logs_pane(driver: Driver, url: str) -> bytes | None:
-    """The slot for the logs pane's picture (issue 44): skipped, saying so, until :data:`LOGS_PANE` is set."""
-    if LOGS_PANE is None:
-        log(f"{LOGS_PICTURE}: skipped, the dashboard has no logs pane yet (set LOGS_PANE in {Path(__file__).name} "
-            "once it has)")
-        return None
-    driver.get(f"{url}jobflows/{NAMESPACE}/release")
-    open_panel(driver, "a")
-    wait_for(driver, f"the logs pane ({LOGS_PANE})", lambda d: d.find_elements("css selector", LOGS_PANE))
+def training_logs(driver: Driver, url: str) -> bytes:
+    """c's logs pane while c trains: its first epochs shown under their prefix, the pane live."""
+    driver.get(f"{url}jobflows/{NAMESPACE}/test")
+    wait_for(driver, "c Running", lambda d: live(d) and node_states(d).get("c") == "Running", timeout=180)
+    open_panel(driver, "c")
+    # The panel is drawn again on every change of the JobFlow: the button is found and pressed in one step.
+    wait_for(driver, "c's logs pane", lambda d: d.execute_script(
+        "const b = document.querySelector('#show-logs[data-flow=\"c\"]'); if (b) b.click();"
+        "const t = document.getElementById('logs-title'); return !!t && t.textContent === 'Logs of flow c'"))
+    wait_for(driver, "five epochs in c's pane, c still Running", lambda d: d.execute_script(
+        "return document.getElementById('logs-state').textContent") == "live" and d.execute_script(
+        f"return document.querySelector('{LOGS_PANE}').innerText").count(f"/{EPOCHS}  loss") >= 5
+        and node_states(d).get("c") == "Running", timeout=60)
     return driver.get_screenshot_as_png()
 
 
+def on_the_pod_node(node: str) -> list[dict]:
+    """The diamond's JobTemplates (examples/diamond/jobtemplates.yaml) as they run on the pod node: its taint
+    tolerated, selected by hostname, the engine's image loaded there (``imagePullPolicy: Never``: there is no registry),
+    whose ``python3`` prints :data:`WHAT_EACH_FLOW_PRINTS`; the rest (queue, scheduler, the CPU each asks) as it is."""
+    templates = list(yaml.safe_load_all((EXAMPLE / "jobtemplates.yaml").read_text()))
+    for template in templates:
+        task_name, lines = WHAT_EACH_FLOW_PRINTS[template["metadata"]["name"]]
+        [task] = template["spec"]["tasks"]
+        pod = task["template"]
+        pod.pop("metadata", None)  # kwok's run-for: the pod node's pods run their command
+        [container] = pod["spec"]["containers"]
+        script = f"import time\nfor line, pause in {lines!r}:\n    print(line, flush=True)\n    time.sleep(pause)\n"
+        container.update(name=task_name, image=image.manifest_image(), imagePullPolicy="Never",
+                         command=["python3", "-c", script])
+        pod["spec"].update(nodeSelector={"kubernetes.io/hostname": node}, tolerations=[
+            {"key": "jobflow.dev/pods", "operator": "Equal", "value": "true", "effect": "NoSchedule"}])
+        task["name"] = task_name
+    return templates
+
+
+def the_diamond_on_the_pod_node(local: LocalCluster) -> None:
+    [node] = [n.metadata.name for n in local.core.list_node().items if n.metadata.name.startswith("pods-")]
+    for template in on_the_pod_node(node):
+        local.custom.create_namespaced_custom_object(JOBTEMPLATE.group, JOBTEMPLATE.version, NAMESPACE,
+                                                     JOBTEMPLATE.plural, template)
+    jobflow = yaml.safe_load((EXAMPLE / "jobflow.yaml").read_text())
+    local.custom.create_namespaced_custom_object(JOBFLOW.group, JOBFLOW.version, NAMESPACE, JOBFLOW.plural, jobflow)
+    log(f"applied JobFlow test in {NAMESPACE} on {local.state.server}, its JobTemplates on node {node}")
+
+
+def the_demo_and_the_gate(local: LocalCluster) -> None:
+    apply_example(local)
+    apply(local, NAMESPACE, GATE)
+    log(f"applied {EXAMPLE.relative_to(devcluster.REPO)} (JobFlow test) and JobFlow release in {NAMESPACE}")
+
+
 def delete_what_it_made(local: LocalCluster) -> None:
-    """The JobFlows and JobTemplates of :data:`JOBFLOWS` and :data:`JOBTEMPLATES` in ``default``, waited gone."""
+    """The JobFlows and JobTemplates of :data:`JOBFLOWS` and :data:`JOBTEMPLATES` in ``default``, waited gone, and
+    their vcjobs and pods (the garbage collector deletes them after their JobFlow)."""
     for api_type, names in ((JOBFLOW, JOBFLOWS), (JOBTEMPLATE, JOBTEMPLATES)):
         for name in names:
             try:
@@ -154,31 +236,51 @@ def delete_what_it_made(local: LocalCluster) -> None:
 
         local.wait_until(f"{api_type.kind}s {', '.join(names)} deleted from {NAMESPACE}", gone, timeout=60)
 
+    def ours(name: str) -> bool:
+        return name.startswith(tuple(f"{flow}-" for flow in JOBFLOWS))
 
-STEPS: tuple[tuple[str, Callable[[Driver, str], bytes | None]], ...] = (
+    def none_left() -> bool:
+        vcjobs = local.custom.list_namespaced_custom_object("batch.volcano.sh", "v1alpha1", NAMESPACE, "jobs")
+        pods = local.core.list_namespaced_pod(NAMESPACE).items
+        return not any(ours(name) for name in [item["metadata"]["name"] for item in vcjobs["items"]]
+                       + [pod.metadata.name for pod in pods])
+
+    local.wait_until(f"their vcjobs and pods deleted from {NAMESPACE}", none_left, timeout=90)
+
+
+def missing_priority_classes(local: LocalCluster) -> list[str]:
+    """The PriorityClasses of manifests/priorityclasses.yaml this cluster lacks (the install tier's cluster has them
+    only while the manifests are applied): without them the engine warns in every started JobFlow's status, which the
+    picture would show."""
+    scheduling = client.SchedulingV1Api(local.api)
+    present = {item.metadata.name for item in scheduling.list_priority_class().items}
+    return [doc["metadata"]["name"] for doc in yaml.safe_load_all(devcluster.PRIORITY_CLASSES.read_text())
+            if doc and doc.get("kind") == "PriorityClass" and doc["metadata"]["name"] not in present]
+
+
+Step = Callable[["Driver", str], bytes]
+ON_KWOK: tuple[tuple[str, Step], ...] = (
     ("dashboard-running.png", diamond_running),
     ("dashboard-succeed.png", diamond_succeed),
     ("dashboard-gate.png", gate_waiting),
     ("dashboard-list.png", the_list),
-    (LOGS_PICTURE, logs_pane),
 )
+ON_THE_POD_NODE: tuple[tuple[str, Step], ...] = ((LOGS_PICTURE, training_logs),)
 
 
-def capture(local: LocalCluster, chromium: Path, chromedriver: Path) -> dict[str, bytes]:
+def capture(local: LocalCluster, chromium: Path, chromedriver: Path, *, create: Callable[[LocalCluster], None],
+            steps: tuple[tuple[str, Step], ...]) -> dict[str, bytes]:
+    """The engine and the dashboard on ``local``, what ``create`` creates, then each step's picture, in order."""
     engine = start_engine(local, NAMESPACE)
     dashboard = start_dashboard(local, "--namespace", NAMESPACE)
     driver = chrome(chromium, chromedriver)
     taken: dict[str, bytes] = {}
     try:
-        apply_example(local)
-        apply(local, NAMESPACE, GATE)
-        log(f"applied {EXAMPLE.relative_to(devcluster.REPO)} (JobFlow test) and JobFlow release in {NAMESPACE}")
-        for name, step in STEPS:
+        create(local)
+        for name, step in steps:
             started = time.monotonic()
-            png = step(driver, dashboard.url)
-            if png is not None:
-                taken[name] = png
-                log(f"{name}: taken ({time.monotonic() - started:.1f} s)")
+            taken[name] = step(driver, dashboard.url)
+            log(f"{name}: taken ({time.monotonic() - started:.1f} s)")
     finally:
         driver.quit()
         dashboard.stop()
@@ -186,8 +288,45 @@ def capture(local: LocalCluster, chromium: Path, chromedriver: Path) -> dict[str
     return taken
 
 
+def on_kwok(chromium: Path, chromedriver: Path) -> dict[str, bytes]:
+    with ExitStack() as undo:  # in reverse order, each even if one before it failed
+        state, started_here = devcluster.up(devcluster.TEST_ROOT, log=log)
+        if started_here and not os.environ.get("JOBFLOW_KEEP_CLUSTER"):
+            undo.callback(devcluster.down, devcluster.TEST_ROOT, log=lambda line: None)
+        local = LocalCluster(state)
+        undo.callback(local.close)
+        delete_what_it_made(local)
+        undo.callback(delete_what_it_made, local)
+        return capture(local, chromium, chromedriver, create=the_demo_and_the_gate, steps=ON_KWOK)
+
+
+def on_the_pod_nodes_cluster(chromium: Path, chromedriver: Path) -> dict[str, bytes]:
+    """As the ``pods_cluster`` fixture (tests/cluster/conftest.py): the image of this tree, the cluster with the pod
+    node, the image loaded on it; and the PriorityClasses the engine wants, if missing, for as long as it runs."""
+    built = image.ensure_image(log=log)
+    with ExitStack() as undo:
+        state, started_here = devcluster.up(devcluster.INSTALL_ROOT, log=log, pods=True)
+        if started_here and not os.environ.get("JOBFLOW_KEEP_CLUSTER"):
+            undo.callback(devcluster.down, devcluster.INSTALL_ROOT, log=lambda line: None)
+        local = LocalCluster(state)
+        undo.callback(local.close)
+        pod_node.load_image(state, built)
+        delete_what_it_made(local)
+        for name in missing_priority_classes(local):
+            undo.callback(client.SchedulingV1Api(local.api).delete_priority_class, name)
+        objects.install_priority_classes(local.api, devcluster.PRIORITY_CLASSES)
+        undo.callback(delete_what_it_made, local)
+        return capture(local, chromium, chromedriver, create=the_diamond_on_the_pod_node, steps=ON_THE_POD_NODE)
+
+
 def main() -> int:
     started = time.monotonic()
+    if not is_root():
+        print(f"screenshots: {LOGS_PICTURE} (the logs pane) needs root: its pods run on the pod node, which needs "
+              "podman and network namespaces (docs/control-plane.md, \"The pod node\"); run `sudo make screenshots` "
+              "(CI runs it as root). No picture was made: they are made together, from one state of the dashboard's "
+              "pages", file=sys.stderr)
+        return 1
     # The engine runs in this process: its INFO lines (one per event) would bury the steps' own; set before the
     # handler's app sets INFO for a process with no logging configured.
     logging.basicConfig(level=os.environ.get("LOG_LEVEL", "WARNING"), format="%(asctime)s %(name)s %(message)s")
@@ -197,21 +336,14 @@ def main() -> int:
     except BrowserMissing as error:
         print(f"screenshots: {error}", file=sys.stderr)
         return 1
-    try:
-        state, started_here = devcluster.up(devcluster.TEST_ROOT, log=log)
-    except Exception as error:  # the message says which component failed and what to do
-        print(f"screenshots: the tests' control plane could not start:\n{error}", file=sys.stderr)
-        return 1
-    local = LocalCluster(state)
     digest = dashboard_digest()
-    try:
-        delete_what_it_made(local)
-        taken = capture(local, chromium, chromedriver)
-    finally:
-        delete_what_it_made(local)
-        local.close()
-        if started_here and not os.environ.get("JOBFLOW_KEEP_CLUSTER"):
-            devcluster.down(devcluster.TEST_ROOT, log=lambda line: None)
+    taken: dict[str, bytes] = {}
+    for where, take in (("the tests' control plane", on_kwok), ("the pod node's cluster", on_the_pod_nodes_cluster)):
+        try:
+            taken |= take(chromium, chromedriver)
+        except (BuildError, devcluster.ClusterError, PodmanError) as error:  # each says what failed, what to do
+            print(f"screenshots: {where} could not start; no picture was written:\n{error}", file=sys.stderr)
+            return 1
     if dashboard_digest() != digest:
         print("screenshots: the dashboard's pages or scripts changed while the pictures were taken; nothing was "
               "written: run `make screenshots` again", file=sys.stderr)
