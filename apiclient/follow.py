@@ -30,6 +30,7 @@ from apiclient.rest import ApiError
 
 if TYPE_CHECKING:
     from apiclient.cluster import Cluster
+    from apiclient.hangup import Hangup
     from jobflow_core.vocabulary.api import ApiType
 
 PATIENCE = 60.0
@@ -49,10 +50,12 @@ def _key(obj: dict[str, Any]) -> str:
 
 def follow(cluster: Cluster, api_type: ApiType, namespace: str | None, *, label_selector: str | None = None,
            field_selector: str | None = None, since: str | None = None, seen: tuple[dict[str, Any], ...] = (),
-           patience: float = PATIENCE, stop: threading.Event | None = None) -> Iterator[Event]:
+           patience: float = PATIENCE, stop: threading.Event | None = None,
+           hangup: Hangup | None = None) -> Iterator[Event]:
     """Each change to the objects of ``api_type`` in ``namespace`` (None: all) that match the selectors, as (``ADDED``
     | ``MODIFIED`` | ``DELETED``, object). Without ``since``, lists first and reports every object as ADDED; with it
-    (the caller listed ``seen`` at that version), watches from there."""
+    (the caller listed ``seen`` at that version), watches from there. ``hangup`` (made with ``stop``) ends the watch's
+    answer as soon as ``stop`` is set, not at its next event (:mod:`apiclient.hangup`)."""
     path = cluster._path(api_type, namespace)
     selection = [*([("labelSelector", label_selector)] if label_selector else []),
                  *([("fieldSelector", field_selector)] if field_selector else [])]
@@ -68,13 +71,15 @@ def follow(cluster: Cluster, api_type: ApiType, namespace: str | None, *, label_
                 lost_since, backoff = None, 0.2
             query = [*selection, ("watch", "true"), ("resourceVersion", since), ("allowWatchBookmarks", "true"),
                      ("timeoutSeconds", WATCH_SECONDS)]
-            for event in cluster.rest.lines(path, query=query, timeout=(5.0, WATCH_SECONDS + 30.0)):
+            for event in cluster.rest.lines(path, query=query, timeout=(5.0, WATCH_SECONDS + 30.0), hangup=hangup):
                 lost_since, backoff = None, 0.2
                 obj = event.get("object") or {}
                 if event.get("type") == "ERROR":
                     raise ApiError(int(obj.get("code") or 500), str(obj.get("reason") or ""), None)
                 since = obj["metadata"]["resourceVersion"]
                 if event["type"] == "BOOKMARK":
+                    if stop is not None and stop.is_set():
+                        return
                     continue
                 if event["type"] == "DELETED":
                     known.pop(_key(obj), None)

@@ -34,6 +34,7 @@ from jobflow_core.vocabulary.api import ApiType
 
 if TYPE_CHECKING:
     from apiclient.connection import Connection
+    from apiclient.hangup import Hangup
 
 
 class ApiError(RuntimeError):
@@ -65,6 +66,11 @@ class ApiError(RuntimeError):
         details = (self.status_object() or {}).get("details")
         causes = details.get("causes") if isinstance(details, dict) else None
         return [cause for cause in causes if isinstance(cause, dict)] if isinstance(causes, list) else []
+
+
+class Unterminated(str):
+    """The last piece of a streamed answer that ended mid-line: no line break came after it, so it may be the start
+    of a line that the next answer (asked again after a cut) repeats whole."""
 
 
 class Conflict(RuntimeError):
@@ -178,39 +184,63 @@ class Rest:
         _raise_unless_2xx(response)
         return json.loads(response.data) if response.data else {}
 
-    def lines(self, path: str, *, query: list[tuple[str, Any]], timeout: tuple[float, float]) -> Iterator[dict]:
+    def lines(self, path: str, *, query: list[tuple[str, Any]], timeout: tuple[float, float],
+              hangup: Hangup | None = None) -> Iterator[dict]:
         """A streamed GET (a watch): each line of the answer as it arrives, decoded; until the server ends it. An
-        answer outside 2xx raises :class:`ApiError`, as :meth:`request` does."""
-        stream = self.text_lines(path, query=query, timeout=timeout)
+        answer outside 2xx raises :class:`ApiError`, as :meth:`request` does. A last piece without its line break
+        is a cut event, never a whole one: it is left out."""
+        stream = self.text_lines(path, query=query, timeout=timeout, hangup=hangup)
         try:
             for line in stream:
-                if line.strip():
+                if line.strip() and not isinstance(line, Unterminated):
                     yield json.loads(line)
         finally:
             stream.close()  # at once, not when collected: the connection is given back (or closed mid-stream)
 
-    def text_lines(self, path: str, *, query: list[tuple[str, Any]],
-                   timeout: tuple[float, float | None]) -> Iterator[str]:
+    def text_lines(self, path: str, *, query: list[tuple[str, Any]], timeout: tuple[float, float | None],
+                   hangup: Hangup | None = None, answered: Callable[[], None] | None = None,
+                   max_line: int | None = None) -> Iterator[str]:
         """A streamed GET of text (a watch, a container's log): each line as it arrives, without its line break,
-        blank ones too, and a last line that has none; until the server ends it. An answer outside 2xx raises
-        :class:`ApiError`, as :meth:`request` does."""
+        blank ones too; until the server ends it. An answer outside 2xx raises :class:`ApiError`, as :meth:`request`
+        does. A last piece without a line break (the stream ended mid-line) is an :class:`Unterminated`.
+
+        ``answered`` is called once the server answered 2xx (before any line); ``hangup`` holds the answer while it
+        is read, so that a stop ends it at once (:mod:`apiclient.hangup`). ``max_line``: a line longer than this many
+        bytes (a progress bar that never writes a line break) is cut into pieces of that length, each its own line,
+        so the buffer never grows past it."""
         response = self.api.request("GET", _target(path, None, query), timeout=timeout, stream=True)
         complete = False
+        if hangup is not None:
+            hangup.hold(response)
         try:
             if not 200 <= response.status <= 299:
                 response.read(cache_content=True)  # so that .data holds the body, for the error
                 complete = True
                 _raise_unless_2xx(response)
-            pending = b""
+            if answered is not None:
+                answered()
+            pending, scanned = bytearray(), 0  # scanned: how far pending is known to hold no line break
             for chunk in response.stream(64 * 1024, decode_content=True):
-                pending += chunk
-                *done, pending = pending.split(b"\n")
-                for line in done:
-                    yield line.decode("utf-8", "replace")
+                pending += chunk  # a bytearray grows in place: a long line costs its length, not its square
+                start = 0
+                while True:
+                    end = pending.find(b"\n", max(start, scanned))
+                    cut = max_line is not None and (end < 0 or end - start > max_line) \
+                        and len(pending) - start >= max_line
+                    if cut:
+                        end = start + max_line  # too long: this much of it is a line of its own
+                    elif end < 0:
+                        break
+                    yield pending[start:end].decode("utf-8", "replace")
+                    start = end if cut else end + 1
+                del pending[:start]
+                scanned = len(pending)
             if pending:
-                yield pending.decode("utf-8", "replace")
+                yield Unterminated(pending.decode("utf-8", "replace"))
             complete = True
         finally:
+            if hangup is not None:
+                hangup.let_go(response)
             if not complete:  # left mid-stream (a stop, an error): the connection's unread rest must not be reused
                 response.close()
             response.release_conn()

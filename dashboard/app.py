@@ -20,7 +20,10 @@ Every page's header names the cluster (:mod:`dashboard.header`), and the list pa
 label selector (``/?ns=NS&l=SELECTOR``), on the server: its stream sends only the rows that match.
 
 **Logs** (a flow's, live: :mod:`dashboard.logs`) are read as the user locally or behind the proxy, and are off in
-the cluster unless the operator turns them on (``Settings.logs`` None: every logs request is answered 403).
+the cluster unless the operator turns them on (``Settings.logs`` None: every logs request is answered 403). A logs
+request must come from this app's own pages too (``Origin``, ``Sec-Fetch-Site``; an EventSource cannot send the
+token, and a request without those headers, curl's, is allowed as for every GET): another site's page cannot start
+a read of the logs in a visitor's browser.
 """
 
 from __future__ import annotations
@@ -176,6 +179,9 @@ def create_app(store: Store, pages: Pages, settings: Settings) -> Flask:
         """A flow's logs, live (:mod:`dashboard.logs`): ``flow``, and optionally ``item`` and ``container``."""
         if settings.logs is None:
             return jsonify(error=LOGS_OFF), 403
+        refused = _cross_site_read()
+        if refused:
+            return jsonify(error=refused), 403
         flow, item = request.args.get("flow"), request.args.get("item")
         if not flow:
             return jsonify(error="name the flow: ?flow=NAME (and &item=N for one item of a forEach flow)"), 400
@@ -290,6 +296,19 @@ class ActionError(RuntimeError):
 
 def _cross_site(token: str) -> str | None:
     """Why this POST may not act, or None: it must come from this app's own pages."""
+    refused = _cross_site_read()
+    if refused:
+        return refused
+    sent = request.headers.get(TOKEN_HEADER, "")
+    if not hmac.compare_digest(sent.encode(), token.encode()):
+        return f"refused: the {TOKEN_HEADER} header is missing or wrong (reload the page)"
+    return None
+
+
+def _cross_site_read() -> str | None:
+    """Why this request may not read (the logs: they may hold secrets), or None: a browser says where it comes from
+    (``Origin``, ``Sec-Fetch-Site``), and it must be this app's own page (or typed in: ``none``); a request without
+    those headers (curl, a script) is not a browser's on another site's behalf, and passes."""
     origin = request.headers.get("Origin")
     if origin is not None:
         own = urlsplit(request.host_url)
@@ -298,9 +317,6 @@ def _cross_site(token: str) -> str | None:
             return f"refused: a request from {origin} (another site) may not act here"
     if request.headers.get("Sec-Fetch-Site") not in (None, "same-origin", "none"):
         return "refused: a cross-site request may not act here"
-    sent = request.headers.get(TOKEN_HEADER, "")
-    if not hmac.compare_digest(sent.encode(), token.encode()):
-        return f"refused: the {TOKEN_HEADER} header is missing or wrong (reload the page)"
     return None
 
 

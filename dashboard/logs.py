@@ -2,8 +2,8 @@
 
 ``GET /api/jobflows/NS/NAME/logs?flow=F[&item=N][&container=C]`` answers ``text/event-stream``. The records are
 :func:`apiclient.logs.logs`'s, followed, so the pane shows exactly the lines the command prints, under the same
-prefixes (``[flow/item/pod/container]``), and what the command says on stderr (a vcjob deleted with its pods, a flow
-not started yet) as notices. Events:
+prefixes (``[flow/item/task/pod/container]``), and what the command says on stderr (a vcjob deleted with its pods, a
+flow not started yet) as notices. Events:
 
 * ``lines``: a JSON list of lines, each ``{"prefix", "pod", "container", "item", "text", "time"}``; what arrived
   together is sent together, so a tail of 500 lines is one event, not 500;
@@ -15,15 +15,17 @@ not started yet) as notices. Events:
 * a comment every :data:`KEEPALIVE` seconds: a closed tab is noticed only when a write fails.
 
 **Bounds.** A dashboard serves many people: at most :data:`MAX_STREAMS` logs panes are open at once per process
-(:class:`Slots`; one more is answered 429, saying so), each follows at most :data:`MAX_FOLLOWED` running containers,
-and each container starts from its last :data:`TAIL` lines (a pod that starts later is shown whole; the page keeps
-a bounded number of lines).
+(:class:`Slots`; one more is answered 429, saying so), each follows at most :data:`MAX_FOLLOWED` running containers
+(more when it opens is refused, saying to choose an item; one that starts later waits for a place), each container
+starts from its last :data:`TAIL` lines (a pod that starts later is shown whole; the page keeps a bounded number of
+lines), and at most :data:`QUEUED` records wait to be sent (a slow browser makes the reading wait).
 
 **Closing.** The records are read in a greenlet of their own (the process is gevent's, monkey-patched in
 :mod:`dashboard.__main__`, so :mod:`apiclient.logs`' threads and queues are greenlets too). When the browser goes
 (the response is closed: a failed write, or the stream's end), ``stop`` is set and that greenlet is killed, which
-closes :func:`~apiclient.logs.logs`' generator where it waits; its followers end at their next line, or when their
-read times out (:data:`apiclient.logs.READ_SECONDS`).
+closes :func:`~apiclient.logs.logs`' generator where it waits; the answers its watches and followers read are shut
+down at once (:mod:`apiclient.hangup`), so their connections to the API server end within a second or two and the
+pane limit bounds them.
 
 **Whose rights.** Locally the logs are read with the user's kubeconfig; behind an authenticating proxy (the
 dashboard's ``--user-header``) as the user it names, impersonated; in the cluster without a proxy, as the
@@ -41,7 +43,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import gevent
-from gevent.queue import Empty, Queue
+from gevent.queue import Empty, Full, Queue
 
 from apiclient.cluster import KubeError
 from apiclient.follow import WatchLost
@@ -62,6 +64,9 @@ KEEPALIVE = 5.0
 """Seconds between comments on a quiet stream: how soon a closed tab's upstream reads are let go."""
 BATCH = 500
 """Lines sent in one event at most."""
+QUEUED = 2000
+"""Records read and not yet sent at most: a browser that takes them slowly makes the reading wait (and so the
+kubelet), instead of this process buffering without limit."""
 
 LogReader = Callable[..., Iterator[LogLine | Notice]]
 """``(namespace, name, *, selection, options, user, stop)`` -> the records of :func:`apiclient.logs.logs`; ``user``
@@ -139,20 +144,31 @@ class LogStream:
 
 def _stream(read: LogReader, request: Request) -> Iterator[str]:
     stop = threading.Event()
-    records: Queue = Queue()
+    records: Queue = Queue(maxsize=QUEUED)
     options = LogOptions(follow=True, tail=request.tail, max_requests=MAX_FOLLOWED)
+
+    def put(record: object) -> None:
+        """``record`` for the pane, waiting while it has :data:`QUEUED` to send; dropped if it is closed meanwhile
+        (``stop`` is also set once the reader ended: its last record, the end, still goes when there is room)."""
+        while True:
+            try:
+                records.put(record, timeout=1.0)
+                return
+            except Full:
+                if stop.is_set():
+                    return
 
     def pump() -> None:
         try:
             for record in read(request.namespace, request.name, selection=request.selection, options=options,
                                user=request.user, stop=stop):
-                records.put(record)
-            records.put(_END)
+                put(record)
+            put(_END)
         except (LogsRefused, KubeError, WatchLost) as error:
-            records.put(error)
+            put(error)
         except Exception as error:  # noqa: BLE001 -- said in the pane, and logged with its trace here
             log.exception("the logs of %s/%s failed", request.namespace, request.name)
-            records.put(RuntimeError(f"the dashboard failed to read the logs ({error}); its log says more"))
+            put(RuntimeError(f"the dashboard failed to read the logs ({error}); its log says more"))
 
     reader = gevent.spawn(pump)
     try:
@@ -199,8 +215,8 @@ def _events(batch: list[object], request: Request) -> Iterator[str]:
 def _problem(error: Exception, request: Request) -> str:
     """What the pane says when the logs cannot be shown, and what to do."""
     if isinstance(error, LogsRefused) and error.usage:
-        return (f"{error} (in the dashboard: at most {MAX_FOLLOWED} running containers at once; choose an item, or "
-                f"run kubectl jobflow logs {request.name} {request.selection.flow or ''} -n {request.namespace} -f "
+        return (f"{error} (in the dashboard: at most {MAX_FOLLOWED} running containers at once; choose an item above, "
+                f"or run kubectl jobflow logs {request.name} {request.selection.flow or ''} -n {request.namespace} -f "
                 "--max-log-requests N)")
     if isinstance(error, KubeError) and error.status == 403:
         return (f"{error} (reading logs needs get on pods/log and list and watch on pods in namespace "

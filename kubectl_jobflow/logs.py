@@ -1,19 +1,20 @@
 """``logs NAME [FLOW] [--item N] [--attempt N] [-c CONTAINER] [-f] [--tail N] [--since D] [--timestamps]``: the logs of
 a JobFlow's pods, each line prefixed with where it came from, as ``kubectl logs --prefix`` does::
 
-    [a/test-a-main-0/main] preparing the data
-    [b/0/test-b-0-main-0/main] shard 0 done
-    [b/1/test-b-1-main-0/main] shard 1 done
+    [a/main/test-a-main-0/main] preparing the data
+    [b/0/main/test-b-0-main-0/main] shard 0 done
+    [b/1/main/test-b-1-main-0/main] shard 1 done
 
-The prefix is ``[flow/pod/container]``, with the item's (iteration's) index after the flow for a ``forEach``
-(``repeat``) flow; the pod's name is ``<vcjob>-<task>-<replica>``, so it also says the attempt (``-r1``) and the task.
+The prefix is ``[flow/task/pod/container]``, with the item's (iteration's) index after the flow for a ``forEach``
+(``repeat``) flow; the pod's name is ``<vcjob>-<task>-<replica>``, so it also says the attempt (``-r1``).
 Which pods, in which order, and what is said of flows without any: :mod:`jobflow_core.insight.logs`; reading and
 following them: :mod:`apiclient.logs`. What is said goes to stderr (a vcjob deleted with its pods, a flow not
 started); the lines go to stdout, so ``| grep`` sees only them.
 
 Exit codes (:mod:`kubectl_jobflow.exits`): 0 when logs were shown (``-f``: once the JobFlow and every stream ended),
 1 when the selection has no log to show (stderr says why) or names no such JobFlow or flow, 2 for flags that do not
-go together and for more streams to follow than ``--max-log-requests``, 3 and 5 as for every command.
+go together and for more running containers to follow at the start than ``--max-log-requests`` (later ones wait for
+a place), 3 and 5 as for every command.
 """
 
 from __future__ import annotations

@@ -233,7 +233,8 @@ function jobflowPage() {
         : `<button type="button" id="show-items">Show the ${node.items.total} ${node.items.iterations ? "iterations" : "items"}</button>`;
     }
     // The logs pane (logs.js) opens below the DAG, as wide as the page: log lines are long.
-    const logs = node.gate ? "" : `<button type="button" id="show-logs" data-flow="${esc(node.name)}" aria-controls="logs">Logs</button>`;
+    const fanOut = node.items ? ` data-items="${node.items.total}" data-iterations="${node.items.iterations ? "1" : ""}"` : "";
+    const logs = node.gate ? "" : `<button type="button" id="show-logs" data-flow="${esc(node.name)}"${fanOut} aria-controls="logs">Logs</button>`;
     const busy = send.busy() ? " disabled" : "";
     const answering = config.actions && node.gate && node.gate.open
       ? `<div class="gate" id="gate"><label for="gate-message">Message</label><input type="text" id="gate-message" placeholder="why (optional)">` +

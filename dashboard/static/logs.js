@@ -1,7 +1,8 @@
 // The logs pane of a JobFlow's page: a flow's logs, live, as `kubectl jobflow logs NAME FLOW -f` prints them
 // (dashboard/logs.py streams them as server-sent events). Opened by a flow panel's Logs button; each line keeps its
-// prefix ([flow/item/pod/container]), a select shows one container's lines when there are several, what the
-// command says on stderr (a vcjob deleted with its pods, a flow not started) is shown as a notice. Follow keeps the
+// prefix ([flow/item/task/pod/container]), a select shows one container's lines when there are several; for a
+// forEach (repeat) flow another asks the server for one item's (iteration's) logs only (&item=N: a wide fan-out
+// follows more running containers than a pane may, and is refused until one is chosen); what the command says on stderr (a vcjob deleted with its pods, a flow not started) is shown as a notice. Follow keeps the
 // end in view; scrolling up stops it, scrolling back to the end starts it again. Uses esc() and config from
 // dashboard.js.
 "use strict";
@@ -10,12 +11,18 @@
   if (config.page !== "jobflow") return;
   const MAX_LINES = 10000;  // the page keeps the newest; `kubectl jobflow logs` shows them all
   const pane = document.getElementById("logs");
-  let flow = null, source = null, ended = false, dropped = false;
+  let flow = null, item = "", source = null, ended = false, dropped = false;
 
-  function open(name) {
+  function open(name, items, iterations) {
     flow = name;
+    item = "";
     pane.hidden = false;
-    pane.innerHTML = `<div class="logs-head"><h2 id="logs-title">Logs of flow <code>${esc(name)}</code></h2>` +
+    const word = iterations ? "iteration" : "item";
+    const choose = items > 0
+      ? `<label>Show <select id="logs-item"><option value="">every ${word}</option>${
+        Array.from({length: items}, (_, i) => `<option value="${i}">${word} ${i}</option>`).join("")}</select></label>`
+      : "";
+    pane.innerHTML = `<div class="logs-head"><h2 id="logs-title">Logs of flow <code>${esc(name)}</code></h2>${choose}` +
       `<label hidden>Show <select id="logs-filter"><option value="">every container</option></select></label>` +
       `<label><input type="checkbox" id="logs-follow" checked> Follow (keep the end in view)</label>` +
       `<span id="logs-state" class="live" role="status" aria-live="polite">connecting…</span>` +
@@ -24,6 +31,8 @@
       `<pre id="logs-lines" class="logs-lines" tabindex="0" aria-label="log lines of flow ${esc(name)}" data-lines="0"></pre>`;
     document.getElementById("logs-close").addEventListener("click", close);
     document.getElementById("logs-filter").addEventListener("change", filter);
+    const chooser = document.getElementById("logs-item");
+    if (chooser) chooser.addEventListener("change", () => { item = chooser.value; if (config.logs) connect(); });
     const lines = document.getElementById("logs-lines");
     lines.addEventListener("scroll", () => {
       document.getElementById("logs-follow").checked = lines.scrollTop + lines.clientHeight >= lines.scrollHeight - 4;
@@ -41,13 +50,17 @@
   }
 
   function url() {
-    return `/api/jobflows/${encodeURIComponent(config.namespace)}/${encodeURIComponent(config.name)}/logs?flow=${encodeURIComponent(flow)}`;
+    return `/api/jobflows/${encodeURIComponent(config.namespace)}/${encodeURIComponent(config.name)}/logs?flow=${encodeURIComponent(flow)}` +
+      (item === "" ? "" : `&item=${encodeURIComponent(item)}`);
   }
 
   // The server sends each container's last lines first, on every connection: a new one starts the pane afresh.
   function connect() {
     if (source) source.close();
     ended = false;
+    const filter = document.getElementById("logs-filter");  // another item's containers are not this one's
+    filter.length = 1;
+    filter.parentElement.hidden = true;
     source = new EventSource(url());
     source.onopen = () => { clear(); say("live", true); };
     source.addEventListener("lines", (event) => append(JSON.parse(event.data)));
@@ -155,6 +168,6 @@
 
   document.getElementById("panel").addEventListener("click", (event) => {
     const button = event.target.closest("#show-logs");
-    if (button) open(button.dataset.flow);
+    if (button) open(button.dataset.flow, Number(button.dataset.items || 0), button.dataset.iterations === "1");
   });
 })();

@@ -8,15 +8,16 @@ attempt and one container. What it means, unit by unit (a plain flow, or one ite
   (``<jobflow>-<flow>[-<index>][-r<k>]``), found among the live vcjobs the JobFlow controls (owner UID) and the
   records of ``status.jobStatusList`` (which outlive the vcjobs); the selected attempt is the one asked for, else the
   latest (a retry's, a rerun's);
-* its pods are those Volcano labels ``volcano.sh/job-name: <vcjob>`` (and, when they say, whose controller is that
-  very vcjob, by UID), ordered by task as the vcjob lists its tasks, then by replica index; each container that has
-  run (init containers first) is one :class:`Stream`;
+* its pods are those Volcano labels ``volcano.sh/job-name: <vcjob>`` and whose controller is that very vcjob, by
+  UID (Volcano always sets it: a pod that only carries the label, made by anyone, is not the vcjob's), ordered by
+  task as the vcjob lists its tasks, then by replica index; each container that has run (init containers first)
+  is one :class:`Stream`;
 * a unit without pods gets a :class:`Note`: its vcjob was deleted (``jobRetainPolicy: delete``, a TTL), it reused a
   memoized run, the flow was skipped, it has not started yet; with the result the status kept, when it kept one.
 
-Every stream is prefixed like ``kubectl logs --prefix`` (``[pod/<pod>/<container>]``), with the flow first and the
-item's (iteration's) index when the flow has them: ``[b/1/test-b-1-worker-0/main]``; the pod's name carries the
-vcjob, so the attempt (``-r1``) and the task (``worker``). Pure: the caller reads the JobFlow, its vcjobs and the
+Every stream is prefixed like ``kubectl logs --prefix`` (``[pod/<pod>/<container>]``), with the flow, the item's
+(iteration's) index when the flow has them, and the task first: ``[b/1/worker/test-b-1-worker-0/main]``; the pod's
+name carries the vcjob, so the attempt (``-r1``). Pure: the caller reads the JobFlow, its vcjobs and the
 pods, and streams the logs (:mod:`apiclient.logs`).
 """
 
@@ -116,9 +117,9 @@ class Stream:
 
     @property
     def prefix(self) -> str:
-        """``[flow/pod/container]``, or ``[flow/index/pod/container]`` for an item or an iteration."""
+        """``[flow/task/pod/container]``, or ``[flow/index/task/pod/container]`` for an item or an iteration."""
         index = "" if self.index is None else f"{self.index}/"
-        return f"[{self.flow}/{index}{self.pod}/{self.container}]"
+        return f"[{self.flow}/{index}{self.task}/{self.pod}/{self.container}]"
 
 
 @dataclass(frozen=True)
@@ -175,7 +176,7 @@ def plan(jobflow: JobFlow, *, jobs: Iterable[VcJob], pods: Iterable[Pod],
     by_job: dict[str, list[Pod]] = {}
     for pod in pods:
         job = live.get(pod.job or "")
-        if job is not None and (pod.owner_uid is None or pod.owner_uid == job.metadata.uid):
+        if job is not None and pod.owner_uid is not None and pod.owner_uid == job.metadata.uid:
             by_job.setdefault(job.name, []).append(pod)
     streams: list[Stream] = []
     notes: list[Note] = []

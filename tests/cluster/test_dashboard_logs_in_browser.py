@@ -4,7 +4,8 @@ JobFlow and JobTemplates, its fixture imported; ``a`` prints for 10 s here), the
 ``python -m dashboard`` serves it, as ``kubectl jobflow dashboard`` does (the logs pane on: a person's kubeconfig).
 
 b's pane is opened while ``a`` still runs: live, with no lines yet, then it follows each item's pod as it starts; it
-ends showing the lines ``kubectl jobflow logs logs b`` prints, under the same prefixes, and says the logs ended.
+ends showing the lines ``kubectl jobflow logs logs b`` prints, under the same prefixes, and says the logs ended; its
+item selector then shows one item's lines alone.
 """
 
 from __future__ import annotations
@@ -88,7 +89,15 @@ def test_the_logs_pane_follows_a_later_flows_items_and_shows_what_kubectl_jobflo
     driver.execute_script("const s = document.getElementById('logs-filter'); s.value = 'logs-b-1-main-0/main';"
                           "s.dispatchEvent(new Event('change'))")
     assert driver.execute_script(LINES_SHOWN).splitlines() == [
-        "[b/1/logs-b-1-main-0/main] b line 0", "[b/1/logs-b-1-main-0/main] b line 1"]
+        "[b/1/main/logs-b-1-main-0/main] b line 0", "[b/1/main/logs-b-1-main-0/main] b line 1"]
+
+    # A forEach flow: the pane asks the server for one item's logs only (&item=N).
+    assert driver.execute_script("return [...document.getElementById('logs-item').options].map((o) => o.text)") == [
+        "every item", "item 0", "item 1", "item 2"]
+    driver.execute_script("const s = document.getElementById('logs-item'); s.value = '2';"
+                          "s.dispatchEvent(new Event('change'))")
+    wait_for(driver, "item 2's lines alone", lambda d: d.execute_script(LINES_SHOWN).splitlines() == [
+        "[b/2/main/logs-b-2-main-0/main] b line 0", "[b/2/main/logs-b-2-main-0/main] b line 1"], timeout=30)
 
     open_logs(driver, "a")  # an ended flow: its lines at once, in order, the same as the command's
     wait_for(driver, "a's lines", lambda d: d.execute_script(LINES_SHOWN).count("a line") == pod_logs.LINES["a"],

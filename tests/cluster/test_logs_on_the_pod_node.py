@@ -78,9 +78,9 @@ def jobflow_logs(cluster: LocalCluster, namespace: str, *argv: str,
 
 
 def expected() -> list[str]:
-    lines = [f"[a/logs-a-main-0/main] a line {n}" for n in range(LINES["a"])]
+    lines = [f"[a/main/logs-a-main-0/main] a line {n}" for n in range(LINES["a"])]
     for item in range(3):
-        lines += [f"[b/{item}/logs-b-{item}-main-0/main] b line {n}" for n in range(LINES["b"])]
+        lines += [f"[b/{item}/main/logs-b-{item}-main-0/main] b line {n}" for n in range(LINES["b"])]
     return lines
 
 
@@ -108,9 +108,16 @@ def test_logs_follows_the_later_flows_pods_until_the_jobflow_ends_then_shows_eve
         assert ours == [line for line in expected() if line.startswith(f"[b/{item}/")]
     assert time.monotonic() - started < 120
 
+    # Volcano makes each pod's controller its vcjob (by UID), which is what logs require of a pod, not only the label.
+    listed = pods_cluster.custom.list_namespaced_custom_object("batch.volcano.sh", "v1alpha1", pods_namespace, "jobs")
+    jobs = {job["metadata"]["name"]: job["metadata"]["uid"] for job in listed["items"]}
+    for pod in pods_cluster.core.list_namespaced_pod(pods_namespace, label_selector="volcano.sh/job-name").items:
+        [owner] = [ref for ref in pod.metadata.owner_references or () if ref.controller]
+        assert (owner.kind, owner.uid) == ("Job", jobs[pod.metadata.labels["volcano.sh/job-name"]])
+
     assert jobflow_logs(pods_cluster, pods_namespace, fan_out) == (0, "\n".join(expected()) + "\n", "")
     assert jobflow_logs(pods_cluster, pods_namespace, fan_out, "b", "--item", "2", "--tail", "1") == (
-        0, "[b/2/logs-b-2-main-0/main] b line 1\n", "")
+        0, "[b/2/main/logs-b-2-main-0/main] b line 1\n", "")
 
 
 @pytest.fixture
@@ -152,7 +159,7 @@ def test_logs_follow_shows_every_line_once_across_an_api_server_restart(
     [(code, text, err)] = followed
     wait_for_phase(pods_cluster, pods_namespace, counting, "Succeed", timeout=10)  # -f ended because the JobFlow did
     assert (code, err) == (0, "")
-    assert text.splitlines() == [f"[count/outage-count-main-0/main] count line {n}" for n in range(COUNT)]
+    assert text.splitlines() == [f"[count/main/outage-count-main-0/main] count line {n}" for n in range(COUNT)]
     assert shown_before <= COUNT - 20  # the API server went away mid-stream, with lines still to come
     node = pods_cluster.core.read_node(pod_node(pods_cluster))
     assert [c.status for c in node.status.conditions if c.type == "Ready"] == ["True"]  # its kubelet is back

@@ -35,6 +35,8 @@ class Kube:
         self.logs: dict[tuple[str, str], list[tuple[str, str]]] = {}
         self.cut: dict[tuple[str, str], int] = {}
         """(pod, container) -> lines after which its log's next connection is cut."""
+        self.half: dict[tuple[str, str], int] = {}
+        """(pod, container) -> lines after which its log's next answer ends, cleanly, half-way through a line."""
         self.asked: list[str] = []
         self.answered = 0
         """Log answers that ended (not cut)."""
@@ -129,7 +131,7 @@ class Api(BaseHTTPRequestHandler):
             if "tailLines" in query:
                 position = max(position, len(lines) - int(query["tailLines"]))
         self.chunked()
-        sent, cut = 0, kube.cut.pop(key, None)
+        sent, cut, half = 0, kube.cut.pop(key, None), kube.half.pop(key, None)
         while True:
             with kube.changed:
                 lines = list(kube.logs.get(key, []))
@@ -138,7 +140,12 @@ class Api(BaseHTTPRequestHandler):
                     self.connection.shutdown(socket.SHUT_RDWR)
                     self.close_connection = True
                     return
-                self.chunk((f"{stamp} {text}" if query.get("timestamps") == "true" else text).encode() + b"\n")
+                line = (f"{stamp} {text}" if query.get("timestamps") == "true" else text).encode()
+                if half is not None and sent == half:  # the answer ends (cleanly) in the middle of this line
+                    self.chunk(line[:len(line) // 2])
+                    self.chunk(b"")
+                    return
+                self.chunk(line + b"\n")
                 sent, position = sent + 1, position + 1
             with kube.changed:
                 if query.get("follow") != "true" or (position >= len(kube.logs.get(key, []))
@@ -179,16 +186,16 @@ def ran(kube: Kube, *, phase: str = "Running") -> None:
 def test_every_line_of_every_pod_in_dag_order_each_prefixed_with_flow_item_pod_and_container(kube):
     ran(kube)
     assert logs(kube, "test") == (0, (
-        "[a/test-a-main-0/main] test-a starts\n[a/test-a-main-0/main] test-a done\n"
-        "[b/0/test-b-0-main-0/main] test-b-0 starts\n[b/0/test-b-0-main-0/main] test-b-0 done\n"
-        "[b/1/test-b-1-main-0/main] test-b-1 starts\n[b/1/test-b-1-main-0/main] test-b-1 done\n"
-        "[b/2/test-b-2-main-0/main] test-b-2 starts\n[b/2/test-b-2-main-0/main] test-b-2 done\n"), "")
+        "[a/main/test-a-main-0/main] test-a starts\n[a/main/test-a-main-0/main] test-a done\n"
+        "[b/0/main/test-b-0-main-0/main] test-b-0 starts\n[b/0/main/test-b-0-main-0/main] test-b-0 done\n"
+        "[b/1/main/test-b-1-main-0/main] test-b-1 starts\n[b/1/main/test-b-1-main-0/main] test-b-1 done\n"
+        "[b/2/main/test-b-2-main-0/main] test-b-2 starts\n[b/2/main/test-b-2-main-0/main] test-b-2 done\n"), "")
 
 
 def test_one_item_its_last_line_with_its_time(kube):
     ran(kube)
     assert logs(kube, "test", "b", "--item", "1", "--tail", "1", "--timestamps") == (
-        0, "[b/1/test-b-1-main-0/main] 2026-11-25T09:00:01.5Z test-b-1 done\n", "")
+        0, "[b/1/main/test-b-1-main-0/main] 2026-11-25T09:00:01.5Z test-b-1 done\n", "")
 
 
 def test_flows_whose_pods_are_gone_are_said_on_stderr_and_nothing_to_show_exits_1(kube):
@@ -248,10 +255,11 @@ def test_follow_takes_in_later_flows_pods_goes_on_across_a_cut_and_ends_with_the
     [(code, out, err)] = result
     assert (code, err) == (0, "")
     lines = out.splitlines()
-    assert [line for line in lines if line.startswith("[a/")] == [f"[a/test-a-main-0/main] a{n}" for n in range(1, 5)]
+    a = "[a/main/test-a-main-0/main]"
+    assert [line for line in lines if line.startswith("[a/")] == [f"{a} a{n}" for n in range(1, 5)]
     for item in range(3):
-        assert [line for line in lines if line.startswith(f"[b/{item}/")] == [
-            f"[b/{item}/test-b-{item}-main-0/main] b{item}", f"[b/{item}/test-b-{item}-main-0/main] b{item} done"]
+        b = f"[b/{item}/main/test-b-{item}-main-0/main]"
+        assert [line for line in lines if line.startswith(f"[b/{item}/")] == [f"{b} b{item}", f"{b} b{item} done"]
     again = [path for path in kube.asked if "test-a-main-0/log?" in path][1]
     assert "sinceTime=2026-11-25T09%3A00%3A00Z" in again and "tailLines" not in again
 
@@ -275,7 +283,7 @@ def test_follow_goes_on_with_the_log_of_a_restarted_container(kube):
     kube.put("pod", pod("test-a", restarts=1, containers={"main": "terminated"}))
     kube.put("jobflow", jobflow(state={"phase": "Succeed"}))
     follower.join(timeout=30)
-    assert result == [(0, "[a/test-a-main-0/main] first run\n[a/test-a-main-0/main] second run\n", "")]
+    assert result == [(0, "[a/main/test-a-main-0/main] first run\n[a/main/test-a-main-0/main] second run\n", "")]
 
 
 def wait_for(condition, timeout: float = 20.0) -> None:

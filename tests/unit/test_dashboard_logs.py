@@ -86,11 +86,12 @@ def test_a_flows_lines_stream_with_their_prefixes_and_what_is_said_as_notices() 
     assert (response.status_code, response.mimetype) == (200, "text/event-stream")
     assert events(response, 3) == [
         ("notice", {"text": "flow b, item 2: not started yet"}),
-        ("lines", [{"prefix": "[a/test-a-main-0/main]", "pod": "test-a-main-0", "container": "main", "item": None,
+        ("lines", [{"prefix": "[a/main/test-a-main-0/main]", "pod": "test-a-main-0", "container": "main", "item": None,
                     "text": "preparing", "time": "2026-11-25T09:00:00Z"},
-                   {"prefix": "[a/test-a-main-0/main]", "pod": "test-a-main-0", "container": "main", "item": None,
+                   {"prefix": "[a/main/test-a-main-0/main]", "pod": "test-a-main-0", "container": "main", "item": None,
                     "text": "done", "time": "2026-11-25T09:00:01Z"},
-                   {"prefix": "[b/1/test-b-1-main-0/main]", "pod": "test-b-1-main-0", "container": "main", "item": 1,
+                   {"prefix": "[b/1/main/test-b-1-main-0/main]", "pod": "test-b-1-main-0", "container": "main",
+                    "item": 1,
                     "text": "shard 1", "time": None}]),
         ("end", {"text": "the JobFlow ended and so did every container shown: no more lines"})]
     response.close()
@@ -167,3 +168,48 @@ def test_behind_a_proxy_the_logs_are_read_as_the_user_it_names_and_without_one_r
     events(response, 1)
     response.close()
     assert [asked[-1] for asked in reader.asked] == ["ana"]
+
+
+def test_another_sites_page_cannot_start_a_read_of_the_logs_the_dashboards_own_page_and_curl_can() -> None:
+    reader = Reader()
+    web = served(reader)
+    for cross in ({"Sec-Fetch-Site": "cross-site"}, {"Sec-Fetch-Site": "same-site"},
+                  {"Origin": "https://evil.example"}):
+        answer = web.get("/api/jobflows/ns/test/logs?flow=a", headers=cross)
+        assert answer.status_code == 403 and "refused" in answer.get_json()["error"]
+    assert reader.asked == []  # refused before any read, and before taking a place
+    for own in ({"Sec-Fetch-Site": "same-origin"}, {}):  # the page's EventSource, and curl
+        response = web.get("/api/jobflows/ns/test/logs?flow=a", headers=own, buffered=False)
+        assert response.status_code == 200
+        response.close()
+
+
+def test_a_browser_that_takes_the_lines_slowly_makes_the_reading_wait_not_the_dashboard_buffer(monkeypatch) -> None:
+    monkeypatch.setattr(dashboard_logs, "QUEUED", 3)
+    taken: list[int] = []
+
+    class Fast(Reader):
+        def read(self):
+            for n in range(100):
+                taken.append(n)
+                yield LogLine(stream(), f"line {n}", None)
+
+    response = served(Fast()).get("/api/jobflows/ns/test/logs?flow=a", buffered=False)
+    next(response.response)  # the retry advice: the stream is open, nothing sent yet
+    gevent.sleep(0.2)
+    assert len(taken) <= 3 + 2  # the queue's three, the one waiting to be put, the one being made
+    response.close()
+
+
+def test_the_end_is_sent_even_though_the_reader_sets_stop_as_it_ends() -> None:
+    class Ending(Reader):  # as apiclient.logs.logs does: its generator sets stop once it returns
+        def read(self):
+            try:
+                yield from super().read()
+            finally:
+                self.stop.set()
+
+    response = served(Ending(LogLine(stream(), "last", None))).get("/api/jobflows/ns/test/logs?flow=a",
+                                                                   buffered=False)
+    assert [name for name, _ in events(response, 2)] == ["lines", "end"]
+    response.close()

@@ -27,13 +27,13 @@ PODS = [pod("test-b-2"), pod("test-b-0"), pod("test-a", containers={"main": "ter
 
 def test_every_flow_in_dag_order_then_each_item_by_index_each_line_prefixed_with_flow_item_pod_and_container():
     result = planned(jobflow(), RUNNING, PODS)
-    assert prefixes(result) == ["[a/test-a-main-0/main]", "[b/0/test-b-0-main-0/main]",
-                                "[b/1/test-b-1-main-0/main]", "[b/2/test-b-2-main-0/main]"]
+    assert prefixes(result) == ["[a/main/test-a-main-0/main]", "[b/0/main/test-b-0-main-0/main]",
+                                "[b/1/main/test-b-1-main-0/main]", "[b/2/main/test-b-2-main-0/main]"]
     assert result.notes == () and result.problem is None and not result.ended
 
 
 def test_one_item_of_a_fan_out():
-    assert prefixes(planned(jobflow(), RUNNING, PODS, flow="b", item=1)) == ["[b/1/test-b-1-main-0/main]"]
+    assert prefixes(planned(jobflow(), RUNNING, PODS, flow="b", item=1)) == ["[b/1/main/test-b-1-main-0/main]"]
 
 
 def test_pods_by_task_as_the_vcjob_lists_its_tasks_then_by_replica_as_a_number_init_containers_first():
@@ -41,13 +41,13 @@ def test_pods_by_task_as_the_vcjob_lists_its_tasks_then_by_replica_as_a_number_i
     pods = [pod("test-a", task="worker", replica=10), pod("test-a", task="worker", replica=2),
             pod("test-a", task="ps", init={"setup": "terminated"}, containers={"main": "running", "side": "running"})]
     assert prefixes(planned(jobflow(), [job], pods, flow="a")) == [
-        "[a/test-a-ps-0/setup]", "[a/test-a-ps-0/main]", "[a/test-a-ps-0/side]",
-        "[a/test-a-worker-2/main]", "[a/test-a-worker-10/main]"]
+        "[a/ps/test-a-ps-0/setup]", "[a/ps/test-a-ps-0/main]", "[a/ps/test-a-ps-0/side]",
+        "[a/worker/test-a-worker-2/main]", "[a/worker/test-a-worker-10/main]"]
 
 
 def test_one_container():
     pods = [pod("test-a", containers={"main": "running", "side": "running"})]
-    assert prefixes(planned(jobflow(), [vcjob("test-a")], pods, container="side")) == ["[a/test-a-main-0/side]"]
+    assert prefixes(planned(jobflow(), [vcjob("test-a")], pods, container="side")) == ["[a/main/test-a-main-0/side]"]
 
 
 def test_a_container_no_pod_has_is_said_with_the_containers_there_are():
@@ -62,9 +62,9 @@ def test_the_latest_attempt_by_default_and_the_one_asked_for_with_attempt():
     flow["spec"]["flows"][0]["retry"] = {"limit": 2}
     jobs = [vcjob("test-a", phase="Failed"), vcjob("test-a-r1")]
     pods = [pod("test-a", containers={"main": "terminated"}), pod("test-a-r1")]
-    assert prefixes(planned(flow, jobs, pods, flow="a")) == ["[a/test-a-r1-main-0/main]"]
+    assert prefixes(planned(flow, jobs, pods, flow="a")) == ["[a/main/test-a-r1-main-0/main]"]
     assert [(s.prefix, s.attempt) for s in planned(flow, jobs, pods, flow="a", attempt=1).streams] == [
-        ("[a/test-a-main-0/main]", 1)]
+        ("[a/main/test-a-main-0/main]", 1)]
     [note] = planned(flow, jobs, pods, flow="a", attempt=3).notes
     assert (note.text, note.pending) == ("flow a has no attempt 3 (yet): its attempts are 1-2", True)
 
@@ -139,7 +139,7 @@ def test_an_iteration_of_a_repeat_flow():
     flow["spec"]["flows"][1] = {"name": "b", "repeat": {"until": "true", "limit": 3}}
     result = planned(flow, [vcjob("test-b-0", phase="Completed"), vcjob("test-b-1")],
                      [pod("test-b-0", containers={"main": "terminated"}), pod("test-b-1")], flow="b")
-    assert prefixes(result) == ["[b/0/test-b-0-main-0/main]", "[b/1/test-b-1-main-0/main]"]
+    assert prefixes(result) == ["[b/0/main/test-b-0-main-0/main]", "[b/1/main/test-b-1-main-0/main]"]
     assert all(stream.iterations for stream in result.streams)
 
 
@@ -170,3 +170,9 @@ def test_every_started_container_of_the_selection_appears_once_under_a_prefix_of
     assert sorted(n.text for n in result.notes if n.text.startswith("pod ")) == sorted(
         f"pod {name}: container main has not started yet (ContainerCreating)" for name, p in pods.items()
         if "waiting" in p["status"]["containerStatuses"][0]["state"])
+
+
+def test_a_pod_that_only_carries_a_vcjobs_label_without_its_owner_reference_is_not_shown():
+    anyones = pod("test-a")
+    anyones["metadata"]["ownerReferences"] = []  # made by anyone who may create pods, labelled to claim test-a
+    assert planned(jobflow(), [vcjob("test-a")], [anyones], flow="a").streams == ()
