@@ -187,12 +187,9 @@ def create_app(store: Store, pages: Pages, settings: Settings) -> Flask:
             return jsonify(error="name the flow: ?flow=NAME (and &item=N for one item of a forEach flow)"), 400
         if item is not None and not item.isdigit():
             return jsonify(error=f"item {item!r}: expected the item's index, a whole number from 0"), 400
-        user = None
-        if settings.user_header is not None:
-            user = request.headers.get(settings.user_header)
-            if not user:
-                return jsonify(error=f"no user: the proxy in front of this dashboard did not send "
-                                     f"{settings.user_header}"), 403
+        refused, user = proxy_user()
+        if refused:
+            return jsonify(error=refused), 403
         if not slots.take():
             return jsonify(error=f"{slots.limit} logs panes are open on this dashboard, its most at once: close "
                                  f"one, or run kubectl jobflow logs {name} {flow} -n {namespace} -f"), 429
@@ -278,8 +275,13 @@ def create_app(store: Store, pages: Pages, settings: Settings) -> Flask:
     def guard() -> tuple[str | None, str | None]:
         """Why this POST may not act (or None), and the user the proxy names (None: the dashboard's own)."""
         refused = _cross_site(token)
-        if refused or settings.user_header is None:
-            return refused, None
+        return (refused, None) if refused else proxy_user()
+
+    def proxy_user() -> tuple[str | None, str | None]:
+        """Why this request has no user (or None), and the user the proxy names (None: no proxy, the dashboard's
+        own identity)."""
+        if settings.user_header is None:
+            return None, None
         user = request.headers.get(settings.user_header)
         if not user:
             return f"no user: the proxy in front of this dashboard did not send {settings.user_header}", None
