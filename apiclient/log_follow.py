@@ -35,6 +35,20 @@ QUEUED = 1000
 """Records waiting for the generator's thread at most; a reader with more to hand waits."""
 
 
+def hand_over(to: queue.Queue, item: Any, stop: threading.Event) -> None:
+    """``item`` into the bounded queue ``to`` (the standard library's, or gevent's: the same ``put`` and ``Full``),
+    waiting while it is full; dropped if ``stop`` is set meanwhile (no one
+    takes it any more). While there is room it goes even after ``stop``: the last record of a reader that set it as
+    it ended (its end) still reaches the taker."""
+    while True:
+        try:
+            to.put(item, timeout=1.0)
+            return
+        except queue.Full:
+            if stop.is_set():
+                return
+
+
 class LogsRefused(RuntimeError):
     """The selection cannot be shown: no such JobFlow or flow, flags that do not go together (``usage``), more
     streams to follow than allowed. The message says what to do."""
@@ -54,6 +68,21 @@ class Seen:
         self.jobs = {job["metadata"]["name"]: VcJob.model_validate(job) for job in jobs}
         self.pods = {pod["metadata"]["name"]: Pod.of(pod) for pod in pods}
         self.pod_selector = pod_selector
+
+    @classmethod
+    def read(cls, cluster: Cluster, namespace: str, name: str, *, pod_selector: str = POD_JOB_NAME,
+             jobflow: dict[str, Any] | None = None) -> tuple[Seen, tuple[str, str, str]] | None:
+        """JobFlow ``name``, its vcjobs and pods as the API server has them now, and the resourceVersions to watch
+        them from (JobFlow, vcjobs, pods); None when the JobFlow is not there (``jobflow``: what it was, if known)."""
+        found = cluster.find(JOBFLOW, namespace, name) or jobflow
+        if found is None:
+            return None
+        jobs = cluster.list(VCJOB, namespace, label_selector=jobs_of_jobflow_selector(namespace=namespace,
+                                                                                      jobflow=name))
+        pods = cluster.list(POD, namespace, label_selector=pod_selector)
+        versions = (found["metadata"].get("resourceVersion", ""), jobs["metadata"]["resourceVersion"],
+                    pods["metadata"]["resourceVersion"])
+        return cls(found, jobs["items"], pods["items"], pod_selector=pod_selector), versions
 
     def plan(self, selection: Selection) -> LogPlan:
         return plan(self.jobflow, jobs=self.jobs.values(), pods=self.pods.values(), selection=selection)
@@ -201,15 +230,8 @@ class Follower:
                 self._hand(("read", None, None))
 
     def _hand(self, event: tuple[str, Any, Any]) -> None:
-        """``event`` to the generator's thread, waiting while the queue is full; dropped if ``stop`` is set meanwhile
-        (no one takes it any more)."""
-        while True:
-            try:
-                self.events.put(event, timeout=1.0)
-                return
-            except queue.Full:
-                if self.stop.is_set():
-                    return
+        """``event`` to the generator's thread (:func:`hand_over`)."""
+        hand_over(self.events, event, self.stop)
 
     def _pump(self, which: str, changes: Iterator[tuple[str, dict[str, Any]]]) -> None:
         def pump() -> None:
@@ -222,9 +244,7 @@ class Follower:
         threading.Thread(target=pump, daemon=True, name=f"logs-watch-{which}").start()
 
     def _reread(self, seen: Seen) -> Seen:
-        name = seen.jobflow.name
-        jobflow = self.cluster.find(JOBFLOW, self.namespace, name) or seen.jobflow.to_wire()
-        selector = jobs_of_jobflow_selector(namespace=self.namespace, jobflow=name)
-        jobs = self.cluster.list(VCJOB, self.namespace, label_selector=selector)["items"]
-        pods = self.cluster.list(POD, self.namespace, label_selector=seen.pod_selector)["items"]
-        return Seen(jobflow, jobs, pods, pod_selector=seen.pod_selector)
+        """One last look (a JobFlow deleted meanwhile is taken as last seen)."""
+        reread = Seen.read(self.cluster, self.namespace, seen.jobflow.name, pod_selector=seen.pod_selector,
+                           jobflow=seen.jobflow.to_wire())
+        return reread[0] if reread is not None else seen

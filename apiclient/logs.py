@@ -38,11 +38,9 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from apiclient.log_follow import Follower, LogsRefused, Seen
-from apiclient.log_reading import MAX_LINE, MAX_LOG_REQUESTS, POD, READ_SECONDS, LogLine, LogOptions, Notice, \
+from apiclient.log_reading import MAX_LINE, MAX_LOG_REQUESTS, READ_SECONDS, LogLine, LogOptions, Notice, \
     container_log
 from jobflow_core.insight.logs import Selection
-from jobflow_core.vocabulary.api import JOBFLOW, POD_JOB_NAME, VCJOB
-from jobflow_core.vocabulary.naming import jobs_of_jobflow_selector
 
 if TYPE_CHECKING:
     from apiclient.cluster import Cluster
@@ -56,13 +54,11 @@ def logs(cluster: Cluster, namespace: str, name: str, *, selection: Selection = 
     docstring). Raises :class:`LogsRefused`, :class:`~apiclient.cluster.KubeError` (the API server refused or could
     not be reached) and, following, :class:`~apiclient.follow.WatchLost`."""
     stop = stop or threading.Event()
-    jobflow = cluster.find(JOBFLOW, namespace, name)
-    if jobflow is None:
+    read = Seen.read(cluster, namespace, name)
+    if read is None:
         raise LogsRefused(f'JobFlow "{namespace}/{name}" not found: check the name and the namespace (kubectl '
                           "jobflow list -A lists them all)")
-    jobs = cluster.list(VCJOB, namespace, label_selector=jobs_of_jobflow_selector(namespace=namespace, jobflow=name))
-    pods = cluster.list(POD, namespace, label_selector=POD_JOB_NAME)
-    seen = Seen(jobflow, jobs["items"], pods["items"], pod_selector=POD_JOB_NAME)
+    seen, versions = read
     first = seen.plan(selection)
     if first.problem is not None:
         raise LogsRefused(first.problem.message, usage=first.problem.usage)
@@ -73,8 +69,6 @@ def logs(cluster: Cluster, namespace: str, name: str, *, selection: Selection = 
             yield from container_log(cluster, namespace, stream, follow=False, options=options, first=True,
                                      stop=stop)
         return
-    versions = (jobflow["metadata"]["resourceVersion"], jobs["metadata"]["resourceVersion"],
-                pods["metadata"]["resourceVersion"])
     try:
         yield from Follower(cluster, namespace, selection, options, stop).run(seen, first, versions)
     finally:

@@ -43,10 +43,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import gevent
-from gevent.queue import Empty, Full, Queue
+from gevent.queue import Empty, Queue
 
 from apiclient.cluster import KubeError
 from apiclient.follow import WatchLost
+from apiclient.log_follow import hand_over
 from apiclient.logs import LogLine, LogOptions, LogsRefused, Notice, logs
 from jobflow_core.insight.logs import Selection
 
@@ -148,15 +149,8 @@ def _stream(read: LogReader, request: Request) -> Iterator[str]:
     options = LogOptions(follow=True, tail=request.tail, max_requests=MAX_FOLLOWED)
 
     def put(record: object) -> None:
-        """``record`` for the pane, waiting while it has :data:`QUEUED` to send; dropped if it is closed meanwhile
-        (``stop`` is also set once the reader ended: its last record, the end, still goes when there is room)."""
-        while True:
-            try:
-                records.put(record, timeout=1.0)
-                return
-            except Full:
-                if stop.is_set():
-                    return
+        """``record`` for the pane, waiting while it has :data:`QUEUED` to send; dropped if it is closed meanwhile."""
+        hand_over(records, record, stop)  # gevent's Queue raises the standard library's Full
 
     def pump() -> None:
         try:
