@@ -95,8 +95,7 @@ def start_run(cluster: Cluster, namespace: str, name: str, parameters: dict[str,
     # webhook, or made without it) is the caller's to give: left out, the run would be a JobFlow admission refuses
     # (ParameterWithoutValue) or one that never starts. Said here, before anything is created, in the same words for
     # the command line and the dashboard's Run now (which sends only the fields filled in or with a default).
-    declared = template.spec.job_flow.spec.parameters or ()
-    unset = [p.name for p in declared if p.value is None and p.name not in parameters]
+    unset = [p["name"] for p in manifest["spec"].get("parameters") or () if p.get("value") is None]
     if unset:
         given = " ".join(f"-p {missing}=VALUE" for missing in unset)
         raise Refused(f"JobFlowTemplate {namespace}/{name} gives no default to parameter {', '.join(unset)}: set "
