@@ -157,6 +157,7 @@ from jobflow_core.planning.planner import (
     Create,
     Delete,
     Memoize,
+    PatchChild,
     Plan,
     UpdateTemplate,
     Release,
@@ -168,5 +169,5 @@ from jobflow_core.planning.needs import Needs, needs
 from jobflow_core.vocabulary.kube_events import Event, EventType, Reason
 
 __all__ = ["Abort", "CheckKind", "CheckResult", "Create", "Delete", "Event", "EventType", "Memoize", "Needs",
-           "NetworkCheck", "Observation", "Plan", "Reason", "Release", "UpdateTemplate", "WriteStatus", "needs",
+           "NetworkCheck", "Observation", "PatchChild", "Plan", "Reason", "Release", "UpdateTemplate", "WriteStatus", "needs",
            "observe", "plan", "plan_observation"]

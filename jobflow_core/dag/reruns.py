@@ -71,13 +71,15 @@ def rerun_from(jobflow: JobFlow, request: RerunRequest, *, outcomes: Mapping[str
 
 
 def record(request: RerunRequest, *, accepted: dict[str, int] | None, previous: Rerun | None,
-           why_not: str | None = None, now: datetime | None = None) -> Rerun:
+           why_not: str | None = None, now: datetime | None = None, children: Sequence[str] = ()) -> Rerun:
     """The ``status.rerun`` after handling ``request``: the attempts to count from, or why nothing happened; an
-    accepted one, when (``now``: an approval gate run again opens then, :mod:`jobflow_core.flows.gates`)."""
+    accepted one, when (``now``: an approval gate run again opens then, :mod:`jobflow_core.flows.gates`), and the
+    failed child JobFlows asked to rerun their own failed flows (``children``, given the request's id)."""
     before = dict(previous.from_attempt or {}) if previous else {}
+    asked = dict(previous.child_reruns or {}) if previous else {}
     if accepted is None:  # refused: the last accepted one's time stays (a gate it opened again counts from it)
         return Rerun(id=request.id, from_attempt=before or None, message=why_not,
-                     acceptedAt=previous.accepted_at if previous else None)
-    flows = ", ".join(sorted(accepted)) or "none"
+                     acceptedAt=previous.accepted_at if previous else None, childReruns=asked or None)
+    flows = ", ".join([*sorted(accepted), *(f"{name} (its failed flows)" for name in children)]) or "none"
     return Rerun(id=request.id, from_attempt={**before, **accepted} or None, message=f"run again: {flows}",
-                 acceptedAt=now)
+                 acceptedAt=now, childReruns={**asked, **dict.fromkeys(children, request.id)} or None)

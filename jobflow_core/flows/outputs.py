@@ -95,6 +95,8 @@ def may_hold_results(path: Sequence[str | int]) -> bool:
             return True
         case ("tasks", int(), "template", "spec", "containers" | "initContainers", int(), "args" | "command", int()):
             return True
+        case ("jobFlow", "parameters", int(), "value"):  # a child JobFlow's parameter: its template places it
+            return True
     return False
 
 
@@ -120,10 +122,12 @@ def _reference(path: tuple[str | int, ...], text: str) -> Reference:
 
 
 def flow_references(flow: Flow) -> list[Reference]:
-    """The ``{{targets...}}`` placeholders of ``flow``'s patch."""
-    if flow.patch is None or flow.patch.job_spec is None:
-        return []
-    return references(flow.patch.job_spec.to_wire())
+    """The ``{{targets...}}`` placeholders of ``flow``'s patch, or of its child JobFlow's parameters (paths from
+    ``jobFlow``, :mod:`jobflow_core.flows.children`)."""
+    found = references(flow.patch.job_spec.to_wire()) if flow.patch and flow.patch.job_spec else []
+    if flow.job_flow is not None and flow.job_flow.parameters:
+        found += references({"jobFlow": {"parameters": [p.to_wire() for p in flow.job_flow.parameters]}})
+    return found
 
 
 def referenced_targets(flow: Flow) -> list[str]:
@@ -199,7 +203,7 @@ def errors(jobflow: JobFlow) -> list[SpecError]:
 
 def _reference_errors(flow: Flow, ref: Reference, *, upstream: set[str],
                       flows: Mapping[str, Flow]) -> list[SpecError]:
-    where = "patch.jobSpec." + ".".join(f"[{part}]" if isinstance(part, int) else part for part in ref.path) \
+    where = ("" if ref.path[:1] == ("jobFlow",) else "patch.jobSpec.") + ".".join(f"[{part}]" if isinstance(part, int) else part for part in ref.path) \
         .replace(".[", "[")
     placeholder = f"{{{{{ref.text}}}}}"
     if ref.field is None:

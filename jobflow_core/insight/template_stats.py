@@ -115,7 +115,8 @@ def newly_ended(observation: "Observation") -> dict[str, list[EndedJob]]:
     for view in observation.views:
         for attempt in view.attempts:
             job = attempt.job
-            if job is None or not is_final(job.phase) or (attempt.record and is_final(attempt.record.state)):
+            if job is None or not is_final(job.phase) or (attempt.record and is_final(attempt.record.state)) \
+                    or view.flow.job_flow is not None:  # a child JobFlow: no JobTemplate
                 continue
             template = template_of(job) or template_name(view.flow)
             run = ended_job(job, template=template)

@@ -255,6 +255,17 @@ class Patch(WireModel):
     job_spec: JobSpec | None = Field(None, alias="jobSpec")
 
 
+class ChildJobFlow(WireModel):
+    """Ours: the flow's work is a child JobFlow, made from the JobFlowTemplate ``template`` (of the same namespace)
+    with ``parameters`` (each one the template declares; unset ones keep the template's value). The child is a
+    real JobFlow the parent controls (:mod:`jobflow_core.flows.children`); the flow's phase follows the child's, and
+    its result is the child's ``status.outputs``."""
+
+    template: str
+    parameters: list[Parameter] | None = None
+    """Values may hold ``{{params.NAME}}``, ``{{item}}``, ``{{index}}`` and ``{{targets.NAME.result...}}``."""
+
+
 class Flow(WireModel):
     """One node of the DAG; ``name`` is also the name of the JobTemplate it runs, unless ``jobTemplate`` names
     another."""
@@ -280,6 +291,18 @@ class Flow(WireModel):
     memoize: Memoize | None = None
     approval: Approval | None = None
     """Ours: an approval gate instead of a vcjob (no JobTemplate is read); see :class:`Approval`."""
+    job_flow: ChildJobFlow | None = Field(None, alias="jobFlow")
+    """Ours: a child JobFlow instead of a vcjob (no JobTemplate is read); see :class:`ChildJobFlow`."""
+
+
+class Output(WireModel):
+    """Ours: one of ``spec.outputs``, a value the JobFlow hands to whoever reads it (its parent, as the result of
+    the flow that made it): ``value`` with its ``{{targets.NAME.result...}}`` and ``{{params.NAME}}`` placeholders
+    replaced once the JobFlow succeeded (:mod:`jobflow_core.flows.children`)."""
+
+    name: str
+    value: str
+    description: str | None = None
 
 
 class JobFlowSpec(WireModel):
@@ -299,6 +322,9 @@ class JobFlowSpec(WireModel):
     shutdown: Shutdown | None = None
     """Ours: ``Stop`` or ``Terminate`` the JobFlow (:class:`Shutdown`); a rerun request clears it
     (``kubectl jobflow retry`` removes it)."""
+    outputs: list[Output] | None = None
+    """Ours: what the JobFlow hands out once it succeeded (``status.outputs``): its parent reads them as the result
+    of the flow that made it, ``{{targets.FLOW.result.NAME}}``."""
 
 
 class JobRunningHistory(WireModel):
@@ -397,6 +423,9 @@ class Rerun(WireModel):
     message: str | None = None
     accepted_at: Timestamp | None = Field(None, alias="acceptedAt")
     """When the engine accepted it (the first plan that saw it)."""
+    child_reruns: dict[str, str] | None = Field(None, alias="childReruns")
+    """The failed child JobFlows (by name) asked to rerun their own failed flows, and the request id each was
+    given (:mod:`jobflow_core.flows.children`)."""
 
 
 class ApprovalRecord(WireModel):
@@ -505,6 +534,8 @@ class JobFlowStatus(WireModel):
     observed_generation: int | None = Field(None, alias="observedGeneration")
     cost: Cost | None = None
     """Ours: the ``cost`` of every vcjob the JobFlow recorded, added up."""
+    outputs: dict[str, str] | None = None
+    """Ours: ``spec.outputs``, worked out once the JobFlow succeeded (:mod:`jobflow_core.flows.children`)."""
     queue: QueueStatus | None = None
     """Ours: the JobFlow in its Volcano queue, written when the engine knows the queue (a JobFlow whose flows have
     all started or ended keeps the last one)."""

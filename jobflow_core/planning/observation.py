@@ -26,6 +26,7 @@ from jobflow_core.dag.dependencies import Readiness
 from jobflow_core.dag.outcomes import FlowFate, Outcomes, decide_outcomes
 from jobflow_core.dag.probes import CheckResult, NetworkCheck, network_checks
 from jobflow_core.dag.reruns import new_request, record, rerun_from
+from jobflow_core.flows.children import ChildJob, output_targets, pending_rerun
 from jobflow_core.flows.conditions import reads_results
 from jobflow_core.flows.deadlines import jobflow_deadline, passed
 from jobflow_core.flows.items import expand
@@ -185,6 +186,11 @@ class Observation:
                     job = unit.job
                     if job is not None and is_final(job.phase) and job.name not in self.results:
                         needed[job.name] = None
+        for target in output_targets(self.jobflow):  # spec.outputs, worked out once the JobFlow succeeds
+            for unit in nodes[target].units if target in nodes else ():
+                job = unit.job
+                if job is not None and job.phase is VcJobPhase.COMPLETED and job.name not in self.results:
+                    needed[job.name] = None
         if not self.starts_nothing:
             needed.update(dict.fromkeys(node.unread for node in self.nodes if node.unread))
         needed.update(dict.fromkeys(memo_results_needed(self)))
@@ -196,7 +202,8 @@ class Observation:
         if self.starts_nothing or self.phase in (JobFlowPhase.SUCCEED, JobFlowPhase.FAILED):
             return []
         known = {entry.flow for entry in self.previous.estimates or ()}
-        return [node.name for node in self.nodes if node.name not in known and node.flow.approval is None]
+        return [node.name for node in self.nodes if node.name not in known and node.flow.approval is None
+                and node.flow.job_flow is None]
 
     def with_answers(self, *, probe_results: Mapping[NetworkCheck, CheckResult] | None = None,
                      results: Mapping[str, str] | None = None) -> "Observation":
@@ -260,8 +267,10 @@ def observe(jobflow: JobFlow, *, jobs: Iterable[VcJob], now: datetime | None = N
             (owned if is_owned_by(job, jobflow) else foreign)[job.name] = job
     counted = dict(previous.rerun.from_attempt or {}) if previous.rerun else {}
     errors = tuple(validate(jobflow))
-    results = {record.name: record.result for record in previous.job_status_list or ()
-               if record.name and record.result is not None}
+    results = {job.name: job.result for job in owned.values()
+               if isinstance(job, ChildJob) and job.result is not None}  # a child's outputs (flows.children)
+    results.update({record.name: record.result for record in previous.job_status_list or ()
+                    if record.name and record.result is not None})
     recorded = previous.state.phase if previous.state else None
     observation = _observe(jobflow, owned=owned, foreign=foreign, first=counted, now=now,
                            probe_results=probe_results or {}, results=results, errors=errors, rerun=previous.rerun,
@@ -283,9 +292,23 @@ def observe(jobflow: JobFlow, *, jobs: Iterable[VcJob], now: datetime | None = N
                                               category_of(unit.phase) is JobCategory.FAILED)
                                              for unit in node.units if not unit.placeholder]
                                  for node in observation.nodes})
-    rerun = record(request, accepted=accepted, previous=previous.rerun, now=now)
+    accepted, children = _children_rerun(observation, accepted)
+    rerun = record(request, accepted=accepted, previous=previous.rerun, now=now, children=children)
     return _observe(asked, owned=owned, foreign=foreign, first=dict(rerun.from_attempt or {}), now=now,
                     probe_results=probe_results or {}, results=results, errors=errors, rerun=rerun, recorded=None)
+
+
+def _children_rerun(observation: Observation, accepted: dict[str, int]) -> tuple[dict[str, int], list[str]]:
+    """A rerun's units split: a failed child JobFlow is asked to rerun its own failed flows (by its name), not
+    replaced (:mod:`jobflow_core.flows.children`); every other unit runs a new attempt."""
+    asked = []
+    for node in observation.nodes:
+        for unit in node.units:
+            job = unit.job
+            if unit.key in accepted and isinstance(job, ChildJob) and category_of(job.phase) is JobCategory.FAILED:
+                asked.append(job.name)
+                del accepted[unit.key]
+    return accepted, asked
 
 
 def _observe(jobflow: JobFlow, *, owned: Mapping[str, VcJob], foreign: Mapping[str, VcJob],
@@ -298,6 +321,7 @@ def _observe(jobflow: JobFlow, *, owned: Mapping[str, VcJob], foreign: Mapping[s
     records.update({name: FlowJobStatus(name=name, state=VcJobPhase.COMPLETED)
                     for name in previous.completed_jobs or () if name not in records})
     conditions = previous.conditions or {}
+    reruns = (rerun.child_reruns if rerun else None) or {}
 
     def unit(flow: Flow, item: Item | None = None, *, placeholder: bool = False) -> FlowView:
         attempts = []
@@ -312,6 +336,8 @@ def _observe(jobflow: JobFlow, *, owned: Mapping[str, VcJob], foreign: Mapping[s
             job, kept = owned.get(name), records.get(name)
             if job is not None and kept is not None and outdated_by_record(job.phase, kept.state):
                 job = None  # listed before the status write that recorded its end: the record is newer
+            if isinstance(job, ChildJob) and name in reruns and job.accepted_rerun != reruns[name]:
+                job, kept = pending_rerun(job), None  # asked to rerun its failed flows, not accepted yet
             attempts.append(Attempt(number, name, job, kept, conditions.get(name)))
         view = FlowView(jobflow=jobflow.name, flow=flow, attempts=tuple(attempts), foreign=None,
                         first=first.get(unit_key(flow.name, item), 1), item=item, placeholder=placeholder)

@@ -39,9 +39,11 @@ the shell makes sure its JobFlow read is newer than its vcjob list before it cre
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from jobflow_core.dag.probes import DEFAULT_RECHECK_SECONDS, CheckResult, NetworkCheck
+from jobflow_core.flows.children import (ChildJob, output_targets, outputs_of, rerun_patch, shutdown_patch,
+                                         suspend_patch)
 from jobflow_core.flows.deadlines import attempt_deadline, passed
 from jobflow_core.flows.deadlines import recheck_seconds as deadline_recheck
 from jobflow_core.flows.gates import Answer
@@ -77,7 +79,11 @@ from jobflow_core.queueing.line import QueueView
 from jobflow_core.queueing.status import consult
 from jobflow_core.vocabulary.kube_events import (SHUTDOWN_REASON, Event, EventType, Reason, ended_by, job_created,
                                                  phase_changed)
+from jobflow_core.vocabulary.api import RERUN
 from jobflow_core.vocabulary.naming import has_record_finalizer, template_name, template_of
+
+if TYPE_CHECKING:
+    from jobflow_core.models import JobFlowTemplate
 from jobflow_core.vocabulary.phase import JobCategory, category_of, is_final
 
 
@@ -108,9 +114,20 @@ class Abort:
 
 @dataclass(frozen=True)
 class Delete:
-    """DELETE the vcjob ``job_name`` of the JobFlow's namespace."""
+    """DELETE the vcjob ``job_name`` of the JobFlow's namespace (a child JobFlow, with ``child``)."""
 
     job_name: str
+    child: bool = False
+
+
+@dataclass(frozen=True)
+class PatchChild:
+    """Merge-patch the child JobFlow ``name`` (:mod:`jobflow_core.flows.children`): stop it where a vcjob is aborted,
+    suspend or resume it with its parent, ask it to rerun its failed flows; then record ``event`` (if any)."""
+
+    name: str
+    patch: dict[str, Any]
+    event: Event | None = None
 
 
 @dataclass(frozen=True)
@@ -162,8 +179,8 @@ class Memoize:
     entry: Entry
 
 
-Action = Create | Abort | Delete | UpdateTemplate | WriteStatus | Release | Memoize
-A = TypeVar("A", Create, Abort, Delete, UpdateTemplate, WriteStatus, Release, Memoize)
+Action = Create | Abort | Delete | UpdateTemplate | WriteStatus | Release | Memoize | PatchChild
+A = TypeVar("A", Create, Abort, Delete, UpdateTemplate, WriteStatus, Release, Memoize, PatchChild)
 
 
 @dataclass(frozen=True)
@@ -211,11 +228,12 @@ def plan(
     recheck_seconds: int = DEFAULT_RECHECK_SECONDS,
     rejections: Mapping[str, str] | None = None, notify: bool = False, memo: Mapping[str, Entry] | None = None,
     queues: Mapping[str, QueueView] | None = None, answers: Mapping[str, Answer] | None = None,
+    flow_templates: Mapping[str, "JobFlowTemplate"] | None = None,
 ) -> Plan:
     """Observe (as of ``now``) and plan in one call (see :func:`plan_observation` for the arguments)."""
     return plan_observation(observe(jobflow, jobs=jobs, now=now, probe_results=probe_results), templates=templates,
                             recheck_seconds=recheck_seconds, rejections=rejections, notify=notify, memo=memo,
-                            queues=queues, answers=answers)
+                            queues=queues, answers=answers, flow_templates=flow_templates)
 
 
 def plan_observation(
@@ -223,6 +241,7 @@ def plan_observation(
     recheck_seconds: int = DEFAULT_RECHECK_SECONDS, rejections: Mapping[str, str] | None = None,
     notify: bool = False, memo: Mapping[str, Entry] | None = None,
     queues: Mapping[str, QueueView] | None = None, answers: Mapping[str, Answer] | None = None,
+    flow_templates: Mapping[str, "JobFlowTemplate"] | None = None,
 ) -> Plan:
     """Plan one step of the observed JobFlow.
 
@@ -240,13 +259,15 @@ def plan_observation(
     are the Volcano queues the flows that would start join, as the shell read them (:mod:`jobflow_core.queueing.line`);
     without them nothing is held back. ``answers``: an answer to an approval gate the shell offers from a CloudEvent
     it accepted, by gate (:mod:`jobflow_core.flows.gates`); a person's answers are read from the JobFlow itself.
+    ``flow_templates``: the JobFlowTemplates of the child flows that may start (:mod:`jobflow_core.flows.children`),
+    as :func:`~jobflow_core.planning.starts.flow_templates_needed` names them.
     """
     previous = observation.jobflow.status  # as the API server has it: what "changed" and every event are said against
     recorded: list[Event] = []
     approvals: list[ApprovalRecord] = []
     while True:
         decisions = decide_all(observation, templates=templates, rejections=rejections, memo=memo, queues=queues,
-                               answers=answers)
+                               answers=answers, flow_templates=flow_templates)
         hits = [decision for decision in decisions if decision.resolution is not None]
         if not hits or observation.now is None:
             break
@@ -279,10 +300,12 @@ def plan_observation(
                           skipped=skipped, recheck_seconds=pending_recheck(observation), estimates=estimates,
                           forecast=expected)
     status = status.model_copy(update={"queue": queue.status, "approvals": [
-        *(observation.previous.approvals or ()), *approvals] or None})
+        *(observation.previous.approvals or ()), *approvals] or None,
+        "outputs": _outputs(observation) if phase is JobFlowPhase.SUCCEED else None})
     status = notifications.record(observation.jobflow, status, now=observation.now, enabled=notify)
     changed = status.to_wire() != (previous.to_wire() if previous else {})
     deletes = _deletes(observation, phase=phase)
+    children = {job.name for job in observation.owned if isinstance(job, ChildJob)}
     # Our finalizer has done its job once the vcjob's end is in the status written here (or already there):
     # being deleted, or ended. Released at once, it never holds a namespace that is deleted while no engine runs.
     releases = [*(job for job in observation.owned if has_record_finalizer(job)
@@ -290,7 +313,7 @@ def plan_observation(
                 *observation.orphans]
     added: dict[str, list[str]] = {}
     for decision in starting:
-        if decision.manifest is not None:
+        if decision.manifest is not None and decision.view.flow.job_flow is None:
             added.setdefault(template_name(decision.view.flow), []).append(decision.view.next_job_name)
     removed: dict[str, list[str]] = {}
     for job in observation.owned:
@@ -310,7 +333,8 @@ def plan_observation(
             *write,
             *creates,
             *_aborts(observation),
-            *(Delete(name) for name in deletes),
+            *_cascades(observation),
+            *(Delete(name, child=name in children) for name in deletes),
             *(Release(job) for job in releases),
             *(UpdateTemplate(name, added=tuple(added.get(name, ())), removed=tuple(removed.get(name, ())))
               for name in sorted(added.keys() | removed.keys())),
@@ -353,11 +377,11 @@ ENDING = frozenset({VcJobPhase.ABORTING, VcJobPhase.TERMINATING, VcJobPhase.COMP
 """Phases of a vcjob Volcano is already bringing to an end: aborting it again would change nothing."""
 
 
-def _aborts(observation: Observation) -> list[Abort]:
+def _aborts(observation: Observation) -> list[Abort | PatchChild]:
     """Abort every vcjob that still runs once the deadline passed or the JobFlow was terminated (stopped: but the
     ``finally`` flows'), and each attempt that outran its timeout. Level-triggered: asked again on every plan while
     the vcjob has not ended (Volcano's Command is named after the vcjob, so a repeat changes nothing)."""
-    aborts = []
+    aborts: list[Abort | PatchChild] = []
     for view in observation.views:
         job = view.job
         if job is None or category_of(job.phase) not in (JobCategory.PENDING, JobCategory.ACTIVE) \
@@ -374,9 +398,48 @@ def _aborts(observation: Observation) -> list[Abort]:
             reason, message = Reason.TIMEOUT, f"it ran longer than timeoutSeconds ({view.flow.timeout_seconds})"
         else:
             continue
+        if isinstance(job, ChildJob):
+            shutdown = Shutdown.TERMINATE if observation.shutdown is Shutdown.TERMINATE else Shutdown.STOP
+            if job.shutdown not in (shutdown, Shutdown.TERMINATE):
+                event = Event(EventType.WARNING, reason, f'stopping child JobFlow "{job.name}" of flow "{view.name}": '
+                              f"{message}")
+                aborts.append(PatchChild(job.name, shutdown_patch(shutdown), event))
+            continue
         event = Event(EventType.WARNING, reason, f'aborting vcjob "{job.name}" of flow "{view.name}": {message}')
         aborts.append(Abort(job.name, abort_command(job, reason=reason, message=message), event))
     return aborts
+
+
+def _cascades(observation: Observation) -> list[PatchChild]:
+    """What the parent's state asks of its live children (:mod:`jobflow_core.flows.children`): a suspended parent
+    suspends the children that run, a resumed one resumes those it suspended; a failed child a rerun named is asked
+    to rerun its failed flows, until it has taken the request. Level-triggered: asked again until it holds."""
+    patches = []
+    suspend = bool(observation.jobflow.spec.suspend) and observation.shutdown is None
+    asked = (observation.rerun.child_reruns if observation.rerun else None) or {}
+    for job in observation.owned:
+        if not isinstance(job, ChildJob) or job.metadata.deletion_timestamp is not None:
+            continue
+        if asked.get(job.name) and job.accepted_rerun != asked[job.name] \
+                and (job.metadata.annotations or {}).get(RERUN) != asked[job.name]:
+            patches.append(PatchChild(job.name, rerun_patch(asked[job.name])))
+        if is_final(job.phase):
+            continue
+        if suspend and not job.suspended:
+            patches.append(PatchChild(job.name, suspend_patch(True)))
+        elif not suspend and job.suspended_by_parent:
+            patches.append(PatchChild(job.name, suspend_patch(False)))
+    return patches
+
+
+def _outputs(observation: Observation) -> dict[str, str] | None:
+    """``status.outputs`` of a JobFlow that succeeded (:func:`jobflow_core.flows.children.outputs_of`)."""
+    if not observation.jobflow.spec.outputs:
+        return None
+    outcomes = observation.outcomes
+    found, _ = outputs_of(observation.jobflow, {target: outcomes.variables(target)
+                                                for target in output_targets(observation.jobflow)})
+    return found
 
 
 def pending_recheck(observation: Observation) -> int | None:

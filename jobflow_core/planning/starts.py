@@ -56,11 +56,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 from functools import cached_property
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from jobflow_core.dag.dependencies import Readiness
 from jobflow_core.dag.graph import flow_graph
 from jobflow_core.dag.outcomes import unread
+from jobflow_core.flows.children import child_manifest
 from jobflow_core.flows.deadlines import passed
 from jobflow_core.flows.deadlines import recheck_seconds as deadline_recheck
 from jobflow_core.flows.gates import (Answer, describe, offered_for, opened_at, record_of, timeout_answer, timeout_at,
@@ -76,12 +77,16 @@ from jobflow_core.models import (ApprovalDecision, ApprovalRecord, Flow, FlowJob
 from jobflow_core.planning.observation import Observation
 from jobflow_core.queueing.line import (RECHECK_SECONDS, Admission, QueueView, first_stages_admission, never_fits,
                                    queue_of)
+from jobflow_core.validation.children import child_errors
 from jobflow_core.validation.jobflows import SpecError
 from jobflow_core.validation.jobtemplates import validate_template
 from jobflow_core.vocabulary import resources
 from jobflow_core.vocabulary.api import MEMO_KEY
 from jobflow_core.vocabulary.kube_events import Reason, ended_by
 from jobflow_core.vocabulary.naming import template_name
+
+if TYPE_CHECKING:
+    from jobflow_core.models import JobFlowTemplate
 
 
 class Verdict(StrEnum):
@@ -107,9 +112,11 @@ class FlowFacts:
     def __init__(self, view: FlowView, *, observation: Observation, templates: Mapping[str, JobTemplate],
                  rejections: Mapping[str, str], memo: Mapping[str, Entry] | None = None,
                  queues: Mapping[str, QueueView] | None = None, admission: Admission | None = None,
-                 answers: Mapping[str, Answer] | None = None) -> None:
+                 answers: Mapping[str, Answer] | None = None,
+                 flow_templates: Mapping[str, "JobFlowTemplate"] | None = None) -> None:
         self.view, self.observation = view, observation
         self._answers = answers or {}
+        self._flow_templates = flow_templates or {}
         self.readiness: Readiness = observation.readiness[view.name]
         self._templates, self._rejections = templates, rejections
         self.memo = memo or {}
@@ -123,12 +130,19 @@ class FlowFacts:
         return self.observation.jobflow.namespace
 
     @property
-    def template_name(self) -> str:
-        return template_name(self.view.flow)
+    def child(self) -> bool:
+        """The flow's work is a child JobFlow (:mod:`jobflow_core.flows.children`), made from a JobFlowTemplate."""
+        return self.view.flow.job_flow is not None
 
     @property
-    def template(self) -> JobTemplate | None:
-        return self._templates.get(self.template_name)
+    def template_name(self) -> str:
+        """The JobTemplate the flow runs, or for a child flow the JobFlowTemplate it makes its child from."""
+        job_flow = self.view.flow.job_flow
+        return job_flow.template if job_flow is not None else template_name(self.view.flow)
+
+    @property
+    def template(self) -> "JobTemplate | JobFlowTemplate | None":
+        return (self._flow_templates if self.child else self._templates).get(self.template_name)
 
     @property
     def retry_due(self) -> datetime | None:
@@ -157,6 +171,10 @@ class FlowFacts:
     @cached_property
     def _built(self) -> dict[str, Any]:
         assert self.template is not None, "only rules after the template check read the manifest"
+        if self.child:
+            return child_manifest(self.observation.jobflow, flow=self.view.flow, template=self.template,
+                                  attempt=self.view.next_attempt, item=self.view.item, targets=self.target_values[0],
+                                  parent_started=self.observation.started)
         # The PriorityClass is one for the whole cluster: any queue read says whether it is installed.
         queue = next(iter(self.queues.values()), None)
         priority = queue.priority_class if queue is not None and self.observation.started else None
@@ -210,8 +228,12 @@ class FlowFacts:
 
     @cached_property
     def template_errors(self) -> list[SpecError]:
-        """What Volcano would refuse in the vcjob: the template as the flow runs it, with its patch merged in."""
+        """What Volcano would refuse in the vcjob: the template as the flow runs it, with its patch merged in. For a
+        child flow, what would be wrong with the child JobFlow (:func:`jobflow_core.flows.children.child_errors`)."""
         assert self.template is not None, "only rules after the template check read the template's errors"
+        if self.child:
+            return child_errors(self.observation.jobflow, flow=self.view.flow, template=self.template,
+                                manifest=self.manifest)
         patched = self.template.model_copy(update={"spec": JobSpec.model_validate(self.manifest["spec"])})
         return validate_template(patched)
 
@@ -426,7 +448,8 @@ def _name_taken(facts: FlowFacts) -> str | None:
 def _template_missing(facts: FlowFacts) -> str | None:
     if facts.template is not None:
         return None
-    return (f'JobTemplate "{facts.namespace}/{facts.template_name}" not found: '
+    kind = "JobFlowTemplate" if facts.child else "JobTemplate"
+    return (f'{kind} "{facts.namespace}/{facts.template_name}" not found: '
             "create it (kubectl apply -f ...) and the flow will continue")
 
 
@@ -434,6 +457,9 @@ def _template_invalid(facts: FlowFacts) -> str | None:
     if not facts.template_errors:
         return None
     errors = "; ".join(str(error) for error in facts.template_errors)
+    if facts.child:
+        return (f'flow "{facts.view.name}": JobFlowTemplate "{facts.namespace}/{facts.template_name}" would make an '
+                f"invalid child JobFlow: {errors}")
     return (f'JobTemplate "{facts.namespace}/{facts.template_name}" (with the flow\'s patch) would make an '
             f"invalid vcjob: {errors}")
 
@@ -458,6 +484,8 @@ def _refused(facts: FlowFacts) -> str | None:
 
 
 def _never_fits(facts: FlowFacts) -> str | None:
+    if facts.child:  # a child's vcjobs wait in their queues as the child's own
+        return None
     why = never_fits(facts.queue, request=facts.gang)
     return f'flow "{facts.view.name}" of JobFlow "{facts.namespace}/{facts.observation.jobflow.name}": {why}' \
         if why else None
@@ -583,21 +611,24 @@ def decide_all(observation: Observation, *, templates: Mapping[str, JobTemplate]
                rejections: Mapping[str, str] | None = None,
                memo: Mapping[str, Entry] | None = None,
                queues: Mapping[str, QueueView] | None = None,
-               answers: Mapping[str, Answer] | None = None) -> list[FlowDecision]:
+               answers: Mapping[str, Answer] | None = None,
+               flow_templates: Mapping[str, "JobFlowTemplate"] | None = None) -> list[FlowDecision]:
     """A decision for every flow that needs a vcjob, in spec order. ``queues``: the Volcano queues of the flows
     that would start, as the shell read them (:mod:`jobflow_core.queueing.line`; none: nothing is held back)."""
     def decide_each(admission: Admission | None) -> list[FlowDecision]:
         decisions = []
         for view in observation.undecided:
             facts = FlowFacts(view, observation=observation, templates=templates, rejections=rejections or {},
-                              memo=memo, queues=queues, admission=admission, answers=answers)
+                              memo=memo, queues=queues, admission=admission, answers=answers,
+                              flow_templates=flow_templates)
             decision = decide(facts)
             assert decision is not None, "the last rule always holds"
             decisions.append(decision)
         return decisions
 
     decisions = decide_each(None)
-    starting = [d.manifest for d in decisions if d.verdict is Verdict.START and d.manifest is not None]
+    starting = [d.manifest for d in decisions if d.verdict is Verdict.START and d.manifest is not None
+                and d.view.flow.job_flow is None]  # a child's vcjobs wait in line as the child's own
     admission = first_stages_admission(observation, starting, queues=queues or {}, templates=templates)
     return decisions if admission is None else decide_each(admission)
 
@@ -614,7 +645,17 @@ def templates_needed(observation: Observation) -> list[str]:
     whole = observation.jobflow.spec.whole_flow_admission and starting and not observation.started
     every = [node.flow for node in observation.nodes] if whole else []  # its widest stage decides when it starts
     return list(dict.fromkeys(template_name(flow) for flow in (*starting, *estimated, *every, *_after_records(
-        observation)) if flow.approval is None))
+        observation)) if flow.approval is None and flow.job_flow is None))
+
+
+def flow_templates_needed(observation: Observation) -> list[str]:
+    """The JobFlowTemplates of the child flows (:mod:`jobflow_core.flows.children`) no readiness rule holds back,
+    and of those downstream of a flow that may end without a vcjob in this plan."""
+    starting = [view.flow for view in observation.candidates if view.flow.job_flow is not None
+                and decide(FlowFacts(view, observation=observation, templates={}, rejections={}),
+                           READINESS_RULES) is None]
+    return list(dict.fromkeys(flow.job_flow.template for flow in (*starting, *_after_records(observation))
+                              if flow.job_flow is not None))
 
 
 def _after_records(observation: Observation) -> list[Flow]:

@@ -41,6 +41,7 @@ from typing import Final
 
 from jobflow_core.flows.units import FlowNode
 from jobflow_core.flows.vcjobs import gang_of
+from jobflow_core.flows.children import ChildJob
 from jobflow_core.insight.cost import job_cost
 from jobflow_core.insight.cost import total as total_cost
 from jobflow_core.insight.eta import Forecast
@@ -233,7 +234,7 @@ def _from_live(job: VcJob, *, attempt: int | None = None, result: str | None = N
         attempt=attempt,
         reason=(status.state.reason or None) if attempt is not None and status.state and ended else None,
         result=result,
-        cost=job_cost(job, gang_of(job)) if ended else None,
+        cost=(job.cost if isinstance(job, ChildJob) else job_cost(job, gang_of(job))) if ended else None,
     )
     running_duration = status.running_duration
     if running_duration is None and created and ended:

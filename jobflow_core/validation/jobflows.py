@@ -35,7 +35,10 @@ their errors are listed:
     know of a flow among the flow's targets (directly or through them), and stands where a result may go;
 12. each ``memoize`` (:func:`jobflow_core.flows.memo.errors`): not on a fan-out or a loop, a key that is CEL, a maxAge
     that is a duration;
-13. each approval gate (:func:`jobflow_core.flows.gates.errors`): nothing about a vcjob on it, a timeout over 0.
+13. each approval gate (:func:`jobflow_core.flows.gates.errors`): nothing about a vcjob on it, a timeout over 0;
+14. each child flow (:func:`jobflow_core.flows.children.errors`): nothing about a vcjob on it, a template named,
+    each parameter set once (what the child template makes is checked when the child is about to start,
+    :mod:`jobflow_core.validation.children`).
 
 The validating webhook (:mod:`jobflow_core.validation.review`) rejects a JobFlow with any of these errors; the planner
 fails a JobFlow that slipped past it, with the same messages.
@@ -55,7 +58,7 @@ JobTemplate specs are checked by :mod:`jobflow_core.validation.jobtemplates`.
 from collections.abc import Sequence
 from graphlib import CycleError, TopologicalSorter
 
-from jobflow_core.flows import gates, loops, memo, outputs, parameters
+from jobflow_core.flows import children, gates, loops, memo, outputs, parameters
 from jobflow_core.flows.conditions import compile_error
 from jobflow_core.flows.items import errors as for_each_errors
 from jobflow_core.flows.retries import policy_errors, with_retry_policies
@@ -93,6 +96,7 @@ def validate(jobflow: JobFlow) -> list[SpecError]:
         *outputs.errors(jobflow),
         *memo.errors(jobflow),
         *gates.errors(jobflow),
+        *children.errors(jobflow),
     ]
 
 

@@ -113,3 +113,20 @@ the dashboard; the admission webhook checks that its ``user`` is the one who wro
 APPROVAL_SIGNATURE: Final = "jobflowsignature"
 """Ours, a CloudEvent extension: an approval event signed with the engine's key
 (:func:`jobflow_core.flows.gates.signature`), accepted by any gate whatever its ``events`` say."""
+
+PARENT: Final = "flow.volcano.sh/parent"
+"""Ours, a label of a child JobFlow (:mod:`jobflow_core.flows.children`): its parent JobFlow's name, so
+``kubectl get jf -l flow.volcano.sh/parent=NAME`` lists a JobFlow's children (ownership is its ownerReference)."""
+PARENT_FLOW: Final = "flow.volcano.sh/parent-flow"
+"""Ours, a label of a child JobFlow: the parent's flow it runs for."""
+CHILD_TEMPLATE: Final = "flow.volcano.sh/child-template"
+"""Ours, a label of a child JobFlow: the JobFlowTemplate it was made from (not :data:`RUN_OF`: a child is no run of
+its template, whose history limits and concurrency policy leave it alone)."""
+DEPTH: Final = "flow.volcano.sh/depth"
+"""Ours, a label of a child JobFlow: how deep it nests (``"1"`` for a child of a JobFlow that has no parent)."""
+PARENT_STARTED: Final = "flow.volcano.sh/parent-started"
+"""Ours, an annotation of a child JobFlow: ``"true"`` when its parent had started (created a vcjob or a started
+child) before it: the child then counts as started in its queue's line (:mod:`jobflow_core.queueing.line`)."""
+SUSPENDED_BY_PARENT: Final = "flow.volcano.sh/suspended-by-parent"
+"""Ours, an annotation of a child JobFlow its parent suspended (with ``spec.suspend``): the parent's resume takes
+back only what it did (:mod:`jobflow_core.flows.children`)."""
