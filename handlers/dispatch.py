@@ -96,10 +96,23 @@ class Dispatcher:
 
         return Runs(self.kube, clock=self.reconciler.clock)
 
-    def jobflow(self, namespace: str, name: str, *, snapshot: dict | None = None) -> Result:
+    def jobflow(self, namespace: str, name: str, *, snapshot: dict | None = None,
+                controller: str | None = None) -> Result:
         """Reconcile the JobFlow; when it is a JobFlowTemplate's run that has just ended, look at its template too
-        (its active runs, history, and a run ``Forbid`` held)."""
-        return self._wake(self._runs_ended(Result([self.reconciler.jobflow(namespace, name, snapshot=snapshot)])))
+        (its active runs, history, and a run ``Forbid`` held). A child JobFlow's parent (:mod:`jobflow_core.flows.
+        children`: its controller, as read, else as the event said) is reconciled next: what the child did is what
+        the parent plans from. A child being deleted whose parent is gone is let go of its finalizer (nobody is left
+        to record it)."""
+        outcome = self.reconciler.jobflow(namespace, name, snapshot=snapshot)
+        result = Result([outcome])
+        parent = outcome.parent or controller
+        if parent is not None:
+            above = self.reconciler.jobflow(namespace, parent)
+            result.outcomes.append(above)
+            child = self.kube.get_jobflow(namespace, name) if not above.found else None
+            if child is not None and controller_name(child) == parent:
+                self._release_orphan_child(child, jobflow_uids=())
+        return self._wake(self._runs_ended(result))
 
     def _wake(self, result: Result) -> Result:
         """When a reconcile's status write left room in a Volcano queue, the JobFlows waiting there are reconciled
@@ -213,6 +226,8 @@ class Dispatcher:
         alive = {raw["metadata"].get("uid") for raw in listed}
         for job in (job for scope in scopes for job in self.kube.list_vcjobs(scope, FLOW_JOBS_SELECTOR)):
             self._release_orphan(job, jobflow_uids=alive)
+        for child in listed:  # a child JobFlow whose parent went before it recorded it
+            self._release_orphan_child(child, jobflow_uids=alive)
         try:
             result = self._each(raw for raw in listed if can_change(raw))
         except PartlyFailed:
@@ -279,6 +294,12 @@ class Dispatcher:
                                    now=self.reconciler.clock())
         except (ApiError, Conflict, Gone, Unavailable) as error:
             log.warning("could not record the failure on JobFlow %s: %s", raw["metadata"].get("name"), error)
+
+    def _release_orphan_child(self, raw: dict, *, jobflow_uids: Collection[str]) -> None:
+        """The same for a child JobFlow (:mod:`jobflow_core.flows.children`) whose parent is gone (only its metadata
+        is read: a JobFlow whose spec does not parse is still let go)."""
+        if orphan_to_release(VcJob.model_validate({"metadata": raw.get("metadata") or {}}), jobflow_uids=jobflow_uids):
+            self.kube.remove_finalizer(raw, RECORD_FINALIZER)
 
     def _release_orphan(self, raw: dict | None, *, jobflow_uids: Collection[str]) -> None:
         if raw is not None and orphan_to_release(VcJob.model_validate(raw), jobflow_uids=jobflow_uids):

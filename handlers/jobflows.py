@@ -35,14 +35,16 @@ from handlers.notify import Notifier
 from handlers.queues import QueueReader
 from handlers.reads import Read, Reader, Source
 from handlers.writes import Replan, Writes
-from jobflow_core import Abort, Create, Delete, Event, Plan, Release, UpdateTemplate, WriteStatus
+from jobflow_core import Abort, Create, Delete, Event, PatchChild, Plan, Release, UpdateTemplate, WriteStatus
 from jobflow_core import Memoize, plan_observation
+from jobflow_core.flows.children import as_job
 from jobflow_core.flows.gates import Answer
 from jobflow_core.models import JobFlow, JobFlowPhase, VcJob
 from jobflow_core.planning import notifications
 from jobflow_core.queueing.line import in_line
 from jobflow_core.queueing.wake import Freed, freed
-from jobflow_core.vocabulary.api import RECORD_FINALIZER
+from jobflow_core.routing.concerns import controller_name
+from jobflow_core.vocabulary.api import JOBFLOW, RECORD_FINALIZER
 from jobflow_core.vocabulary.phase import regresses
 
 log = logging.getLogger("handlers.jobflows")
@@ -69,6 +71,9 @@ class Outcome:
     freed: list[Freed] = field(default_factory=list)
     """The room its status writes left in Volcano queues (:func:`jobflow_core.queueing.wake.freed`): the JobFlows
     waiting there may start now."""
+    parent: str | None = None
+    """The JobFlow that controls this one, for a child JobFlow (:mod:`jobflow_core.flows.children`): what the child
+    did is its parent's to plan from next."""
 
 
 @dataclass
@@ -106,6 +111,7 @@ class Reconciler:
                 outcome.found = False
                 return outcome
             outcome.source = read.source
+            outcome.parent = controller_name(read.raw)
             try:
                 self._attempt(read, outcome, learned, answers=answers or {})
                 if read.source is Source.SNAPSHOT:
@@ -123,11 +129,12 @@ class Reconciler:
         namespace = observation.jobflow.namespace
         templates = self.reader.templates(namespace, need)
         models = self.reader.models(templates)
+        flow_templates = self.reader.flow_templates(namespace, need) if need.flow_templates else None
         plan = plan_observation(observation, templates=models, recheck_seconds=self.recheck_seconds,
                                 rejections=learned.rejections, notify=self.notifier is not None,
                                 memo=self.reader.memo(namespace, need),
                                 queues=self.queues.views(observation, need.queues(models), line=read.line),
-                                answers=answers)
+                                answers=answers, flow_templates=flow_templates)
         held = {n.id for n in notifications.pending(observation.jobflow.status)} if self.notifier else set()
         self._act(read, plan, outcome, learned, now=now, templates=templates, held=held)
 
@@ -169,8 +176,12 @@ class Reconciler:
                 case Abort(command=command, event=event):
                     self.kube.create_command(command)
                     self._record(raw, event, now=now)
-                case Delete(job_name=job_name):
-                    self.kube.delete_vcjob(namespace, job_name)
+                case PatchChild(name=child, patch=patch, event=event):
+                    self.kube.patch_jobflow(namespace, child, patch)
+                    if event is not None:
+                        self._record(raw, event, now=now)
+                case Delete(job_name=job_name, child=child):
+                    (self.kube.delete_jobflow if child else self.kube.delete_vcjob)(namespace, job_name)
                     outcome.deleted.append(job_name)
                 case Release(job=job):
                     try:
@@ -182,18 +193,24 @@ class Reconciler:
 
     def _create(self, raw: dict, action: Create, learned: _Learned, *, now: datetime) -> None:
         namespace = raw["metadata"]["namespace"]
+        child = action.manifest.get("kind") == JOBFLOW.kind  # a child JobFlow (jobflow_core.flows.children)
+        what = "child JobFlow" if child else "vcjob"
         try:
-            self.kube.create_vcjob(action.manifest)
+            (self.kube.create_jobflow if child else self.kube.create_vcjob)(action.manifest)
         except Rejected as rejected:
             learned.rejections[action.flow] = str(rejected)
-            raise Replan(f"vcjob {action.job_name} refused: {rejected}") from rejected
+            raise Replan(f"{what} {action.job_name} refused: {rejected}") from rejected
         except Exists as exists:
-            metrics.CONFLICTS.labels("vcjob").inc()
-            holder = self.kube.get_vcjob(namespace, action.job_name)
-            if holder is not None:
+            metrics.CONFLICTS.labels("jobflow" if child else "vcjob").inc()
+            if child:
+                holder = self.kube.get_jobflow(namespace, action.job_name)
+                if holder is not None:
+                    learned.holders[action.job_name] = as_job(JobFlow.model_validate(holder))
+            elif (holder := self.kube.get_vcjob(namespace, action.job_name)) is not None:
                 learned.holders[action.job_name] = VcJob.model_validate(holder)
-            raise Replan(f"vcjob {action.job_name} already exists") from exists
-        metrics.VCJOBS_CREATED.inc()
+            raise Replan(f"{what} {action.job_name} already exists") from exists
+        if not child:
+            metrics.VCJOBS_CREATED.inc()
         if action.ready_since is not None:
             metrics.DEPENDENCY_LATENCY.observe(max(0.0, (now - action.ready_since).total_seconds()))
         self._record(raw, action.event, now=now)

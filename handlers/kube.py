@@ -60,13 +60,20 @@ class KubeApi:
         return self._custom("replace", JOBFLOW, meta["namespace"], meta["name"], flow, status=True)
 
     def list_runs(self, namespace: str, label_selector: str) -> list[dict]:
-        """The JobFlows of ``namespace`` that match ``label_selector`` (a JobFlowTemplate's runs)."""
+        """The JobFlows of ``namespace`` that match ``label_selector`` (a JobFlowTemplate's runs, a JobFlow's
+        children)."""
         return self._custom("list", JOBFLOW, namespace, query=[("labelSelector", label_selector)]).get("items", [])
 
     def create_jobflow(self, body: dict) -> dict:
         """Create a JobFlow (a run); raises Exists when one of that name is there already, Rejected when it holds a
         field the CRD does not have (strict field validation: refused, never silently dropped)."""
         return self._custom("create", JOBFLOW, body["metadata"]["namespace"], body=body, query=STRICT)
+
+    def patch_jobflow(self, namespace: str, name: str, patch: dict) -> None:
+        """Merge-patch a JobFlow (a child its parent stops, suspends, resumes or asks to rerun); gone already is as
+        good (its parent records what became of it)."""
+        self._custom("patch", JOBFLOW, namespace, name, patch, missing_ok=True,
+                     content_type="application/merge-patch+json")
 
     def delete_jobflow(self, namespace: str, name: str) -> None:
         """Delete a JobFlow and, through their owner references, its vcjobs; gone already is as good."""
@@ -118,15 +125,16 @@ class KubeApi:
             return
 
     def remove_finalizer(self, job: dict, finalizer: str) -> None:
-        """Take ``finalizer`` off a vcjob, as a JSON patch that first tests the list is still what we read (else
-        Conflict)."""
+        """Take ``finalizer`` off a vcjob (or a child JobFlow, by its ``kind``), as a JSON patch that first tests the
+        list is still what we read (else Conflict)."""
         meta = job["metadata"]
         current = meta.get("finalizers") or []
         if finalizer not in current:
             return
         patch = [{"op": "test", "path": "/metadata/finalizers", "value": current},
                  {"op": "replace", "path": "/metadata/finalizers", "value": [f for f in current if f != finalizer]}]
-        self._custom("patch", VCJOB, meta["namespace"], meta["name"], patch, missing_ok=True,
+        api_type = JOBFLOW if job.get("kind") == JOBFLOW.kind else VCJOB
+        self._custom("patch", api_type, meta["namespace"], meta["name"], patch, missing_ok=True,
                      content_type="application/json-patch+json")
 
     def delete_vcjob(self, namespace: str, name: str) -> None:

@@ -10,6 +10,10 @@ Three sources, in the order they are preferred:
   never created, or its end was recorded before the JobFlow was read (the engine records a vcjob's end before it
   deletes it or lets it go).
 
+A JobFlow with child flows (:mod:`jobflow_core.flows.children`) also has its children listed (the JobFlows labelled
+with its name), each seen as a stand-in vcjob; a snapshot carries no children, so such a JobFlow is read from the API
+server, and read again after its children were listed (one GET more: only parents pay it).
+
 Only the last gives a JobFlow read that is newer than its vcjob list (:attr:`Read.fresh`). A plan made from one of
 the first two creates a vcjob only after its guarded status write went through, or after :meth:`Reader.current`
 showed the JobFlow has not changed since (``handlers/jobflows.py``; docs/architecture.md, "A finished step never
@@ -26,16 +30,27 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
 from handlers.kube import KubeApi
 from handlers.probing import Prober
 from jobflow_core import Needs, Observation, needs, observe
+from jobflow_core.flows.children import as_job
 from jobflow_core.flows.conditions import result_of_pods
 from jobflow_core.flows.memo import Entry, entries_of
 from jobflow_core.models import JobFlow, JobTemplate, VcJob
 from jobflow_core.queueing.line import InLine, line_of_wire
 from jobflow_core.vocabulary.api import MEMO_CACHE
+from jobflow_core.vocabulary.api import PARENT
 from jobflow_core.vocabulary.naming import jobs_of_jobflow_selector, pods_of_job_selector
+
+if TYPE_CHECKING:
+    from jobflow_core.models import JobFlowTemplate
+
+
+def _has_children(raw: dict) -> bool:
+    """Whether a JobFlow (as JSON) has a child flow, so its children must be listed."""
+    return any(isinstance(flow, dict) and flow.get("jobFlow") for flow in (raw.get("spec") or {}).get("flows") or ())
 
 LIST_TEMPLATES_FROM = 3
 """A plan that needs this many JobTemplates or more reads them with one LIST of the namespace's, not a GET each."""
@@ -75,15 +90,27 @@ class Reader:
     def jobflow(self, namespace: str, name: str, *, snapshot: dict | None = None,
                 known: dict | None = None) -> Read | None:
         """The JobFlow and its vcjobs from the best source given; None when the JobFlow does not exist."""
-        if snapshot is not None:
+        if snapshot is not None and not _has_children(snapshot["jobflow"]):
             jobs = [VcJob.model_validate(job) for job in snapshot.get("vcjobs") or ()]
             line = snapshot.get("line")
             return Read(snapshot["jobflow"], {job.name: job for job in jobs}, Source.SNAPSHOT,
                         line=None if line is None else tuple(map(line_of_wire, line)))
         selector = jobs_of_jobflow_selector(namespace=namespace, jobflow=name)
         listed = {job.name: job for job in map(VcJob.model_validate, self.kube.list_vcjobs(namespace, selector))}
+        if known is not None and _has_children(known):
+            listed |= self._children(namespace, name)
+            return Read(known, listed, Source.KNOWN)
         raw = known if known is not None else self.kube.get_jobflow(namespace, name)
+        if raw is not None and known is None and _has_children(raw):
+            listed |= self._children(namespace, name)
+            raw = self.kube.get_jobflow(namespace, name)  # newer than both lists
         return None if raw is None else Read(raw, listed, Source.KNOWN if known is not None else Source.API)
+
+    def _children(self, namespace: str, name: str) -> dict[str, VcJob]:
+        """The JobFlows labelled as children of ``name``, as stand-in vcjobs (ownership is checked by UID when
+        observed)."""
+        listed = self.kube.list_runs(namespace, f"{PARENT}={name}")
+        return {child.name: child for child in (as_job(JobFlow.model_validate(raw)) for raw in listed)}
 
     def current(self, read: Read) -> dict | None:
         """The JobFlow as it is now (a GET), to check a read that is not :attr:`Read.fresh` before a create."""
@@ -106,6 +133,13 @@ class Reader:
                          for job in need.results})
             need = needs(observation)
         return observation, need
+
+    def flow_templates(self, namespace: str, need: Needs) -> dict[str, "JobFlowTemplate"]:
+        """The JobFlowTemplates of the child flows ``need`` names (a GET each)."""
+        from jobflow_core.models import JobFlowTemplate  # built on first use: most JobFlows have no child
+
+        found = {name: self.kube.get_jobflowtemplate(namespace, name) for name in need.flow_templates}
+        return {name: JobFlowTemplate.model_validate(raw) for name, raw in found.items() if raw is not None}
 
     def templates(self, namespace: str, need: Needs) -> dict[str, dict]:
         """The JobTemplates ``need`` names, as read (their status is changed from these first)."""

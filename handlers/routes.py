@@ -46,7 +46,7 @@ def dispatch(dispatcher: Dispatcher, hint: Hint) -> Result:
     if hint.about is None:
         return dispatcher.resync()
     if hint.about is JOBFLOW:
-        return dispatcher.jobflow(hint.namespace, hint.name, snapshot=hint.snapshot)
+        return dispatcher.jobflow(hint.namespace, hint.name, snapshot=hint.snapshot, controller=hint.controller)
     if hint.about is JOBTEMPLATE:
         return dispatcher.jobtemplate(hint.namespace, hint.name)
     if hint.about is JOBFLOWTEMPLATE:

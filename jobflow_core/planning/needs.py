@@ -24,7 +24,7 @@ from functools import cached_property
 from jobflow_core.dag.probes import NetworkCheck
 from jobflow_core.models import JobTemplate, VcJobPhase
 from jobflow_core.planning.observation import Observation
-from jobflow_core.planning.starts import templates_needed
+from jobflow_core.planning.starts import flow_templates_needed, templates_needed
 from jobflow_core.queueing.line import DEFAULT_QUEUE, queue_of
 
 
@@ -55,6 +55,11 @@ class Needs:
     def templates(self) -> tuple[str, ...]:
         """The JobTemplates to read."""
         return tuple(templates_needed(self.observation))
+
+    @cached_property
+    def flow_templates(self) -> tuple[str, ...]:
+        """The JobFlowTemplates of the child flows that may start (:mod:`jobflow_core.flows.children`)."""
+        return tuple(flow_templates_needed(self.observation))
 
     @cached_property
     def memo(self) -> bool:

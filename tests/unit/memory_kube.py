@@ -45,6 +45,17 @@ def _matches(labels: dict[str, str], selector: str) -> bool:
     return True
 
 
+def _merge(target: dict[str, Any], patch: dict[str, Any]) -> None:
+    """A JSON merge patch (RFC 7386), in place: None removes a key."""
+    for key, value in patch.items():
+        if value is None:
+            target.pop(key, None)
+        elif isinstance(value, dict) and isinstance(target.get(key), dict):
+            _merge(target[key], value)
+        else:
+            target[key] = copy.deepcopy(value)
+
+
 class MemoryKube:
     """The calls of ``KubeApi``, answered from memory (see the module docstring)."""
 
@@ -154,6 +165,14 @@ class MemoryKube:
             raise Exists(f"jobflows {meta['name']} already exists")
         return self.put(body)
 
+    def patch_jobflow(self, namespace: str, name: str, patch: dict) -> None:
+        self.requests += 1
+        stored = self.objects.get((JOBFLOW.kind, namespace, name))
+        if stored is None:
+            return
+        _merge(stored, patch)
+        stored["metadata"]["resourceVersion"] = str(next(self._versions))
+
     def delete_jobflow(self, namespace: str, name: str) -> None:
         self.requests += 1
         self.remove(JOBFLOW, namespace, name)
@@ -214,15 +233,16 @@ class MemoryKube:
         if finalizer not in current:
             return
         self.requests += 1
-        stored = self.objects.get((VCJOB.kind, meta["namespace"], meta["name"]))
+        kind = JOBFLOW.kind if job.get("kind") == JOBFLOW.kind else VCJOB.kind
+        stored = self.objects.get((kind, meta["namespace"], meta["name"]))
         if stored is None:
             return
         if (stored["metadata"].get("finalizers") or []) != current:
-            raise Conflict(f"finalizers of vcjob {meta['name']} changed")
+            raise Conflict(f"finalizers of {kind} {meta['name']} changed")
         stored["metadata"]["finalizers"] = [f for f in current if f != finalizer]
         stored["metadata"]["resourceVersion"] = str(next(self._versions))
         if stored["metadata"].get("deletionTimestamp") and not stored["metadata"]["finalizers"]:
-            del self.objects[(VCJOB.kind, meta["namespace"], meta["name"])]
+            del self.objects[(kind, meta["namespace"], meta["name"])]
 
     def delete_vcjob(self, namespace: str, name: str) -> None:
         self.requests += 1
