@@ -112,7 +112,26 @@ class Dispatcher:
             child = self.kube.get_jobflow(namespace, name) if not above.found else None
             if child is not None and controller_name(child) == parent:
                 self._release_orphan_child(child, jobflow_uids=())
-        return self._wake(self._runs_ended(result))
+        return self._wake(self._runs_ended(self._parents(result)))
+
+    def _parents(self, result: Result) -> Result:
+        """Reconcile the parent of each child JobFlow whose status a reconcile of ``result`` wrote (and theirs, up
+        the tree), once each: the event source does not send an event for the handler's own writes, so the child's
+        new phase or outputs reach its parent here (:mod:`jobflow_core.flows.children`)."""
+        done = {outcome.jobflow for outcome in result.outcomes if outcome.status_written}
+        pending = [outcome for outcome in result.outcomes if outcome.parent and outcome.status_written]
+        while pending:
+            child = pending.pop(0)
+            namespace = child.jobflow.partition("/")[0]
+            key = f"{namespace}/{child.parent}"
+            if key in done:
+                continue
+            above = self.reconciler.jobflow(namespace, child.parent or "")
+            done.add(key)
+            result.outcomes.append(above)
+            if above.parent and above.status_written:
+                pending.append(above)
+        return result
 
     def _wake(self, result: Result) -> Result:
         """When a reconcile's status write left room in a Volcano queue, the JobFlows waiting there are reconciled
@@ -209,7 +228,7 @@ class Dispatcher:
             if not candidates:
                 self._release_orphan(self.kube.get_vcjob(namespace, name), jobflow_uids=())
             result = self._runs_ended(self._each(candidates, inline=True))
-        result = self._wake(result)
+        result = self._wake(self._parents(result))
         if deleted and self.kube.get_vcjob(namespace, name) is None:
             for raw in self.kube.list_jobtemplates(namespace):
                 if name in ((raw.get("status") or {}).get("jobDependsOnList") or ()):
@@ -285,7 +304,7 @@ class Dispatcher:
         if failures:
             log.warning("reconciled %d JobFlow(s); %d failed: %s", len(result.outcomes), len(failures), failures)
             raise PartlyFailed(failures, retry=retry)
-        return result
+        return self._parents(result)
 
     def _tell(self, raw: dict, message: str) -> None:
         """A Warning Event on a JobFlow that could not be reconciled (its status may be what cannot be written)."""

@@ -55,6 +55,8 @@ One flow (:mod:`~jobflow_core.flows`):
 * :mod:`~jobflow_core.flows.retries`: whether a failed vcjob runs again, and after which backoff.
 * :mod:`~jobflow_core.flows.deadlines`: when time alone ends a wait or a vcjob: ``activeDeadlineSeconds``,
   ``timeoutSeconds``, probe timeouts.
+* :mod:`~jobflow_core.flows.children`: a child JobFlow as its flow's run: its manifest, phase, result and cost, and
+  what a stop, suspend or rerun of its parent asks of it.
 * :mod:`~jobflow_core.flows.conditions`: the value of a flow's ``when`` condition (CEL).
 * :mod:`~jobflow_core.flows.vcjobs`: the vcjob manifest of a flow, and the command that aborts a vcjob.
 * :mod:`~jobflow_core.flows.patching`: how a flow's ``patch.jobSpec`` merges into its JobTemplate's spec.
@@ -95,6 +97,7 @@ May it be stored (:mod:`~jobflow_core.validation`):
   probes.
 * :mod:`~jobflow_core.validation.jobtemplates`: whether a JobTemplate would make a vcjob Volcano accepts.
 * :mod:`~jobflow_core.validation.approvals`: who may answer an approval gate, checked when the answer is written.
+* :mod:`~jobflow_core.validation.children`: what would be wrong with a child JobFlow, checked before it is created.
 * :mod:`~jobflow_core.validation.review`: the validating webhook's answer, an AdmissionReview in and out.
 * :mod:`~jobflow_core.validation.update_warnings`: which spec updates warn, because vcjobs created earlier will not
   see them.

@@ -166,6 +166,8 @@ deleted within one gap is not seen)."""
     def __init__(self, cluster: LocalCluster, namespace: str) -> None:
         self.cluster, self.namespace = cluster, namespace
         self.uids: dict[str, set[str]] = {}
+        self.flow_uids: dict[str, set[str]] = {}
+        """JobFlow name -> the UIDs it was created with (a child JobFlow created twice has two)."""
         self.phases: dict[str, list[str]] = {}
         self.gaps = 0
         self.ended: dict[str, list[int]] = {}
@@ -184,6 +186,8 @@ deleted within one gap is not seen)."""
             self.uids.setdefault(job["metadata"]["name"], set()).add(job["metadata"]["uid"])
 
     def _jobflow(self, kind: str, flow: dict[str, Any]) -> None:
+        if kind == "ADDED":
+            self.flow_uids.setdefault(flow["metadata"]["name"], set()).add(flow["metadata"]["uid"])
         phase = ((flow.get("status") or {}).get("state") or {}).get("phase")
         seen = self.phases.setdefault(flow["metadata"]["name"], [])
         if phase and (not seen or seen[-1] != phase):

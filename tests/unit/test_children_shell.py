@@ -70,11 +70,11 @@ def stored(kube: MemoryKube, name: str) -> dict:
     return kube.stored(JOBFLOW, NS, name) or {}
 
 
-def finish_fetch(kube: MemoryKube, handler: Dispatcher) -> None:
+def finish_fetch(kube: MemoryKube, handler: Dispatcher):
     kube.move(NS, "p-prep-fetch", "Completed")
     kube.pods[NS] = [{"metadata": {"name": "p-prep-fetch-0", "labels": {"volcano.sh/job-name": "p-prep-fetch"}},
                       "status": {"containerStatuses": [{"state": {"terminated": {"message": "file=x.csv"}}}]}}]
-    handler.vcjob(NS, "p-prep-fetch", controller="p-prep", deleted=False)
+    return handler.vcjob(NS, "p-prep-fetch", controller="p-prep", deleted=False)
 
 
 def test_the_parent_creates_its_child_which_runs_and_hands_its_outputs_up(kube):
@@ -86,11 +86,10 @@ def test_the_parent_creates_its_child_which_runs_and_hands_its_outputs_up(kube):
     result = handler.jobflow(NS, "p-prep", controller="p")  # the child's own event: it plans, then its parent
     assert [o.jobflow for o in result.outcomes] == ["default/p-prep", "default/p"]
     assert result.outcomes[0].created == ["p-prep-fetch"] and kube.names(VCJOB, NS) == ["p-prep-fetch"]
-    finish_fetch(kube, handler)
+    result = finish_fetch(kube, handler)  # the vcjob's event: the child succeeds, and its parent goes on at once
     assert stored(kube, "p-prep")["status"]["state"]["phase"] == "Succeed"
     assert stored(kube, "p-prep")["status"]["outputs"] == {"path": "/data/a/x.csv"}
-    result = handler.jobflow(NS, "p-prep", controller="p")  # the child's status write comes back as its event
-    assert result.outcomes[1].created == ["p-train"]
+    assert [(o.jobflow, o.created) for o in result.outcomes] == [("default/p-prep", []), ("default/p", ["p-train"])]
     train = kube.stored(VCJOB, NS, "p-train")
     assert train["spec"]["tasks"][0]["template"]["spec"]["containers"][0]["env"] == [
         {"name": "DATA", "value": "/data/a/x.csv"}]

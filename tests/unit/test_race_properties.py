@@ -44,7 +44,7 @@ from handlers.jobflows import Reconciler
 from handlers.writes import Writes
 from interleaving import Interleaving, SteppedKube
 from jobflow_core.routing.snapshots import trim
-from jobflow_core.vocabulary.api import JOBFLOW, JOBTEMPLATE, VCJOB
+from jobflow_core.vocabulary.api import JOBFLOW, JOBFLOWTEMPLATE, JOBTEMPLATE, VCJOB
 from memory_kube import MemoryKube
 from scenario import TEMPLATE_SPEC
 from seeds import diamond_flows
@@ -57,7 +57,11 @@ SHAPES = {
                " {name: b, dependsOn: {targets: [x]}}]",
     "loop": "[{name: l, repeat: {until: 'iteration >= 2', limit: 3}}, {name: b, dependsOn: {targets: [l]}}]",
     "retry, finally": "[{name: a, retry: {limit: 2}}, {name: b, dependsOn: {targets: [a]}}, {name: z, finally: true}]",
+    "child": "[{name: c, jobFlow: {template: ct}}, {name: b, dependsOn: {targets: [c]}}]",
 }
+"""In ``child``, flow ``c`` is a child JobFlow (``f-c``, made from JobFlowTemplate ``ct`` of one flow, ``a``): its
+reconciles (its event, which reconciles the parent after it) race with the parent's, Volcano runs its vcjob
+``f-c-a``, and a user may delete it once the parent recorded it Completed."""
 FAILS_FIRST = {"f-a"}
 """The first attempt of the retried flow fails (Volcano moves it to Failed): its retry, ``f-a-r1``, completes."""
 DELETIONS = ("retain policy", "ttl", "user")
@@ -78,19 +82,28 @@ class CountingKube(MemoryKube):
         self.early: list[str] = []
         """vcjobs created before every vcjob of their flow's targets had Completed."""
 
+    def create_jobflow(self, body: dict) -> dict:
+        created = self._created(body, lambda: super(CountingKube, self).create_jobflow(body))
+        return created
+
     def create_vcjob(self, body: dict) -> None:
+        self._created(body, lambda: super(CountingKube, self).create_vcjob(body))
+
+    def _created(self, body: dict, create: Callable[[], Any]) -> Any:
         flow = body["metadata"]["name"].split("-")[1]
         spec = {f["name"]: f for f in self.stored(JOBFLOW, NS, "f")["spec"]["flows"]}
         targets = (spec[flow].get("dependsOn") or {}).get("targets") or ()
         if not all(completed(self, target) for target in targets):
             self.early.append(body["metadata"]["name"])
-        super().create_vcjob(body)
+        created = create()
         self.creates[body["metadata"]["name"]] += 1
         self.witnesses[body["metadata"]["name"]] = self.under_way()
+        return created
 
     def replace_jobflow_status(self, flow: dict) -> dict:
         written = super().replace_jobflow_status(flow)
-        self.phases.append(((written.get("status") or {}).get("state") or {}).get("phase") or "")
+        if flow["metadata"]["name"] == "f":  # the parent's (a child's phases are its own)
+            self.phases.append(((written.get("status") or {}).get("state") or {}).get("phase") or "")
         return written
 
 
@@ -101,6 +114,8 @@ def cluster_with(shape: str, deletion: str) -> CountingKube:
         kube.put({"apiVersion": JOBTEMPLATE.api_version, "kind": JOBTEMPLATE.kind,
                   "metadata": {"name": name, "namespace": NS}, "spec": yaml.safe_load(TEMPLATE_SPEC) | ttl})
     retain = "jobRetainPolicy: delete, " if deletion == "retain policy" else ""
+    kube.put({"apiVersion": JOBFLOWTEMPLATE.api_version, "kind": JOBFLOWTEMPLATE.kind,
+              "metadata": {"name": "ct", "namespace": NS}, "spec": {"jobFlow": {"spec": {"flows": [{"name": "a"}]}}}})
     kube.put(yaml.safe_load(f"apiVersion: {JOBFLOW.api_version}\nkind: JobFlow\n"
                             f"metadata: {{name: f, namespace: {NS}}}\nspec: {{{retain}flows: {SHAPES[shape]}}}"))
     return kube
@@ -110,8 +125,22 @@ def live_jobs(kube: MemoryKube) -> list[dict[str, Any]]:
     return [kube.stored(VCJOB, NS, name) for name in kube.names(VCJOB, NS)]
 
 
+def live_children(kube: MemoryKube) -> list[dict[str, Any]]:
+    return [kube.stored(JOBFLOW, NS, name) for name in kube.names(JOBFLOW, NS) if name != "f"]
+
+
 def phase_of(job: dict[str, Any]) -> str:
     return ((job.get("status") or {}).get("state") or {}).get("phase") or ""
+
+
+def as_run_phase(child: dict[str, Any]) -> str:
+    """A child JobFlow's phase as its flow's run: Succeed is Completed."""
+    phase = phase_of(child)
+    return "Completed" if phase == "Succeed" else phase
+
+
+def owned_by_f(job: dict[str, Any]) -> bool:
+    return any(ref.get("name") == "f" for ref in job["metadata"].get("ownerReferences") or ())
 
 
 def recorded_completed(kube: MemoryKube) -> set[str]:
@@ -127,7 +156,8 @@ def completed(kube: MemoryKube, flow: str) -> bool:
     status = kube.stored(JOBFLOW, NS, "f").get("status") or {}
     known = {entry["name"]: entry.get("state") or "" for entry in status.get("jobStatusList") or ()}
     known |= dict.fromkeys(status.get("completedJobs") or (), "Completed")
-    known |= {job["metadata"]["name"]: phase_of(job) for job in live_jobs(kube)}
+    known |= {job["metadata"]["name"]: phase_of(job) for job in live_jobs(kube) if owned_by_f(job)}
+    known |= {child["metadata"]["name"]: as_run_phase(child) for child in live_children(kube)}
     ours = {name: phase for name, phase in known.items() if name == f"f-{flow}" or name.startswith(f"f-{flow}-")}
     last = [name for name in ours if not any(other.startswith(f"{name}-r") for other in ours)]
     return bool(last) and all(ours[name] == "Completed" for name in last)
@@ -155,6 +185,11 @@ def cluster_moves(kube: CountingKube, deletion: str) -> list[tuple[str, str]]:
                 moves.append(("ttl", name))
             if deletion == "user" and name in recorded_completed(kube):
                 moves.append(("user", name))
+    for child in live_children(kube):
+        name = child["metadata"]["name"]
+        if phase_of(child) == "Succeed" and deletion == "user" and name in recorded_completed(kube) \
+                and not child["metadata"].get("deletionTimestamp"):
+            moves.append(("user deletes child", name))
     return [*moves, SUSPEND]
 
 
@@ -164,6 +199,8 @@ def carry_out(kube: MemoryKube, move: tuple[str, str], *, shape: str) -> None:
         flow = kube.stored(JOBFLOW, NS, "f")
         flow["spec"]["suspend"] = not flow["spec"].get("suspend")
         kube.put(flow)
+    elif what == "user deletes child":
+        kube.remove(JOBFLOW, NS, name)
     elif what == "volcano":
         phase = NEXT_PHASE[phase_of(kube.stored(VCJOB, NS, name))]
         kube.move(NS, name, "Failed" if phase == "Completed" and shape.startswith("retry") and name in FAILS_FIRST
@@ -189,6 +226,14 @@ def reconcile(kube: SteppedKube | MemoryKube, snapshot: dict | None = None) -> N
         pass
 
 
+def child_event(kube: SteppedKube | MemoryKube) -> None:
+    """The child JobFlow's event: the child, then its parent (:meth:`handlers.dispatch.Dispatcher.jobflow`)."""
+    try:
+        Dispatcher(reconciler(kube)).jobflow(NS, "f-c", controller="f")
+    except Conflict:
+        pass
+
+
 def resync(kube: SteppedKube) -> None:
     try:
         Dispatcher(reconciler(kube)).resync()
@@ -211,7 +256,8 @@ def test_racing_reconciles_never_create_a_vcjob_twice_nor_move_a_phase_back(shap
                for kind in ("step", "reconcile", "cluster")}
     for _ in range(data.draw(st.integers(min_value=10, max_value=150), label="steps")):
         options = {"step": [("step", actor.name) for actor in race.waiting],
-                   "reconcile": [("reconcile", ""), ("resync", ""), ("snapshot", "")]
+                   "reconcile": [("reconcile", ""), ("resync", ""), ("snapshot", ""),
+                                 *([("child", "")] if shape == "child" else [])]
                    if len(race.waiting) < 3 and len(race.actors) < 12 else [],
                    "cluster": cluster_moves(kube, deletion)}
         kinds = [kind for kind, found in options.items() if found for _ in range(1 + weights[kind])]
@@ -221,9 +267,9 @@ def test_racing_reconciles_never_create_a_vcjob_twice_nor_move_a_phase_back(shap
         log.append(f"{choice[0]} {choice[1]}")
         if choice[0] == "step":
             race.step(next(actor for actor in race.actors if actor.name == choice[1]))
-        elif choice[0] in ("reconcile", "resync"):
-            race.spawn(f"r{len(race.actors)}", lambda work=reconcile if choice[0] == "reconcile" else resync:
-                       work(stepped))
+        elif choice[0] in ("reconcile", "resync", "child"):
+            work = {"reconcile": reconcile, "resync": resync, "child": child_event}[choice[0]]
+            race.spawn(f"r{len(race.actors)}", lambda work=work: work(stepped))
         elif choice[0] == "snapshot":  # an event carrying a signed snapshot, as old as the watches may be
             moments = st.integers(min_value=0, max_value=len(history) - 1)
             seen = snapshot_of(history, flow_at=data.draw(moments), jobs_at=data.draw(moments))
@@ -238,6 +284,8 @@ def test_racing_reconciles_never_create_a_vcjob_twice_nor_move_a_phase_back(shap
             carry_out(kube, SUSPEND, shape=shape)
         for move in moves:
             carry_out(kube, move, shape=shape)
+        if shape == "child":
+            child_event(kube)
         reconcile(kube)
         if not moves and len(kube.phases) == writes and kube.phases[-1:] == ["Succeed"]:
             break
