@@ -1,10 +1,10 @@
 """Each page's view, computed once per change and shared by every browser showing it.
 
-A page's view depends on a few objects (a JobFlow, its vcjobs, its Kubernetes events; a JobTemplate and the JobFlows
-using it; a JobFlowTemplate and its runs); :class:`Pages` keys each computed view by their versions, so 50 streams
-of the same JobFlow wake on a change, and the first to ask computes the view and its JSON while the other 49 reuse
-them. The events of a JobFlow are read from the API server (they are not watched: see :mod:`dashboard.store`) when
-the JobFlow changed, at most every :data:`EVENTS_SECONDS` otherwise, whoever asks.
+A page's view depends on a few objects (a JobFlow, its vcjobs, its child JobFlows, its Kubernetes events; a
+JobTemplate and the JobFlows using it; a JobFlowTemplate and its runs); :class:`Pages` keys each computed view by
+their versions, so 50 streams of the same JobFlow wake on a change, and the first to ask computes the view and its
+JSON while the other 49 reuse them. The events of a JobFlow are read from the API server (they are not watched: see
+:mod:`dashboard.store`) when the JobFlow changed, at most every :data:`EVENTS_SECONDS` otherwise, whoever asks.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from typing import Any
 
 from dashboard import views
 from dashboard.store import Store
+from display.family import children_of
 from jobflow_core.models import JobFlow
 from jobflow_core.vocabulary.api import JOBFLOW, JOBFLOWTEMPLATE, JOBTEMPLATE, RUN_OF
 from jobflow_core.vocabulary.naming import template_name
@@ -56,18 +57,22 @@ class Pages:
         if found is None:
             return None
         flow, jobs = found["jobflow"], found["vcjobs"]
+        children = children_of(flow, self.store.children(namespace, name))
         events = self._events_of(namespace, name, flow["metadata"].get("uid", ""),
                                  flow["metadata"].get("resourceVersion"))
         fingerprint = (flow["metadata"].get("resourceVersion"),
-                       tuple(job["metadata"].get("resourceVersion") for job in jobs), id(events))
+                       tuple(job["metadata"].get("resourceVersion") for job in jobs), id(events),
+                       tuple((child["metadata"].get("name"), child["metadata"].get("resourceVersion"))
+                             for child in children))
         return self._cached(("jf", namespace, name), fingerprint,
-                            lambda: views.jobflow_view(flow, jobs, events, now=self.clock()))
+                            lambda: views.jobflow_view(flow, jobs, events, now=self.clock(), children=children))
 
     def items(self, namespace: str, name: str, flow: str) -> dict[str, Any] | None:
         found = self.store.snapshot(namespace, name)
         if found is None:
             return None
-        return views.items_view(found["jobflow"], found["vcjobs"], flow, now=self.clock())
+        return views.items_view(found["jobflow"], found["vcjobs"], flow, now=self.clock(),
+                                children=children_of(found["jobflow"], self.store.children(namespace, name)))
 
     def template(self, namespace: str, name: str) -> tuple[dict[str, Any], str] | None:
         """The JobTemplate page's view and its JSON; None when the store does not know the JobTemplate.

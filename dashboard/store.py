@@ -6,6 +6,10 @@ resume, re-list on 410 Gone, back off on errors), noting every change here inste
 open pages still sends the API server four watch requests, not 50 polls; pages ask this store, and each change bumps
 :attr:`Store.version` and wakes the pages' streams (:meth:`Store.wait`), which send a new view only if theirs changed.
 
+A child JobFlow (:mod:`jobflow_core.flows.children`) is a JobFlow like any, in the same watch; the store keeps them
+findable by their parent's name (the ``flow.volcano.sh/parent`` label), so a parent's page finds its children
+without going through every JobFlow on every change (:meth:`Store.children`).
+
 Kubernetes Events are not watched (there are many, of every kind): a JobFlow page reads the events of its JobFlow
 when the JobFlow changes, shared by every page showing it (:mod:`dashboard.views`).
 """
@@ -19,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from apiclient.watch import WATCHED, Change, ListWatch
 from apiclient.watch_cache import WatchCache
 from jobflow_core.routing.snapshots import trim_jobflow
-from jobflow_core.vocabulary.api import JOBFLOW, JOBFLOWTEMPLATE, JOBTEMPLATE, ApiType
+from jobflow_core.vocabulary.api import JOBFLOW, JOBFLOWTEMPLATE, JOBTEMPLATE, PARENT, ApiType
 
 if TYPE_CHECKING:
     from apiclient.connection import Connection
@@ -37,6 +41,10 @@ class Store(WatchCache):
         self._others: dict[ApiType, dict[tuple[str, str], dict[str, Any]]] = {JOBTEMPLATE: {}, JOBFLOWTEMPLATE: {}}
         self._changed = threading.Condition()
         self.version = 0
+        self._kin: dict[tuple[str, str], set[str]] = {}
+        """(namespace, parent's name) -> the names of the JobFlows labelled as its children."""
+        self._parent_of: dict[tuple[str, str], str] = {}
+        """(namespace, child's name) -> the parent's name it was filed under in :attr:`_kin`."""
         self.synced: set[ApiType] = set()
         """The types whose first list has arrived (until then a page says it is loading, not that nothing exists)."""
 
@@ -51,7 +59,30 @@ class Store(WatchCache):
                     self._others[api_type][key] = trim_jobflow(obj)
         else:
             super().note(api_type, obj, deleted=deleted)
+            if api_type is JOBFLOW:
+                self._file_child(obj, deleted=deleted)
         self.bump()
+
+    def _file_child(self, obj: dict[str, Any], *, deleted: bool) -> None:
+        meta = obj.get("metadata") or {}
+        namespace, name = meta.get("namespace", ""), meta.get("name", "")
+        parent = (meta.get("labels") or {}).get(PARENT)
+        with self._lock:
+            filed = self._parent_of.pop((namespace, name), None)
+            if filed is not None:  # gone, or its label changed: filed afresh below
+                self._kin[(namespace, filed)].discard(name)
+                if not self._kin[(namespace, filed)]:
+                    del self._kin[(namespace, filed)]
+            if parent and not deleted:
+                self._kin.setdefault((namespace, parent), set()).add(name)
+                self._parent_of[(namespace, name)] = parent
+
+    def children(self, namespace: str, parent: str) -> list[dict[str, Any]]:
+        """The JobFlows labelled as children of JobFlow ``parent`` (whether it controls them is the caller's to
+        check: :func:`display.family.children_of`)."""
+        with self._lock:
+            names = sorted(self._kin.get((namespace, parent), ()))
+            return [self._jobflows[(namespace, name)] for name in names if (namespace, name) in self._jobflows]
 
     def bump(self) -> None:
         with self._changed:

@@ -17,13 +17,14 @@ from typing import Any
 from apiclient.steering import answer_words, gate_of, stoppable
 from display import drawing
 from display import timeline
-from display.facts import FlowRow, JobFlowFacts, cost_text, queue_line, take, tasks_text
+from display.facts import FlowRow, JobFlowFacts, cost_text, parent_of, queue_line, take, tasks_text
+from display.family import children_of
 from display.layout import place
 from display.times import age, expected, parse_time
 from jobflow_core.dag.graph import flow_graph
 from jobflow_core.models import JobFlow, JobTemplate
 from jobflow_core.vocabulary import label_selectors
-from jobflow_core.vocabulary.api import RUN_OF
+from jobflow_core.vocabulary.api import CHILD_TEMPLATE, RUN_OF
 from jobflow_core.vocabulary.naming import template_name
 
 STATES: Mapping[str, tuple[str, str]] = {
@@ -94,24 +95,30 @@ def _in(obj: Mapping[str, Any], namespace: str | None) -> bool:
 
 
 def jobflow_view(jobflow: dict[str, Any], jobs: list[dict[str, Any]], events: list[dict[str, Any]], *,
-                 now: datetime) -> dict[str, Any]:
+                 now: datetime, children: Iterable[dict[str, Any]] = ()) -> dict[str, Any]:
     """The JobFlow page: its header, every flow as a placed node (started or not), its edges, timeline, events.
     A fan-out's items are not in it (a 1,000-item fan-out would dominate it): the page asks for them
-    (:func:`items_view`) when the user opens the node."""
+    (:func:`items_view`) when the user opens the node. A flow that made a child JobFlow (among ``children``, the
+    JobFlows it controls) is one node, with the child's phase and progress (its list line, :func:`jobflow_row`)
+    and the way to its own page; a child's page names its parent (``parent``)."""
     flow = JobFlow.model_validate(jobflow)
     graph = flow_graph(flow)
-    snap = take(jobflow, jobs, now=now)
+    children = children_of(jobflow, children)
+    snap = take(jobflow, jobs, now=now, children=children)
+    kin = {(child.get("metadata") or {}).get("name"): jobflow_row(child, now=now) for child in children}
     chart = timeline.build(jobflow, jobs, now=now)
     # The forecast's path (status.criticalPath) needs earlier runs' statistics; a first run has none, and then
     # the path the vcjobs took so far (the timeline's) is starred, so the DAG and the header never show none.
     critical_path = snap.critical_path or chart.critical
     critical = set(critical_path)
-    templates = {f.name: template_name(f) if f.approval is None else None for f in flow.spec.flows or ()}
+    templates = {f.name: template_name(f) if f.approval is None and f.job_flow is None else None
+                 for f in flow.spec.flows or ()}
     positions, size = place(graph)
     estimates = {e.flow: e.seconds for e in (flow.status.estimates if flow.status else None) or ()}
     nodes = [_node(row, now=now, critical=row.name in critical, template=templates.get(row.name, row.name),
                    note=drawing.label(graph, {}, row.name), estimate=estimates.get(row.name),
-                   position=positions[row.name], gate=_gate(flow, row.name)) for row in snap.rows]
+                   position=positions[row.name], gate=_gate(flow, row.name), child=kin.get(row.job))
+             for row in snap.rows]
     nodes += [{"name": name, "state": word, "tone": "failed", "glyph": "✗", "label": f"✗ {word}",
                "detail": detail, "x": positions[name][0], "y": positions[name][1], "level": 0, "items": None,
                "after": graph.targets(name) if name in graph.blocked else []}
@@ -138,7 +145,18 @@ def jobflow_view(jobflow: dict[str, Any], jobs: list[dict[str, Any]], events: li
         },
         "events": [_event(event, now=now) for event in sorted(events, key=_event_time, reverse=True)],
         "schedule": (meta.get("labels") or {}).get(RUN_OF),
+        "parent": _parent(jobflow),
     }
+
+
+def _parent(jobflow: Mapping[str, Any]) -> dict[str, Any] | None:
+    """Where a child JobFlow comes from, for its page's breadcrumb: its parent JobFlow and the flow that made it."""
+    found = parent_of(jobflow)
+    if found is None:
+        return None
+    meta = jobflow.get("metadata") or {}
+    return {"namespace": meta.get("namespace", ""), "name": found[0], "flow": found[1],
+            "template": (meta.get("labels") or {}).get(CHILD_TEMPLATE)}
 
 
 def _header(snap: JobFlowFacts, flow: JobFlow, *, critical_path: list[str], now: datetime) -> dict[str, Any]:
@@ -168,7 +186,10 @@ def _gate(flow: JobFlow, name: str) -> dict[str, Any] | None:
 
 
 def _node(row: FlowRow, *, now: datetime, critical: bool, template: str | None, note: str | None,
-          estimate: int | None, position: tuple[float, float], gate: dict[str, Any] | None) -> dict[str, Any]:
+          estimate: int | None, position: tuple[float, float], gate: dict[str, Any] | None,
+          child: dict[str, Any] | None) -> dict[str, Any]:
+    """One flow's node. A child JobFlow's (``childTemplate`` set) has no vcjob: its ``job`` is the child JobFlow's
+    name, and ``child`` the child's list line (phase, progress) once it exists."""
     tone, glyph = STATES.get(row.phase, ("waiting", "○"))
     total = sum(row.items.values()) if row.items else 0
     return {
@@ -176,15 +197,17 @@ def _node(row: FlowRow, *, now: datetime, critical: bool, template: str | None, 
         "name": row.name, "level": row.level, "after": row.after, "job": row.job if gate is None else None,
         "jobExists": row.live,
         "state": row.phase, "tone": tone, "glyph": glyph, "label": f"{glyph} {row.phase}",
-        "detail": _detail(row, note=note, now=now),
+        "detail": _detail(row, note=note, now=now, child=child),
         "waitingFor": row.waiting_for, "message": row.message,
         "expectedStart": expected(row.expected_start, now=now) if row.expected_start else None,
         "estimateSeconds": estimate, "attempts": row.attempts, "restarts": row.restarts,
         "ran": row.ran, "result": row.result, "tasks": tasks_text(row) or None,
         "started": when(row.created), "age": age(row.created, now=now) if row.created else None,
-        "since": when(row.created) if _running(row) else None,
+        "since": when(row.created) if _running(row) and child is None else None,
         "template": template, "critical": critical, "note": note, "gate": gate,
         "items": ({"total": total, "counts": row.items, "iterations": row.iterations} if row.items else None),
+        "childTemplate": row.child_template,
+        "child": {key: child[key] for key in ("name", "phase", "progress", "done")} if child else None,
         "x": position[0], "y": position[1],
     }
 
@@ -194,8 +217,11 @@ def _running(row: FlowRow) -> bool:
     return bool(row.created) and not row.ran and not row.items and row.phase not in ("Waiting", "Skipped")
 
 
-def _detail(row: FlowRow, *, note: str | None, now: datetime) -> str:
-    """The node's third line: what it waits for, how it runs, or how it ended; short (the panel has the rest)."""
+def _detail(row: FlowRow, *, note: str | None, now: datetime, child: dict[str, Any] | None = None) -> str:
+    """The node's third line: what it waits for, how it runs, or how it ended; short (the panel has the rest). A
+    child JobFlow's: its own phase (Suspended, say, where its flow's run is Running)."""
+    if child is not None and not row.items:
+        return f"JobFlow {child['phase'] or '(no status yet)'}"
     if row.items:
         total = sum(row.items.values())
         done = row.items.get("Completed", 0)
@@ -215,13 +241,15 @@ def _detail(row: FlowRow, *, note: str | None, now: datetime) -> str:
     return ""
 
 
-def items_view(jobflow: dict[str, Any], jobs: list[dict[str, Any]], flow: str, *, now: datetime) -> dict[str, Any]:
-    """A fan-out's (or loop's) items, one by one: asked for when the user opens the node."""
-    snap = take(jobflow, jobs, now=now)
+def items_view(jobflow: dict[str, Any], jobs: list[dict[str, Any]], flow: str, *, now: datetime,
+               children: Iterable[dict[str, Any]] = ()) -> dict[str, Any]:
+    """A fan-out's (or loop's) items, one by one: asked for when the user opens the node. The items of a flow of
+    child JobFlows are JobFlows (``jobFlows``: each ``job`` is one, with its own page)."""
+    snap = take(jobflow, jobs, now=now, children=children)
     row = next((row for row in snap.rows if row.name == flow), None)
     if row is None:
         raise KeyError(flow)
-    return {"flow": flow, "iterations": row.iterations,
+    return {"flow": flow, "iterations": row.iterations, "jobFlows": row.child_template is not None,
             "items": [{"index": index, "job": job, "state": phase, "tone": STATES.get(phase, ("waiting", ""))[0],
                        "label": f"{STATES.get(phase, ('', '○'))[1]} {phase}"} for index, job, phase in row.each]}
 

@@ -6,17 +6,22 @@ flow, in DAG order (:func:`jobflow_core.dag.graph.flow_graph`): its vcjob's phas
 per task and phase, or, for a flow without a vcjob yet, what it waits for. Live vcjobs are believed first (they
 are newer than the JobFlow's status); a vcjob that is gone (``jobRetainPolicy: delete``, a TTL) is described by
 the status' record of it. Only vcjobs the JobFlow controls (owner UID) count, as in the engine.
+
+A flow that makes child JobFlows (``flows[].jobFlow``) is read as the engine reads it: each child it controls is a
+stand-in vcjob (:func:`jobflow_core.flows.children.as_job`: its phase as its flow's run), and the facts of each child
+(its own flows, and theirs) can be nested under it by the caller that has them (:mod:`display.family`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from jobflow_core import Observation, observe
 from jobflow_core.dag.graph import flow_graph
+from jobflow_core.flows.children import ChildJob, as_job
 from jobflow_core.flows.units import FlowNode
 from jobflow_core.insight.cost import total
 from jobflow_core.models import (
@@ -32,6 +37,7 @@ from jobflow_core.models import (
     WaitingFlow,
 )
 from jobflow_core.queueing.line import ordinal
+from jobflow_core.vocabulary.api import JOBFLOW, PARENT, PARENT_FLOW
 from jobflow_core.vocabulary.naming import is_owned_by
 from jobflow_core.vocabulary.phase import is_final
 from jobflow_core.vocabulary.resources import describe, of_wire
@@ -81,6 +87,9 @@ class FlowRow:
     cost: Cost | None = None
     """What the row's vcjob cost once it ended (``jobStatusList[].cost``); for a ``forEach`` or ``repeat`` flow,
     its items' (iterations') vcjobs added up. None while nothing is charged."""
+    child_template: str | None = None
+    """For a flow whose work is a child JobFlow (``flows[].jobFlow``): the JobFlowTemplate it is made from; its
+    ``job`` is then the child JobFlow's name (``items``' too), not a vcjob's."""
 
 
 @dataclass(frozen=True)
@@ -99,17 +108,28 @@ class JobFlowFacts:
     """``status.queue``: the Volcano queue, Waiting (and where in line) or Admitted (and what it reserves)."""
     cost: Cost | None = None
     """``status.cost``: requests x seconds run of the ended vcjobs."""
+    parent: tuple[str, str | None] | None = None
+    """For a child JobFlow: its parent JobFlow's name and the flow that made it (:func:`parent_of`)."""
+    children: dict[str, JobFlowFacts] = field(default_factory=dict)
+    """The facts of the child JobFlows its flows made, by name (a row's ``job``, an item's), each with its own
+    children: only what the caller nested (:func:`display.family.take_family`); empty otherwise."""
 
     @property
     def ended(self) -> bool:
         return self.phase in ("Succeed", "Failed")
 
 
-def take(jobflow: dict[str, Any], jobs: Iterable[dict[str, Any]], *, now: datetime | None = None) -> JobFlowFacts:
+def take(jobflow: dict[str, Any], jobs: Iterable[dict[str, Any]], *, now: datetime | None = None,
+         children: Iterable[dict[str, Any]] = (), nested: Mapping[str, JobFlowFacts] | None = None) -> JobFlowFacts:
+    """The facts of ``jobflow`` from its vcjobs ``jobs`` and the child JobFlows ``children`` (those it does not
+    control are ignored, as vcjobs are), with ``nested``: the facts of those children, where the caller has them."""
     flow = JobFlow.model_validate(jobflow)
     status = flow.status or JobFlowStatus()
     graph = flow_graph(flow)
-    live = {job.name: job for job in map(VcJob.model_validate, jobs) if is_owned_by(job, flow)}
+    live: dict[str, VcJob] = {job.name: job for job in map(VcJob.model_validate, jobs) if is_owned_by(job, flow)}
+    live.update((job.name, job) for job in (as_job(JobFlow.model_validate(child)) for child in children)
+                if is_owned_by(job, flow))
+    made_from = {f.name: f.job_flow.template for f in flow.spec.flows or () if f.job_flow is not None}
     records = {record.name: record for record in status.job_status_list or ()}
     conditions = status.conditions or {}
     waiting = {entry.name: entry for entry in status.waiting_flows or ()}
@@ -123,7 +143,8 @@ def take(jobflow: dict[str, Any], jobs: Iterable[dict[str, Any]], *, now: dateti
         node = observation.node(name)
         if node.fan_out:
             rows.append(_fan_out_row(node, level=graph.levels[name], after=graph.targets(name), records=records,
-                                     live=live, waiting=waiting, skipped=skipped, observation=observation))
+                                     live=live, waiting=waiting, skipped=skipped, observation=observation,
+                                     child_template=made_from.get(name)))
             continue
         view = views[name]
         vcjob = view.next_job_name  # the current attempt's, or the retry's about to start
@@ -132,10 +153,13 @@ def take(jobflow: dict[str, Any], jobs: Iterable[dict[str, Any]], *, now: dateti
                   "attempts": view.current.number - (current is not None and current.job is None
                                                      and current.record is None),
                   "result": records[vcjob].result if vcjob in records else None,
-                  "cost": records[vcjob].cost if vcjob in records else None}
+                  "cost": records[vcjob].cost if vcjob in records else None, "child_template": made_from.get(name)}
         if view.retrying:
             row = FlowRow(**common, live=False, created=None, restarts=None,
                           **_not_started(name, waiting=waiting, skipped=skipped, observation=observation))
+        elif vcjob in live and isinstance(live[vcjob], ChildJob):
+            row = FlowRow(**common, phase=_shown(live[vcjob].phase), live=True, restarts=None,
+                          created=live[vcjob].metadata.creation_timestamp)
         elif vcjob in live:
             row = _live_row(live[vcjob], **common)
         elif vcjob in records:
@@ -163,12 +187,26 @@ def take(jobflow: dict[str, Any], jobs: Iterable[dict[str, Any]], *, now: dateti
         rows=rows,
         expected_completion=status.expected_completion,
         critical_path=list(status.critical_path or ()),
+        parent=parent_of(jobflow),
+        children={name: facts for name, facts in (nested or {}).items()
+                  if name in live and isinstance(live[name], ChildJob)},
     )
+
+
+def parent_of(obj: Mapping[str, Any]) -> tuple[str, str | None] | None:
+    """The parent JobFlow's name and the flow that made ``obj``, for a child JobFlow (labelled so, and controlled
+    by a JobFlow of that name); None for a JobFlow that is no child."""
+    meta = obj.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    parent = labels.get(PARENT)
+    controlled = any(ref.get("controller") and ref.get("kind") == JOBFLOW.kind and ref.get("name") == parent
+                     for ref in meta.get("ownerReferences") or ())
+    return (parent, labels.get(PARENT_FLOW)) if parent and controlled else None
 
 
 def _fan_out_row(node: FlowNode, *, level: int, after: list[str], records: dict[str, FlowJobStatus],
                  live: dict[str, VcJob], waiting: dict[str, WaitingFlow], skipped: dict[str, SkippedFlow],
-                 observation: Observation) -> FlowRow:
+                 observation: Observation, child_template: str | None) -> FlowRow:
     """One row for a ``forEach`` flow: its items counted by phase; the vcjobs are ``<jobflow>-<flow>-<index>``."""
     units = [unit for unit in node.units if not unit.placeholder]
     shown: list[str] = []
@@ -186,7 +224,7 @@ def _fan_out_row(node: FlowNode, *, level: int, after: list[str], records: dict[
     job = f"{observation.jobflow.name}-{node.name}-[0-{len(units) - 1}]" if units else "-"
     common = {"name": node.name, "level": level, "after": after, "job": job, "items": counts,
               "attempts": sum(unit.job is not None or unit.next_job_name in records for unit in units),
-              "iterations": node.repeats,
+              "iterations": node.repeats, "child_template": child_template,
               "each": [(unit.item.index if unit.item else 0, unit.next_job_name, phase)
                        for unit, phase in zip(units, shown, strict=True)],
               "live": any(unit.job is not None for unit in units), "created": min(created, default=None),

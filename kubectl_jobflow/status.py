@@ -23,7 +23,25 @@ vcjobs reserve; another the cost of its ended vcjobs (``status.cost``: requests 
 column gives each flow's (``jobStatusList[].cost``, a ``forEach`` or ``repeat`` flow's items added up; ``-`` while
 nothing is charged); a vcjob that no longer exists (``jobRetainPolicy: delete``) is marked ``(deleted)``.
 
-``--watch`` reads the JobFlow and its vcjobs once, then follows both through the watch API
+A flow that makes a child JobFlow (``flows[].jobFlow``) names it in ``JOB``, its phase as its flow's run in
+``PHASE``, and in ``DETAIL`` its JobFlowTemplate and the child's own phase and progress; the child's flows follow,
+their names under the flow's and marked ``┆`` (inside a child JobFlow), and so on down for its children::
+
+    FLOW          AFTER   JOB                    PHASE       AGE     RESTARTS   DETAIL
+    prep                  train-prep             Running     5m59s   -          child JobFlow from prepare: Running 1/2
+    ┆  fetch              train-prep-fetch       Completed   5m59s   -          child JobFlow from download: Succeed 1/1
+    ┆  ┆  get             train-prep-fetch-get   Completed   5m57s   0          pods: 1/1 Succeeded
+    ┆  └─ clean   fetch   train-prep-clean       Running     4m      0          main: 1/1 Running
+    └─ fit        prep    train-fit              Waiting     -       -          waiting for "prep" to be Completed
+
+The children are found with one LIST of the namespace's JobFlows labelled ``flow.volcano.sh/parent`` (every level at
+once; :mod:`display.family` keeps those each parent controls, by UID) and their vcjobs with one more (per 100
+children); a JobFlow without a child flow costs neither. A ``forEach`` or ``repeat`` flow of children stays one line
+(``--items`` lists them; ``-o json`` has each child's view). A child's own status says whose it is, under its
+header (``Child of JobFlow train, flow prep``).
+
+``--watch`` reads the JobFlow and its vcjobs once (and its namespace's child JobFlows and JobFlows' vcjobs, when it
+has child flows), then follows them through the watch API
 (:mod:`kubectl_jobflow.watching`: no polling; a dropped watch, 410 Gone and an API-server restart are survived)
 until it is Succeed (exit 0) or Failed (exit 1), ``--timeout`` passes (exit 4) or the API server stays unreachable
 too long (exit 5). On a terminal the view is redrawn in place (each second, for the ages); otherwise a new view is
@@ -38,10 +56,11 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from apiclient.cluster import KubeError
-from display.facts import FlowRow, JobFlowFacts, cost_text, queue_line, take, tasks_text
+from display.facts import FlowRow, JobFlowFacts, cost_text, queue_line, tasks_text
+from display.family import descendants, makes_children, take_family
 from display.times import age, expected
-from jobflow_core.vocabulary.api import JOBFLOW, VCJOB
-from jobflow_core.vocabulary.naming import jobs_of_jobflow_selector
+from jobflow_core.vocabulary.api import CREATED_BY_JOBFLOW, JOBFLOW, PARENT, VCJOB
+from jobflow_core.vocabulary.naming import FLOW_JOBS_SELECTOR, jobflow_label_value, jobs_of_jobflow_selector
 from kubectl_jobflow import exits
 from kubectl_jobflow.errors import CommandError
 from kubectl_jobflow.output import columns, formatted, resource_of, utc_now
@@ -49,6 +68,9 @@ from kubectl_jobflow.output import columns, formatted, resource_of, utc_now
 if TYPE_CHECKING:
     from kubectl_jobflow.context import Context
 
+NAMES_PER_LIST = 100
+"""Child JobFlows whose vcjobs one LIST asks for (``createdByJobFlow in (...)``): a URL stays well under the 8 KiB
+that proxies in front of API servers commonly accept, even with long names."""
 HEADERS = ("FLOW", "AFTER", "JOB", "PHASE", "AGE", "RESTARTS", "DETAIL")
 REDRAW = "\x1b[H\x1b[2J"
 """Cursor home, clear screen."""
@@ -57,6 +79,8 @@ REDRAW = "\x1b[H\x1b[2J"
 def render(snap: JobFlowFacts, *, now: datetime, items: bool = False) -> str:
     head = f"JobFlow {snap.namespace}/{snap.name}   {snap.phase or '(no status yet)'}   {snap.progress}   " \
            f"age {age(snap.created, now=now)}\n"
+    if snap.parent is not None:
+        head += f"Child of JobFlow {snap.parent[0]}" + (f", flow {snap.parent[1]}" if snap.parent[1] else "") + "\n"
     if snap.reason or snap.message:
         head += f"{snap.reason or 'Message'}: {snap.message or ''}\n"
     if snap.queue is not None and not snap.ended:
@@ -68,24 +92,38 @@ def render(snap: JobFlowFacts, *, now: datetime, items: bool = False) -> str:
                 f"{' -> '.join(snap.critical_path)} (from earlier runs of its JobTemplates)\n"
     if not snap.rows:
         return head + "(no flows)\n"
-    cells = [_cells(row, now=now) for row in snap.rows]
-    if any(row.cost is not None for row in snap.rows):
+    lines = _lines(snap, now=now)
+    rows = [row for row, _, _ in lines]
+    cells = [line for _, line, _ in lines]
+    if any(row.cost is not None for row in rows):
         # Only then: a JobFlow with nothing charged (or an engine that charges nothing) keeps its table.
         view = head + columns((*HEADERS[:-1], "COST", HEADERS[-1]),
                               [[*line[:-1], cost_text(row.cost) if row.cost else "-", line[-1]]
-                               for row, line in zip(snap.rows, cells, strict=True)])
+                               for row, line in zip(rows, cells, strict=True)])
     else:
         view = head + columns(HEADERS, cells)
-    for row in snap.rows if items else ():
+    for row, _, owner in lines if items else ():
         if row.each:
             title = "ITERATION" if row.iterations else "ITEM"
-            view += f"\n{row.name}:\n" + columns((title, "JOB", "PHASE"),
-                                                 [[str(index), job, phase] for index, job, phase in row.each])
+            name = row.name if owner is snap else f"{row.name} (JobFlow {owner.name})"
+            view += f"\n{name}:\n" + columns((title, "JOB", "PHASE"),
+                                              [[str(index), job, phase] for index, job, phase in row.each])
     return view
 
 
-def _cells(row: FlowRow, *, now: datetime) -> list[str]:
-    tree = "   " * (row.level - 1) + "└─ " if row.level else ""
+def _lines(snap: JobFlowFacts, *, now: datetime, base: str = "") -> list[tuple[FlowRow, list[str], JobFlowFacts]]:
+    """Each row of ``snap`` with its cells and the JobFlow it is of; under a flow whose child JobFlow is known, that
+    child's rows (and theirs), their names indented below the flow's and marked ``┆`` (inside a child JobFlow)."""
+    lines = []
+    for row in snap.rows:
+        lines.append((row, _cells(row, now=now, base=base, child=snap.children.get(row.job)), snap))
+        if row.job in snap.children and not row.items:
+            lines += _lines(snap.children[row.job], now=now, base=base + "   " * row.level + "┆  ")
+    return lines
+
+
+def _cells(row: FlowRow, *, now: datetime, base: str = "", child: JobFlowFacts | None = None) -> list[str]:
+    tree = base + ("   " * (row.level - 1) + "└─ " if row.level else "")
     job = row.job if row.live or row.phase == "Waiting" or row.items else f"{row.job} (deleted)"
     if row.items:
         total = sum(row.items.values())
@@ -95,6 +133,9 @@ def _cells(row: FlowRow, *, now: datetime) -> list[str]:
     elif row.phase == "Waiting":
         detail = (row.message or "") + (f"; expected to start {expected(row.expected_start, now=now)}"
                                         if row.expected_start else "")
+    elif row.child_template:
+        detail = f"child JobFlow from {row.child_template}" + (
+            f": {child.phase or '(no status yet)'} {child.progress}" if child else "")
     else:
         detail = tasks_text(row) or (f"ran {row.ran}" if row.ran else "")
     return [tree + row.name, ", ".join(row.after), job, row.phase,
@@ -103,7 +144,9 @@ def _cells(row: FlowRow, *, now: datetime) -> list[str]:
 
 
 def as_data(snap: JobFlowFacts, *, now: datetime) -> dict[str, Any]:
-    """The view for scripts (``-o json|yaml``): the same facts, with times in RFC 3339 and ages in seconds."""
+    """The view for scripts (``-o json|yaml``): the same facts, with times in RFC 3339 and ages in seconds. A flow
+    that makes child JobFlows names their JobFlowTemplate (``childTemplate``) and holds each child's own view: its
+    JobFlow's (``child``), or, for a ``forEach`` or ``repeat`` flow, its items' (``children``)."""
     def when(value: datetime | None) -> str | None:
         return value.strftime("%Y-%m-%dT%H:%M:%SZ") if value else None
 
@@ -113,6 +156,7 @@ def as_data(snap: JobFlowFacts, *, now: datetime) -> dict[str, Any]:
         "queue": snap.queue.to_wire() if snap.queue else None,
         "cost": snap.cost.to_wire() if snap.cost else None,
         "expectedCompletion": when(snap.expected_completion), "criticalPath": snap.critical_path,
+        **({"parent": {"name": snap.parent[0], "flow": snap.parent[1]}} if snap.parent else {}),
         "flows": [
             {"name": row.name, "level": row.level, "after": row.after, "job": row.job, "phase": row.phase,
              "jobExists": row.live, "startTimestamp": when(row.created),
@@ -121,10 +165,21 @@ def as_data(snap: JobFlowFacts, *, now: datetime) -> dict[str, Any]:
              "waitingFor": row.waiting_for, "message": row.message, "runningDuration": row.ran,
              "expectedStart": when(row.expected_start),
              **({"items": row.items} if row.items else {}),
-             **({"cost": row.cost.to_wire()} if row.cost else {})}
+             **({"cost": row.cost.to_wire()} if row.cost else {}),
+             **_children_data(row, snap, now=now)}
             for row in snap.rows
         ],
     }
+
+
+def _children_data(row: FlowRow, snap: JobFlowFacts, *, now: datetime) -> dict[str, Any]:
+    if not row.child_template:
+        return {}
+    if row.items:
+        return {"childTemplate": row.child_template,
+                "children": [as_data(snap.children[job], now=now) for _, job, _ in row.each if job in snap.children]}
+    child = snap.children.get(row.job)
+    return {"childTemplate": row.child_template, **({"child": as_data(child, now=now)} if child else {})}
 
 
 def fetch(ctx: Context, name: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -144,7 +199,25 @@ def _jobflow(ctx: Context, name: str) -> dict[str, Any]:
 
 
 def read(ctx: Context, name: str) -> JobFlowFacts:
-    return take(*fetch(ctx, name), now=utc_now())
+    jobflow, jobs = fetch(ctx, name)
+    family, their_jobs = _family(ctx, jobflow)
+    return take_family(jobflow, jobflows=family, jobs=[*jobs, *their_jobs], now=utc_now())
+
+
+def _family(ctx: Context, jobflow: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The child JobFlows below ``jobflow`` (at every level: one LIST of the namespace's JobFlows labelled as some
+    JobFlow's child, the tree built in memory) and their vcjobs (one LIST per :data:`NAMES_PER_LIST` of them). A
+    JobFlow none of whose flows makes a child JobFlow costs no request."""
+    if not makes_children(jobflow):
+        return [], []
+    listing = ctx.cluster.list(JOBFLOW, ctx.namespace, label_selector=PARENT)["items"]
+    below = descendants(jobflow, listing)
+    values = [jobflow_label_value(namespace=ctx.namespace, jobflow=child["metadata"]["name"]) for child in below]
+    jobs: list[dict[str, Any]] = []
+    for start in range(0, len(values), NAMES_PER_LIST):
+        selector = f"{CREATED_BY_JOBFLOW} in ({','.join(values[start:start + NAMES_PER_LIST])})"
+        jobs += ctx.cluster.list(VCJOB, ctx.namespace, label_selector=selector)["items"]
+    return below, jobs
 
 
 def run(ctx: Context) -> int:
@@ -163,24 +236,34 @@ def _watch(ctx: Context, name: str) -> int:
     from apiclient.follow import follow, merged
 
     jobflow = _jobflow(ctx, name)
-    # The vcjobs listed once, with the list's version, so their watch starts from it without listing again.
-    selector = jobs_of_jobflow_selector(namespace=jobflow["metadata"]["namespace"], jobflow=name)
+    # A JobFlow that makes child JobFlows is shown with their flows: then the namespace's child JobFlows and every
+    # vcjob some JobFlow made are followed (the children, and so their vcjobs' labels, are not known in advance),
+    # each listed once, with the list's version, so its watch starts from it without listing again.
+    family = makes_children(jobflow)
+    selector = FLOW_JOBS_SELECTOR if family else \
+        jobs_of_jobflow_selector(namespace=jobflow["metadata"]["namespace"], jobflow=name)
     listing = ctx.cluster.list(VCJOB, ctx.namespace, label_selector=selector)
     jobs = {job["metadata"]["name"]: job for job in listing["items"]}
     stop = threading.Event()
-    streams = merged(
+    follows = [
         follow(ctx.cluster, JOBFLOW, ctx.namespace, field_selector=f"metadata.name={name}",
                since=jobflow["metadata"]["resourceVersion"], seen=(jobflow,), stop=stop),
         follow(ctx.cluster, VCJOB, ctx.namespace, label_selector=selector,
-               since=listing["metadata"]["resourceVersion"], seen=tuple(listing["items"]), stop=stop),
-        timeout=1.0, stop=stop)
+               since=listing["metadata"]["resourceVersion"], seen=tuple(listing["items"]), stop=stop)]
+    children: dict[str, dict[str, Any]] = {}
+    if family:
+        kin = ctx.cluster.list(JOBFLOW, ctx.namespace, label_selector=PARENT)
+        children = {child["metadata"]["name"]: child for child in kin["items"]}
+        follows.append(follow(ctx.cluster, JOBFLOW, ctx.namespace, label_selector=PARENT,
+                              since=kin["metadata"]["resourceVersion"], seen=tuple(kin["items"]), stop=stop))
+    streams = merged(*follows, timeout=1.0, stop=stop)
     deadline = time.monotonic() + ctx.args.timeout if ctx.args.timeout > 0 else None
     redraw = ctx.out.isatty() and not ctx.args.output
     shown: JobFlowFacts | None = None
     changed = True
     while True:
         if changed:
-            snap = take(jobflow, list(jobs.values()), now=utc_now())
+            snap = take_family(jobflow, jobflows=children.values(), jobs=jobs.values(), now=utc_now())
             if redraw or snap != shown:
                 if shown is not None and not redraw:
                     ctx.write({"": "\n", "yaml": "---\n"}.get(ctx.args.output.format if ctx.args.output else "", ""))
@@ -200,10 +283,12 @@ def _watch(ctx: Context, name: str) -> int:
             raise CommandError(f"JobFlow {snap.namespace}/{name} was deleted")
         if which == 0:
             jobflow = obj
-        elif kind == "DELETED":
-            jobs.pop(obj["metadata"]["name"], None)
+            continue
+        known = jobs if which == 1 else children
+        if kind == "DELETED":
+            known.pop(obj["metadata"]["name"], None)
         else:
-            jobs[obj["metadata"]["name"]] = obj
+            known[obj["metadata"]["name"]] = obj
 
 
 def _show(ctx: Context, snap: JobFlowFacts, *, redraw: bool) -> None:

@@ -157,6 +157,13 @@ function jobflowPage() {
     document.getElementById("summary").innerHTML =
       `<h1 id="title" data-phase="${esc(h.phase)}">${esc(view.namespace)}/${esc(view.name)}</h1>` +
       `<dl>${facts.map(([k, v]) => `<dt>${k}</dt><dd>${v}</dd>`).join("")}</dl>`;
+    // A child JobFlow's way back: the JobFlow whose flow made it.
+    const parent = document.getElementById("parent");
+    if (parent) {
+      parent.hidden = !view.parent;
+      parent.innerHTML = view.parent ? `parent: <a id="parent-link" href="${jobflowUrl(view.parent.name)}">${esc(view.parent.name)}</a>` +
+        (view.parent.flow ? ` / flow <strong>${esc(view.parent.flow)}</strong>` : "") : "";
+    }
     if (config.actions) {
       const busy = send.busy();
       document.getElementById("action-retry").disabled = busy || h.phase !== "Failed";
@@ -165,6 +172,14 @@ function jobflowPage() {
       document.getElementById("action-stop").disabled = busy || !h.stoppable || h.shutdown === "Stop";
       document.getElementById("action-terminate").disabled = busy || !h.stoppable || h.shutdown === "Terminate";
     }
+  }
+
+  function jobflowUrl(name) { return `/jobflows/${encodeURIComponent(config.namespace)}/${encodeURIComponent(name)}`; }
+
+  // A flow whose work is a child JobFlow is drawn as a stack of two cards (it holds flows of its own), its name
+  // marked ❐, its progress beside its state, and its third line a link to the child's own page.
+  function childLink(node) {
+    return `<a class="open-child" href="${jobflowUrl(node.job)}" aria-label="open JobFlow ${esc(node.job)}"><text class="detail link" x="10" y="55">❐ ${esc(clip(node.detail || "JobFlow", 26))} ↗</text></a>`;
   }
 
   function drawDag() {
@@ -180,12 +195,15 @@ function jobflowPage() {
       if (edge.label) parts.push(`<text class="edge-label" x="${mid - 20}" y="${(y1 + y2) / 2 - 4}">${esc(edge.label)}</text>`);
     }
     for (const node of view.nodes) {
-      const label = `${node.name}: ${node.state}${node.detail ? ", " + node.detail : ""}`;
-      parts.push(`<g class="node tone-${esc(node.tone)}${node.critical ? " critical" : ""}${node.name === selected ? " selected" : ""}" id="node-${esc(node.name)}" data-flow="${esc(node.name)}" data-state="${esc(node.state)}" tabindex="0" role="button" aria-label="${esc(label)}" transform="translate(${node.x},${node.y})">`,
+      const child = node.childTemplate != null;
+      const label = `${node.name}: ${node.state}${node.detail ? ", " + node.detail : ""}` +
+        (child ? `, child JobFlow ${node.job}${node.child ? " " + node.child.progress : ""}` : "");
+      parts.push(`<g class="node tone-${esc(node.tone)}${child ? " child" : ""}${node.critical ? " critical" : ""}${node.name === selected ? " selected" : ""}" id="node-${esc(node.name)}" data-flow="${esc(node.name)}" data-state="${esc(node.state)}"${node.child ? ` data-child="${esc(node.job)}" data-progress="${esc(node.child.progress)}"` : ""} tabindex="0" role="button" aria-label="${esc(label)}" transform="translate(${node.x},${node.y})">`,
+        child ? `<rect class="behind" x="5" y="5" width="${NODE_W}" height="${NODE_H}" rx="6"/>` : "",
         `<rect width="${NODE_W}" height="${NODE_H}" rx="6"/>`,
-        `<text class="name" x="10" y="19">${esc(node.name)}${node.critical ? " ★" : ""}</text>`,
-        `<text class="state" x="10" y="37">${esc(node.label)}${node.items ? ` · ${node.items.total} ${node.items.iterations ? "iterations" : "items"}` : ""}</text>`,
-        node.since
+        `<text class="name" x="10" y="19">${child ? "❐ " : ""}${esc(node.name)}${node.critical ? " ★" : ""}</text>`,
+        `<text class="state" x="10" y="37">${esc(node.label)}${node.child ? ` · ${esc(node.child.progress)}` : ""}${node.items ? ` · ${node.items.total} ${node.items.iterations ? "iterations" : "items"}` : ""}</text>`,
+        node.child && !node.items ? childLink(node) + "</g>" : node.since
           ? `<text class="detail" x="10" y="55">since ${sinceSpan(node.since, "", "tspan")}${node.estimateSeconds ? ` of ~${node.estimateSeconds}s` : ""}${node.attempts > 1 ? `, attempt ${node.attempts}` : ""}</text></g>`
           : `<text class="detail" x="10" y="55">${esc(clip(node.detail || "", 30))}</text></g>`);
     }
@@ -203,7 +221,12 @@ function jobflowPage() {
     const node = selected && nodes.get(selected);
     if (!node) return;
     const rows = [["State", badge(node.label, node.tone)]];
-    if (node.job) rows.push(["vcjob", esc(node.job) + (node.jobExists === false && node.state !== "Waiting" && !node.items ? " (deleted)" : "")]);
+    if (node.childTemplate != null) {
+      rows.push(["JobFlow", node.child
+        ? `<a id="child-link" href="${jobflowUrl(node.job)}">${esc(node.job)}</a> (${esc(node.child.phase || "no status yet")}, ${esc(node.child.progress)})`
+        : esc(node.job) + (node.items ? "" : node.state === "Waiting" ? " (not created yet)" : " (deleted)")]);
+      rows.push(["JobFlowTemplate", `<a href="/jobflowtemplates/${encodeURIComponent(config.namespace)}/${encodeURIComponent(node.childTemplate)}">${esc(node.childTemplate)}</a>`]);
+    } else if (node.job) rows.push(["vcjob", esc(node.job) + (node.jobExists === false && node.state !== "Waiting" && !node.items ? " (deleted)" : "")]);
     if (node.gate) {
       rows.push(["Approval", esc(node.gate.question || "an approval gate: approve or reject it")]);
       if (node.gate.answer) rows.push(["Answer", esc(node.gate.answer)]);
@@ -229,12 +252,13 @@ function jobflowPage() {
       rows.push([node.items.iterations ? "Iterations" : "Items", `${node.items.total}: ${counts}`]);
       items = openItems && openItems.flow === node.name
         ? `<div class="items" id="items"><table class="grid"><thead><tr><th>#</th><th>vcjob</th><th>State</th></tr></thead><tbody>${
-            openItems.items.map((i) => `<tr><td>${i.index}</td><td>${esc(i.job)}</td><td>${badge(i.label, i.tone)}</td></tr>`).join("")}</tbody></table></div>`
+            openItems.items.map((i) => `<tr><td>${i.index}</td><td>${openItems.jobFlows ? `<a href="${jobflowUrl(i.job)}">${esc(i.job)}</a>` : esc(i.job)}</td><td>${badge(i.label, i.tone)}</td></tr>`).join("")}</tbody></table></div>`
         : `<button type="button" id="show-items">Show the ${node.items.total} ${node.items.iterations ? "iterations" : "items"}</button>`;
     }
     // The logs pane (logs.js) opens below the DAG, as wide as the page: log lines are long.
     const fanOut = node.items ? ` data-items="${node.items.total}" data-iterations="${node.items.iterations ? "1" : ""}"` : "";
-    const logs = node.gate ? "" : `<button type="button" id="show-logs" data-flow="${esc(node.name)}"${fanOut} aria-controls="logs">Logs</button>`;
+    // A gate has no pods, and a child JobFlow's are its flows' (its own page shows their logs).
+    const logs = node.gate || node.childTemplate != null ? "" : `<button type="button" id="show-logs" data-flow="${esc(node.name)}"${fanOut} aria-controls="logs">Logs</button>`;
     const busy = send.busy() ? " disabled" : "";
     const answering = config.actions && node.gate && node.gate.open
       ? `<div class="gate" id="gate"><label for="gate-message">Message</label><input type="text" id="gate-message" placeholder="why (optional)">` +
@@ -267,7 +291,7 @@ function jobflowPage() {
     const tones = [["done", "✓ Completed"], ["running", "▶ Running"], ["pending", "… Pending"], ["trouble", "↻ Restarting"],
       ["failed", "✗ Failed"], ["waiting", "○ Waiting (not created yet)"], ["skipped", "– Skipped"]];
     document.getElementById("legend").innerHTML = tones.map(([t, w]) => badge(w, t)).join("") +
-      `<span>★ critical path</span>`;
+      `<span>★ critical path</span><span>❐ a child JobFlow (its link opens its own page)</span>`;
   }
 
   function drawTimeline() {
