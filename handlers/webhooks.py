@@ -16,6 +16,12 @@ queues and the nodes (:mod:`handlers.queues`). Both reads are what the read-only
 allows; when one fails, the webhook checks or warns of nothing more and logs why, at WARNING the first time (an
 install without that role would otherwise never say so). A warning, not a refusal: upstream accepts such a JobFlow,
 the queue or the nodes may grow, and the engine blocks the flow at run time anyway (``Unschedulable``).
+
+A JobFlow (or a JobFlowTemplate's run) with child flows is checked with the whole tree of child JobFlows below it
+(:mod:`jobflow_core.validation.nesting`), which takes one more read: a LIST of the namespace's JobFlowTemplates
+(:func:`_flow_templates`), made only for those objects, so that an ordinary review costs no request. When it fails,
+the object is allowed as far as the tree goes, with a warning that it was not checked (and the log says why, at
+WARNING the first time).
 """
 
 from __future__ import annotations
@@ -51,7 +57,8 @@ def validate(resource: str):
     from jobflow_core.validation.review import KINDS, BadReview, review
 
     try:
-        answer = review(json.loads(request.get_data()), kind=KINDS[resource], vcjob_spec=_vcjob_spec())
+        answer = review(json.loads(request.get_data()), kind=KINDS[resource], vcjob_spec=_vcjob_spec(),
+                        flow_templates=_flow_templates)
     # JSONDecodeError and UnicodeDecodeError for a body that is not JSON; RecursionError is the json module's
     # answer to absurdly deep nesting.
     except (BadReview, json.JSONDecodeError, UnicodeDecodeError, RecursionError) as error:
@@ -96,6 +103,46 @@ def _vcjob_spec() -> Mapping[str, Any] | None:
     return schema
 
 
+def _flow_templates(namespace: str) -> dict[str, Any] | str:
+    """The JobFlowTemplates of ``namespace`` by name (one that does not parse is left out: the planner refuses to
+    make a child from it anyway), or why they could not be read."""
+    from pydantic import ValidationError
+
+    from handlers.kube import WebhookApi, shared_client
+    from jobflow_core.models import JobFlowTemplate
+
+    try:
+        kube = current_app.config.get("KUBE") or WebhookApi(shared_client())
+        found = {}
+        for raw in kube.list_jobflowtemplates(namespace):
+            try:
+                template = JobFlowTemplate.model_validate(raw)
+            except ValidationError:
+                continue
+            found[template.name] = template
+        return found
+    except Exception as error:  # noqa: BLE001 - a check we cannot make is no reason to fail a review
+        return _unread("the JobFlowTemplates", error, so="it checks no tree of child JobFlows")
+
+
+def _unread(what: str, error: Exception, *, so: str) -> str:
+    """Log that the webhook cannot read ``what`` (``so``: what it then does without), at WARNING the first time per
+    app and ``what`` (an install without the ClusterRole would otherwise never say so), then at INFO (every review
+    would say it again); and say why."""
+    from apiclient.rest import ApiError
+
+    why = f"{error.status} {error.reason}" if isinstance(error, ApiError) else f"{type(error).__name__}: {error}"
+    said = current_app.extensions.setdefault("jobflow-admission-unread", set())
+    if what in said:
+        log.info("the webhook still cannot read %s (%s), so %s", what, why, so)
+        return why
+    said.add(what)
+    log.warning("the webhook cannot read %s (%s), so %s: give its ServiceAccount a token and ClusterRole "
+                "jobflow-admission (manifests/webhook/base/admission.yaml, docs/rbac.md); said once, then at INFO",
+                what, why, so)
+    return why
+
+
 def _capacity_warnings(body: dict) -> list[str]:
     """What of the JobFlow under review could never be scheduled (:func:`jobflow_core.queueing.line.unschedulable`);
     nothing when the JobTemplates or queues cannot be read."""
@@ -119,20 +166,5 @@ def _capacity_warnings(body: dict) -> list[str]:
         queues = sorted({queue_of(t.spec.to_wire()) for t in templates.values()})
         return unschedulable(jobflow, templates=templates, queues=QueueReader(kube).capacities(queues))
     except Exception as error:  # noqa: BLE001 - a warning we cannot work out is no reason to fail a review
-        _cannot_warn(error)
+        _unread("the JobTemplates, queues or nodes", error, so="it warns of no JobFlow that can never be scheduled")
         return []
-
-
-def _cannot_warn(error: Exception) -> None:
-    """Say why no capacity warning could be worked out: at WARNING once per app, then at INFO (every review of a
-    webhook without the rights would say it again)."""
-    from apiclient.rest import ApiError
-
-    why = f"{error.status} {error.reason}" if isinstance(error, ApiError) else f"{type(error).__name__}: {error}"
-    if current_app.extensions.setdefault("jobflow-admission-cannot-read", []):
-        log.info("no capacity warnings for this JobFlow: %s", why)
-        return
-    current_app.extensions["jobflow-admission-cannot-read"].append(why)
-    log.warning("the webhook cannot read the JobTemplates, queues or nodes (%s), so it warns of no JobFlow that can "
-                "never be scheduled: give its ServiceAccount a token and ClusterRole jobflow-admission "
-                "(manifests/webhook/base/admission.yaml, docs/rbac.md); said once, then at INFO", why)

@@ -98,6 +98,8 @@ May it be stored (:mod:`~jobflow_core.validation`):
 * :mod:`~jobflow_core.validation.jobtemplates`: whether a JobTemplate would make a vcjob Volcano accepts.
 * :mod:`~jobflow_core.validation.approvals`: who may answer an approval gate, checked when the answer is written.
 * :mod:`~jobflow_core.validation.children`: what would be wrong with a child JobFlow, checked before it is created.
+* :mod:`~jobflow_core.validation.nesting`: what is wrong down a tree of child JobFlows: template cycles, depth,
+  parameters, names.
 * :mod:`~jobflow_core.validation.review`: the validating webhook's answer, an AdmissionReview in and out.
 * :mod:`~jobflow_core.validation.update_warnings`: which spec updates warn, because vcjobs created earlier will not
   see them.

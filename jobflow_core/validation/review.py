@@ -34,6 +34,14 @@ Two rules keep the webhook from getting in the way:
   written with the spec unchanged); an update that adds or changes no answer is not affected by it.
 * Operations other than CREATE and UPDATE are allowed unchecked, should a configuration send them.
 
+Below a JobFlow (or a JobFlowTemplate's run) with child flows is a tree of child JobFlows its own spec cannot
+show: given the namespace's JobFlowTemplates (``flow_templates``, read by the caller only for those objects, and
+not for an UPDATE that leaves the spec as it was), :mod:`jobflow_core.validation.nesting` refuses cycles of
+templates, too deep a nesting, undeclared parameters, and names that collide or grow too long down the tree. A
+JobFlowTemplate is checked with itself in place of its stored version, so an update that closes a cycle is refused.
+What it could not check (a JobFlowTemplate that does not exist yet; templates that could not be read) is a warning,
+never a denial.
+
 A body that is not an AdmissionReview at all raises :class:`BadReview`, which the handler answers with 400.
 Well-formed reviews of objects that do not even parse as the kind (possible for fields the CRD schema leaves
 open, e.g. ``patch.jobSpec``) are denied with pydantic's description of the bad fields.
@@ -52,6 +60,7 @@ from jobflow_core.validation.fields import unknown_fields
 from jobflow_core.validation.jobflows import SpecError, validate
 from jobflow_core.validation.jobflowtemplates import validate_jobflowtemplate
 from jobflow_core.validation.jobtemplates import validate_template
+from jobflow_core.validation.nesting import Nesting, has_children, jobflow_nesting, template_nesting
 from jobflow_core.validation.update_warnings import jobflow_update_warnings, jobtemplate_update_warnings
 from jobflow_core.vocabulary.api import JOBFLOW as JOBFLOW_TYPE
 from jobflow_core.vocabulary.api import JOBFLOWTEMPLATE as JOBFLOWTEMPLATE_TYPE
@@ -68,6 +77,10 @@ MAX_LISTED = 10
 
 INVALID = 422
 FORBIDDEN = 403
+
+FlowTemplates = Callable[[str], Mapping[str, JobFlowTemplate] | str]
+"""The JobFlowTemplates of a namespace by name, as the caller reads them; or why they could not be read."""
+
 
 class BadReview(ValueError):
     """The body is not an AdmissionReview request; the message says what is missing."""
@@ -93,22 +106,33 @@ class Reviewed:
     check: Callable[[Any], list[SpecError]]
     warn: Callable[[Any, Any], list[str]]
     refuse: Callable[..., Refusal | None] = lambda *, new, old, user_info: None
+    nesting: Callable[[Any, Mapping[str, JobFlowTemplate]], Nesting] | None = None
+    """The checks of the tree of child JobFlows below the object, given its namespace's JobFlowTemplates."""
+    nests: Callable[[Any], bool] = lambda new: False
+    """Whether the object has a tree below it (only then are the JobFlowTemplates read)."""
 
     @property
     def name(self) -> str:
         return self.api_type.kind
 
 
-JOBFLOW = Reviewed(JOBFLOW_TYPE, JobFlow, validate, jobflow_update_warnings, approval_refusal)
+JOBFLOW = Reviewed(JOBFLOW_TYPE, JobFlow, validate, jobflow_update_warnings, approval_refusal,
+                   nesting=lambda new, templates: jobflow_nesting(new, templates=templates),
+                   nests=lambda new: has_children(new.spec))
 JOBTEMPLATE = Reviewed(JOBTEMPLATE_TYPE, JobTemplate, validate_template, jobtemplate_update_warnings)
-JOBFLOWTEMPLATE = Reviewed(JOBFLOWTEMPLATE_TYPE, JobFlowTemplate, validate_jobflowtemplate, lambda old, new: [])
+JOBFLOWTEMPLATE = Reviewed(JOBFLOWTEMPLATE_TYPE, JobFlowTemplate, validate_jobflowtemplate, lambda old, new: [],
+                           nesting=lambda new, templates: template_nesting(new, templates=templates),
+                           nests=lambda new: has_children(new.spec.job_flow.spec))
 KINDS = {reviewed.api_type.plural: reviewed for reviewed in (JOBFLOW, JOBTEMPLATE, JOBFLOWTEMPLATE)}
 """By resource (plural), as in the webhook paths ``/validate/<resource>``."""
 
 
-def review(body: object, *, kind: Reviewed, vcjob_spec: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def review(body: object, *, kind: Reviewed, vcjob_spec: Mapping[str, Any] | None = None,
+           flow_templates: FlowTemplates | None = None) -> dict[str, Any]:
     """The AdmissionReview answering ``body`` (already decoded from JSON); raises :class:`BadReview`.
-    ``vcjob_spec``: Volcano's schema of a vcjob's spec, to check the vcjob specs inside (none: not checked)."""
+    ``vcjob_spec``: Volcano's schema of a vcjob's spec, to check the vcjob specs inside (none: not checked);
+    ``flow_templates``: reads a namespace's JobFlowTemplates, to check the tree of child JobFlows (none: not
+    checked)."""
     if not isinstance(body, Mapping):
         raise BadReview(f"an AdmissionReview is a JSON object, not {type(body).__name__}")
     api_version = body.get("apiVersion")
@@ -123,7 +147,7 @@ def review(body: object, *, kind: Reviewed, vcjob_spec: Mapping[str, Any] | None
     uid = request.get("uid")
     if not isinstance(uid, str) or not uid:
         raise BadReview("the AdmissionReview request has no uid")
-    verdict = decide(request, kind=kind, vcjob_spec=vcjob_spec)
+    verdict = decide(request, kind=kind, vcjob_spec=vcjob_spec, flow_templates=flow_templates)
     response: dict[str, Any] = {"uid": uid, "allowed": verdict.allowed}
     if not verdict.allowed:
         code, reason = (FORBIDDEN, "Forbidden") if verdict.forbidden else (INVALID, "Invalid")
@@ -133,9 +157,10 @@ def review(body: object, *, kind: Reviewed, vcjob_spec: Mapping[str, Any] | None
     return {"apiVersion": api_version, "kind": "AdmissionReview", "response": response}
 
 
-def decide(request: Mapping[str, Any], *, kind: Reviewed, vcjob_spec: Mapping[str, Any] | None = None) -> Verdict:
-    """Allow or deny one AdmissionReview ``request`` for an object of ``kind`` (``vcjob_spec``: as for
-    :func:`review`)."""
+def decide(request: Mapping[str, Any], *, kind: Reviewed, vcjob_spec: Mapping[str, Any] | None = None,
+           flow_templates: FlowTemplates | None = None) -> Verdict:
+    """Allow or deny one AdmissionReview ``request`` for an object of ``kind`` (``vcjob_spec`` and
+    ``flow_templates``: as for :func:`review`)."""
     operation = request.get("operation")
     if operation not in CHECKED_OPERATIONS:
         return Verdict(allowed=True)
@@ -162,17 +187,33 @@ def decide(request: Mapping[str, Any], *, kind: Reviewed, vcjob_spec: Mapping[st
     if refused is not None:
         return Verdict(allowed=False, message=refused.message, forbidden=refused.forbidden)
     errors = [*unknown_fields(new_raw, kind.model, vcjob_spec=vcjob_spec), *kind.check(new)]
+    unchanged = old_raw is not None and old_raw.get("spec") == new_raw.get("spec")
+    below, notes = ([], []) if unchanged else look_down(new, kind=kind, flow_templates=flow_templates)
+    errors += below
     if old_raw is None:
-        return _verdict(errors, warnings=[])
+        return _verdict(errors, warnings=notes)
     try:
         old = _parse(kind, old_raw, namespace)
     except ValidationError:
-        return _verdict(errors, warnings=[])
-    warnings = kind.warn(old, new)
-    if errors and old_raw.get("spec") == new_raw.get("spec"):
+        return _verdict(errors, warnings=notes)
+    warnings = [*notes, *kind.warn(old, new)]
+    if errors and unchanged:
         kept = f"this {kind.name} is invalid, and is let through only because its spec is unchanged: {_listed(errors)}"
         return Verdict(allowed=True, warnings=(kept, *warnings))
     return _verdict(errors, warnings=warnings)
+
+
+def look_down(new: Any, *, kind: Reviewed, flow_templates: FlowTemplates | None) -> tuple[list[SpecError], list[str]]:
+    """The errors of the tree of child JobFlows below ``new``, and what of it was not checked: nothing when the kind
+    has no tree, this one has none, or no ``flow_templates`` is given; a warning when they cannot be read."""
+    if kind.nesting is None or flow_templates is None or not kind.nests(new):
+        return [], []
+    read = flow_templates(new.namespace)
+    if isinstance(read, str):
+        return [], [f"child JobFlows were not checked: the JobFlowTemplates of namespace {new.namespace} could not "
+                    f"be read ({read})"]
+    found = kind.nesting(new, read)
+    return found.errors, found.notes
 
 
 def _object(request: Mapping[str, Any], key: str) -> Mapping[str, Any]:

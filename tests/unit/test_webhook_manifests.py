@@ -98,6 +98,7 @@ def test_the_service_reaches_the_tls_port_with_the_certificate_of_the_secret_mak
 
 
 CALLS = {"list_jobtemplates": ("flow.volcano.sh", "jobtemplates", "list"),
+         "list_jobflowtemplates": ("flow.volcano.sh", "jobflowtemplates", "list"),
          "get_queue": ("scheduling.volcano.sh", "queues", "get"), "list_nodes": ("", "nodes", "list"),
          "get_crd": ("apiextensions.k8s.io", "customresourcedefinitions", "get")}
 """What each KubeApi call the webhook makes asks of RBAC."""
@@ -116,8 +117,8 @@ class Recording:
 
 def test_the_webhook_account_has_a_token_and_may_only_read_what_its_capacity_warnings_read():
     """The warnings of a JobFlow that can never be scheduled read the JobTemplates, the queue and (a queue without
-    capability) the nodes, and the check of vcjob fields Volcano's vcjob CRD: the account's ClusterRole grants exactly
-    those reads, and the pod gets the token."""
+    capability) the nodes, the check of vcjob fields Volcano's vcjob CRD, and the check of child flows the
+    JobFlowTemplates: the account's ClusterRole grants exactly those reads, and the pod gets the token."""
     from memory_kube import MemoryKube
     from scenario import template
 
@@ -136,6 +137,9 @@ def test_the_webhook_account_has_a_token_and_may_only_read_what_its_capacity_war
             "spec": {"flows": [{"name": "a"}]}}}}
     answer = create_app({"KUBE": recording, "TESTING": True}).test_client().post("/validate/jobflows", json=review)
     assert "nodes' allocatable" in answer.json["response"]["warnings"][0]
+    review["request"]["object"]["spec"]["flows"].append({"name": "k", "jobFlow": {"template": "prepare"}})
+    answer = create_app({"KUBE": recording, "TESTING": True}).test_client().post("/validate/jobflows", json=review)
+    assert any('JobFlowTemplate "prepare" does not exist' in w for w in answer.json["response"]["warnings"])
     used = {CALLS[name] for name in recording.called if name in CALLS}
     assert set(recording.called) <= set(CALLS) | {"api"}  # no other call
     objects = base()
