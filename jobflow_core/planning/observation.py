@@ -49,6 +49,7 @@ from jobflow_core.models import (
     VcJobPhase,
 )
 from jobflow_core.validation.jobflows import SpecError, validate
+from jobflow_core.vocabulary.api import PARENT_STARTED
 from jobflow_core.vocabulary.kube_events import SHUTDOWN_REASON, strongest
 from jobflow_core.vocabulary.naming import attempt_job_name, has_record_finalizer, is_owned_by
 from jobflow_core.vocabulary.phase import (FlowOutcome, JobCategory, category_of, decide_flow_phase, is_final,
@@ -112,8 +113,10 @@ class Observation:
 
     @property
     def started(self) -> bool:
-        """The JobFlow has created a vcjob before (one is live, or recorded): its next ones go first in its queue."""
-        return bool(self.owned) or bool(self.previous.job_status_list) or bool(self.previous.completed_jobs)
+        """The JobFlow has created a vcjob (or a child) before (one is live, or recorded), or it is the child of a
+        parent that had (:data:`~jobflow_core.vocabulary.api.PARENT_STARTED`): its next ones go first in its queue."""
+        return bool(self.owned) or bool(self.previous.job_status_list) or bool(self.previous.completed_jobs) \
+            or (self.jobflow.metadata.annotations or {}).get(PARENT_STARTED) == "true"
 
     @property
     def starts_nothing(self) -> bool:

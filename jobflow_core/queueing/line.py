@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any, Final
 from jobflow_core.dag.graph import flow_graph
 from jobflow_core.flows.vcjobs import build_job
 from jobflow_core.models import Flow, JobFlow, JobTemplate
+from jobflow_core.vocabulary.api import PARENT_STARTED
 from jobflow_core.vocabulary import resources
 from jobflow_core.vocabulary.naming import template_name
 from jobflow_core.vocabulary.resources import Resources
@@ -108,7 +109,8 @@ def in_line(raw: Mapping[str, Any]) -> InLine:
     queue = status.get("queue") or {}
     phase = (status.get("state") or {}).get("phase")
     created = meta.get("creationTimestamp")
-    started = queue.get("state") == ADMITTED or bool(status.get("jobStatusList")) or phase == "Running"
+    started = queue.get("state") == ADMITTED or bool(status.get("jobStatusList")) or phase == "Running" \
+        or (meta.get("annotations") or {}).get(PARENT_STARTED) == "true"  # a child of a started parent
     requests = queue.get("requests")
     return InLine(
         namespace=meta.get("namespace", ""), name=meta.get("name", ""),

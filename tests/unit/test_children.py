@@ -225,3 +225,32 @@ def test_undeclared_parameters_and_a_nesting_too_deep_block_the_flow():
     deep = deep.model_copy(update={"metadata": deep.metadata.model_copy(update={"labels": {DEPTH: str(MAX_DEPTH)}})})
     decision = next(d for d in first_plan(deep).decisions if d.view.name == "prep")
     assert decision.verdict == "blocked" and "more than 5" in decision.message
+
+
+def test_a_child_of_a_started_parent_counts_as_started_in_its_queues_line():
+    from jobflow_core.queueing.line import PRIORITY_CLASS, InLine, QueueView, in_line
+    from jobflow_core.vocabulary.api import PARENT_STARTED
+    from scenario import template, vcjob
+
+    assert PARENT_STARTED not in first_plan(jobflow(PARENT_YAML)).creates[0].manifest["metadata"]["annotations"]
+    parent = jobflow(PARENT_YAML.replace("  flows:\n", "  flows:\n    - {name: first}\n", 1))
+    ran = plan(parent, templates=templates_for(parent), jobs=[vcjob(parent, "first", VcJobPhase.COMPLETED)],
+               now=T0, flow_templates={"prepare": prepare_template()})
+    [child] = [c.manifest for c in ran.creates if c.manifest["kind"] == "JobFlow"]
+    assert child["metadata"]["annotations"][PARENT_STARTED] == "true"
+    # The child's first vcjob: a full queue whose line has someone older waiting would hold a new JobFlow back.
+    spec = ("{minAvailable: 1, queue: gpu, tasks: [{name: t, replicas: 1, template: {spec: {containers: "
+            "[{name: c, image: busybox, resources: {requests: {cpu: 8}}}]}}}]}")
+    older = InLine(namespace="default", name="aaa", created=T0 - timedelta(days=1), queue="gpu", started=False,
+                   ended=False, requests={"cpu": 8000})
+    queues = {"gpu": QueueView(name="gpu", capacity={"cpu": 8000}, jobflows=(older,))}
+    for annotated, expected in ((False, None), (True, PRIORITY_CLASS)):
+        meta = {**child["metadata"], "uid": "c-uid", "creationTimestamp": "2026-01-02T03:04:05Z",
+                "annotations": {PARENT_STARTED: "true"} if annotated else {}}
+        made = JobFlow.model_validate({**child, "metadata": meta})
+        result = plan(made, templates={"fetch": template("fetch", spec=spec)}, jobs=[], now=T0, queues=queues)
+        if expected is None:
+            assert result.creates == []  # waits behind the older JobFlow
+        else:
+            assert result.creates[0].manifest["spec"]["priorityClassName"] == PRIORITY_CLASS
+        assert in_line({"metadata": meta, "status": {}}).started is annotated
