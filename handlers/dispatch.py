@@ -107,11 +107,7 @@ class Dispatcher:
         result = Result([outcome])
         parent = outcome.parent or controller
         if parent is not None:
-            above = self.reconciler.jobflow(namespace, parent)
-            result.outcomes.append(above)
-            child = self.kube.get_jobflow(namespace, name) if not above.found else None
-            if child is not None and controller_name(child) == parent:
-                self._release_orphan_child(child, jobflow_uids=())
+            self._parent(namespace, name, parent, result)
         return self._wake(self._runs_ended(self._parents(result)))
 
     def _parents(self, result: Result) -> Result:
@@ -122,16 +118,25 @@ class Dispatcher:
         pending = [outcome for outcome in result.outcomes if outcome.parent and outcome.status_written]
         while pending:
             child = pending.pop(0)
-            namespace = child.jobflow.partition("/")[0]
+            namespace, _, name = child.jobflow.partition("/")
             key = f"{namespace}/{child.parent}"
-            if key in done:
+            if key in done or child.parent is None:
                 continue
-            above = self.reconciler.jobflow(namespace, child.parent or "")
             done.add(key)
-            result.outcomes.append(above)
+            above = self._parent(namespace, name, child.parent, result)
             if above.parent and above.status_written:
                 pending.append(above)
         return result
+
+    def _parent(self, namespace: str, child: str, parent: str, result: Result) -> Outcome:
+        """Reconcile ``parent`` after its ``child``; when the parent is gone, let the child go of our finalizer
+        (nobody is left to record it: the garbage collector is deleting it)."""
+        above = self.reconciler.jobflow(namespace, parent)
+        result.outcomes.append(above)
+        raw = self.kube.get_jobflow(namespace, child) if not above.found else None
+        if raw is not None and controller_name(raw) == parent:
+            self._release_orphan_child(raw, jobflow_uids=())
+        return above
 
     def _wake(self, result: Result) -> Result:
         """When a reconcile's status write left room in a Volcano queue, the JobFlows waiting there are reconciled

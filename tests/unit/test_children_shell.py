@@ -168,3 +168,14 @@ def test_a_missing_jobflowtemplate_blocks_the_flow_with_a_message_until_it_is_cr
     assert state["reason"] == "TemplateNotFound" and 'JobFlowTemplate "default/prepare" not found' in state["message"]
     kube.put(yaml.safe_load(PREPARE))
     assert handler.jobflow(NS, "p").outcomes[0].created == ["p-prep"]
+
+
+def test_a_child_whose_parent_went_is_let_go_by_its_vcjobs_event_too(kube):
+    handler = dispatcher(kube)
+    handler.jobflow(NS, "p")
+    handler.jobflow(NS, "p-prep", controller="p")
+    del kube.objects[(JOBFLOW.kind, NS, "p")]
+    kube.remove(JOBFLOW, NS, "p-prep")  # the garbage collector, after the parent went
+    kube.move(NS, "p-prep-fetch", "Running")
+    handler.vcjob(NS, "p-prep-fetch", controller="p-prep", deleted=False)  # no event of the child itself
+    assert stored(kube, "p-prep") == {}
