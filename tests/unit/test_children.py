@@ -254,3 +254,25 @@ def test_a_child_of_a_started_parent_counts_as_started_in_its_queues_line():
         else:
             assert result.creates[0].manifest["spec"]["priorityClassName"] == PRIORITY_CLASS
         assert in_line({"metadata": meta, "status": {}}).started is annotated
+
+
+def test_a_memoized_child_is_stored_with_its_outputs_and_reused_by_the_next_jobflow():
+    from jobflow_core.planning.planner import Memoize
+
+    text = PARENT_YAML.replace("      jobFlow:\n        template: prepare", "      memoize: {}\n      jobFlow:\n"
+                               "        template: prepare", 1)
+    parent = jobflow(text)
+    manifest = first_plan(parent).creates[0].manifest
+    key = manifest["metadata"]["annotations"]["flow.volcano.sh/memo-key"]
+    done = child_of(parent, manifest, phase=JobFlowPhase.SUCCEED, outputs={"path": "/d/x"})
+    ended = plan(parent, templates=templates_for(parent), jobs=[as_job(done)], now=T0 + timedelta(minutes=5),
+                 flow_templates={"prepare": prepare_template()})
+    [stored] = ended.of(Memoize)
+    assert stored.key == key and json.loads(stored.entry.result) == {"path": "/d/x"}
+    again = jobflow(text.replace("spec:\n", "spec:\n", 1)).model_copy(update={"metadata": parent.metadata.model_copy(
+        update={"name": "again", "uid": "other"})})
+    reused = plan(again, templates=templates_for(again), jobs=[], now=T0 + timedelta(minutes=10),
+                  flow_templates={"prepare": prepare_template()}, memo={key: stored.entry})
+    assert [c.job_name for c in reused.creates] == ["again-train"]  # no child made: the stored run stands for it
+    env = reused.creates[0].manifest["spec"]["tasks"][0]["template"]["spec"]["containers"][0]["env"]
+    assert env == [{"name": "DATA", "value": "/d/x"}]
