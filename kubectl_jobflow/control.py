@@ -13,9 +13,9 @@ what the schedule does next (:func:`jobflow_core.schedules.firing.resume_outlook
 that starts at once, unless ``startingDeadlineSeconds`` says it is too late or ``concurrencyPolicy`` holds it for (or
 replaces) the active runs, and the next scheduled time.
 
-``release [-A]`` takes the engine's finalizer (``flow.volcano.sh/keep-record``) off the vcjobs of a namespace (or
-of every namespace), as the engine would once it has recorded their end: the step before uninstalling the engine,
-so that deleting those vcjobs or their namespace never waits for an engine that is gone.
+``release [-A]`` takes the engine's finalizer (``flow.volcano.sh/keep-record``) off the vcjobs and child JobFlows of
+a namespace (or of every namespace), as the engine would once it has recorded their end: the step before
+uninstalling the engine, so that deleting them or their namespace never waits for an engine that is gone.
 
 ``retry NAME [--flow F ...]`` runs a Failed JobFlow's failed flows (or the named ones) and everything downstream
 of them again, keeping what completed (:mod:`jobflow_core.dag.reruns`): it sets the annotation
@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING
 
 from apiclient.steering import answer_gate, request_retry, set_shutdown, set_suspend, set_template_suspend
 from jobflow_core.models import ApprovalDecision, Shutdown
-from jobflow_core.vocabulary.api import JOBFLOW, JOBFLOWTEMPLATE, RECORD_FINALIZER, VCJOB, ApiType
+from jobflow_core.vocabulary.api import JOBFLOW, JOBFLOWTEMPLATE, PARENT, RECORD_FINALIZER, VCJOB, ApiType
 from jobflow_core.vocabulary.naming import FLOW_JOBS_SELECTOR
 from kubectl_jobflow import exits
 from kubectl_jobflow.errors import CommandError
@@ -136,18 +136,23 @@ def _answer(ctx: Context, decision: ApprovalDecision) -> int:
 def release(ctx: Context) -> int:
     everywhere = getattr(ctx.args, "all_namespaces", False)
     where = "every namespace" if everywhere else f"namespace {ctx.namespace}"
-    jobs = ctx.cluster.list(VCJOB, None if everywhere else ctx.namespace, label_selector=FLOW_JOBS_SELECTOR)["items"]
+    scope = None if everywhere else ctx.namespace
+    jobs = ctx.cluster.list(VCJOB, scope, label_selector=FLOW_JOBS_SELECTOR)["items"]
     held = [job for job in jobs if RECORD_FINALIZER in (job["metadata"].get("finalizers") or ())]
-    for job in held:
-        meta = job["metadata"]
-        rest = [f for f in meta["finalizers"] if f != RECORD_FINALIZER]
-        # The resourceVersion makes the patch fail, rather than drop a finalizer someone added meanwhile.
-        ctx.cluster.merge_patch(VCJOB, meta["namespace"], meta["name"], {"metadata": {
-            "finalizers": rest or None, "resourceVersion": meta["resourceVersion"]}})
-        ctx.say(f"Released vcjob: {meta['namespace']}/{meta['name']}")
-    if not held:
+    children = [flow for flow in ctx.cluster.list(JOBFLOW, scope, label_selector=PARENT)["items"]
+                if RECORD_FINALIZER in (flow["metadata"].get("finalizers") or ())]  # child JobFlows hold it too
+    for api_type, what, found in ((VCJOB, "vcjob", held), (JOBFLOW, "child JobFlow", children)):
+        for item in found:
+            meta = item["metadata"]
+            rest = [f for f in meta["finalizers"] if f != RECORD_FINALIZER]
+            # The resourceVersion makes the patch fail, rather than drop a finalizer someone added meanwhile.
+            ctx.cluster.merge_patch(api_type, meta["namespace"], meta["name"], {"metadata": {
+                "finalizers": rest or None, "resourceVersion": meta["resourceVersion"]}})
+            ctx.say(f"Released {what}: {meta['namespace']}/{meta['name']}")
+    if not held and not children:
         ctx.say(f"No vcjob in {where} holds {RECORD_FINALIZER}: nothing waits for the engine")
         return 0
-    ctx.say(f"Released {len(held)} vcjob(s) in {where}: deleting them or their namespace no longer waits for the "
+    counted = f"{len(held)} vcjob(s)" + (f" and {len(children)} child JobFlow(s)" if children else "")
+    ctx.say(f"Released {counted} in {where}: deleting them or their namespace no longer waits for the "
             "engine. A release before the engine recorded a vcjob's end loses that record: do this to uninstall.")
     return 0

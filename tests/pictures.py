@@ -31,7 +31,7 @@ PAGES_AND_SCRIPTS = ("dashboard/templates/*", "dashboard/static/*")
 LOGS_PICTURE = "dashboard-logs.png"
 """The logs pane's picture: the only one made on the pod node's cluster (kwok's pods write no logs)."""
 PICTURES = ("dashboard-list.png", "dashboard-running.png", "dashboard-succeed.png", "dashboard-gate.png",
-            LOGS_PICTURE)
+            "dashboard-child.png", LOGS_PICTURE)
 """What ``make screenshots`` writes into ``docs/images/``, and the unit test checks."""
 
 SIGNATURE = b"\x89PNG\r\n\x1a\n"

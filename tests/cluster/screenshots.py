@@ -14,6 +14,8 @@ stopped again if it was started here, unless JOBFLOW_KEEP_CLUSTER=1:
   - ``dashboard-succeed.png``: ``test`` Succeed, the critical path starred, e's panel open;
   - ``dashboard-gate.png``: ``release`` waiting at its gate, the gate's panel with its Approve and Reject buttons;
   - ``dashboard-list.png``: the list, both JobFlows in it;
+  - ``dashboard-child.png``: ``pipeline``, whose flow ``prep`` is a child JobFlow (made from JobFlowTemplate
+    ``prepare``, applied after the list's picture) in its second step, its panel open;
 
 - the install tier's cluster with its pod node (``.devcluster/tests-install/``, as the ``pods_cluster`` fixture
   starts it: the engine's image built and loaded there), for ``dashboard-logs.png``: kwok's pods run no container
@@ -57,7 +59,7 @@ from devcluster.build import BuildError
 from devcluster.podman import PodmanError, is_root
 from devcluster.testing import LocalCluster
 from engine import start_engine
-from jobflow_core.vocabulary.api import JOBFLOW, JOBTEMPLATE
+from jobflow_core.vocabulary.api import JOBFLOW, JOBFLOWTEMPLATE, JOBTEMPLATE, PARENT
 from objects import apply
 from pictures import DIGEST_KEY, IMAGES, LOGS_PICTURE, dashboard_digest, with_text
 
@@ -78,8 +80,33 @@ spec:
   - name: e
     dependsOn: {targets: [approve]}
 """
-JOBFLOWS = ("test", "release")
+PIPELINE = """
+apiVersion: flow.volcano.sh/v1alpha1
+kind: JobFlowTemplate
+metadata: {name: prepare}
+spec:
+  jobFlow:
+    spec:
+      parameters: [{name: dataset, value: none}]
+      flows:
+      - {name: fetch, jobTemplate: a}
+      - name: clean
+        jobTemplate: b
+        dependsOn: {targets: [fetch]}
+        patch: {jobSpec: {tasks: [{name: nginx, template: {metadata: {annotations: {kwok.jobflow.dev/run-for: 600s}}}}]}}
+---
+apiVersion: flow.volcano.sh/v1alpha1
+kind: JobFlow
+metadata: {name: pipeline}
+spec:
+  flows:
+  - {name: prep, jobFlow: {template: prepare, parameters: [{name: dataset, value: cats}]}}
+  - {name: train, jobTemplate: e, dependsOn: {targets: [prep]}}
+"""
+"""For ``dashboard-child.png``: a JobFlow whose first flow is a child JobFlow, held in its second step."""
+JOBFLOWS = ("test", "release", "pipeline")
 JOBTEMPLATES = tuple("abcde")
+JOBFLOWTEMPLATES = ("prepare",)
 
 LOGS_PANE = "#logs-lines"
 """The logs pane's lines (``dashboard/static/logs.js``), opened by a flow panel's ``#show-logs``."""
@@ -153,13 +180,22 @@ def gate_waiting(driver: Driver, url: str) -> bytes:
     return driver.get_screenshot_as_png()
 
 
+def child_running(driver: Driver, url: str) -> bytes:
+    driver.get(f"{url}jobflows/{NAMESPACE}/pipeline")
+    open_panel(driver, "prep")
+    wait_for(driver, "the child prep Running, one of its two flows ended", lambda d: live(d) and d.execute_script(
+        "const n = document.getElementById('node-prep'); return n && n.textContent") and "1/2" in d.execute_script(
+        "return document.getElementById('node-prep').textContent"), timeout=120)
+    return driver.get_screenshot_as_png()
+
+
 def the_list(driver: Driver, url: str) -> bytes:
     size = driver.get_window_size()
     driver.set_window_size(size["width"], 600)  # two rows: the rest of a full window would be empty
     try:
         driver.get(url)
         wait_for(driver, "both JobFlows in the list", lambda d: live(d) and all(
-            name in d.find_element("id", "jobflows").text for name in JOBFLOWS))
+            name in d.find_element("id", "jobflows").text for name in ("test", "release")))
         return driver.get_screenshot_as_png()
     finally:
         driver.set_window_size(size["width"], size["height"])
@@ -217,10 +253,15 @@ def the_demo_and_the_gate(local: LocalCluster) -> None:
     log(f"applied {EXAMPLE.relative_to(devcluster.REPO)} (JobFlow test) and JobFlow release in {NAMESPACE}")
 
 
+def the_pipeline(local: LocalCluster) -> None:
+    apply(local, NAMESPACE, PIPELINE)
+    log(f"applied JobFlowTemplate prepare and JobFlow pipeline in {NAMESPACE}")
+
+
 def delete_what_it_made(local: LocalCluster) -> None:
     """The JobFlows and JobTemplates of :data:`JOBFLOWS` and :data:`JOBTEMPLATES` in ``default``, waited gone, and
     their vcjobs and pods (the garbage collector deletes them after their JobFlow)."""
-    for api_type, names in ((JOBFLOW, JOBFLOWS), (JOBTEMPLATE, JOBTEMPLATES)):
+    for api_type, names in ((JOBFLOW, JOBFLOWS), (JOBTEMPLATE, JOBTEMPLATES), (JOBFLOWTEMPLATE, JOBFLOWTEMPLATES)):
         for name in names:
             try:
                 local.custom.delete_namespaced_custom_object(api_type.group, api_type.version, NAMESPACE,
@@ -245,7 +286,19 @@ def delete_what_it_made(local: LocalCluster) -> None:
         return not any(ours(name) for name in [item["metadata"]["name"] for item in vcjobs["items"]]
                        + [pod.metadata.name for pod in pods])
 
+    release_children(local)
     local.wait_until(f"their vcjobs and pods deleted from {NAMESPACE}", none_left, timeout=90)
+
+
+def release_children(local: LocalCluster) -> None:
+    """The child JobFlows of ``pipeline`` keep the engine's finalizer when the engine stopped before their parent
+    was deleted: let go, as ``kubectl jobflow release`` does."""
+    listed = local.custom.list_namespaced_custom_object(JOBFLOW.group, JOBFLOW.version, NAMESPACE, JOBFLOW.plural,
+                                                        label_selector=PARENT)["items"]
+    for child in listed:
+        if child["metadata"]["name"].startswith(tuple(f"{flow}-" for flow in JOBFLOWS)):
+            local.custom.patch_namespaced_custom_object(JOBFLOW.group, JOBFLOW.version, NAMESPACE, JOBFLOW.plural,
+                                                        child["metadata"]["name"], {"metadata": {"finalizers": None}})
 
 
 def missing_priority_classes(local: LocalCluster) -> list[str]:
@@ -264,6 +317,7 @@ ON_KWOK: tuple[tuple[str, Step], ...] = (
     ("dashboard-succeed.png", diamond_succeed),
     ("dashboard-gate.png", gate_waiting),
     ("dashboard-list.png", the_list),
+    ("dashboard-child.png", child_running),
 )
 ON_THE_POD_NODE: tuple[tuple[str, Step], ...] = ((LOGS_PICTURE, training_logs),)
 
@@ -278,6 +332,8 @@ def capture(local: LocalCluster, chromium: Path, chromedriver: Path, *, create: 
     try:
         create(local)
         for name, step in steps:
+            if step is child_running:  # after the list's picture, which shows the two JobFlows above only
+                the_pipeline(local)
             started = time.monotonic()
             taken[name] = step(driver, dashboard.url)
             log(f"{name}: taken ({time.monotonic() - started:.1f} s)")

@@ -260,3 +260,28 @@ spec:
     assert seen.created_twice() == {} and seen.regressions() == {}
     print(f"{mangler.dropped} events dropped, {mangler.delivered} deliveries, handlers took {spread.counts}")
     assert mangler.dropped > 0 and all(spread.counts)
+
+
+def test_a_child_left_by_a_stopped_engine_holds_its_namespace_until_kubectl_jobflow_release(
+        cluster: LocalCluster, namespace: str) -> None:
+    from engine import start_engine
+    from test_uninstall import namespace_gone
+
+    engine = start_engine(cluster, namespace)
+    try:
+        apply(cluster, namespace, "---\n".join([template("fetch", keep_running=True), template("clean"),
+                                                template("train"), PREPARE]))
+        apply(cluster, namespace, TWO_CHILDREN.replace("NAME", "left"))
+        cluster.wait_until("the children run", lambda: {"left-a-fetch", "left-b-fetch"} <= set(vcjobs(
+            cluster, namespace)), timeout=60)
+    finally:
+        engine.stop()
+    cluster.delete_namespace(namespace)
+    cluster.wait_until("the children held by the engine's finalizer", lambda: all(
+        (jobflow(cluster, namespace, name) or {}).get("metadata", {}).get("deletionTimestamp")
+        for name in ("left-a", "left-b")), timeout=60)
+    code, said = jobflow_cli(cluster, "release", "-n", namespace)
+    assert code == 0, said
+    assert f"Released child JobFlow: {namespace}/left-a" in said and "and 2 child JobFlow(s)" in said
+    cluster.wait_until(f"namespace {namespace} to go", lambda: namespace_gone(cluster, namespace), timeout=90,
+                       interval=1)
