@@ -276,3 +276,16 @@ def test_a_memoized_child_is_stored_with_its_outputs_and_reused_by_the_next_jobf
     assert [c.job_name for c in reused.creates] == ["again-train"]  # no child made: the stored run stands for it
     env = reused.creates[0].manifest["spec"]["tasks"][0]["template"]["spec"]["containers"][0]["env"]
     assert env == [{"name": "DATA", "value": "/d/x"}]
+
+
+def test_a_retry_policy_makes_a_new_child_as_its_next_attempt():
+    text = PARENT_YAML.replace("      jobFlow:\n        template: prepare", "      retry: {limit: 1}\n      jobFlow:\n"
+                               "        template: prepare", 1)
+    parent = jobflow(text)
+    manifest = first_plan(parent).creates[0].manifest
+    failed = child_of(parent, manifest, phase=JobFlowPhase.FAILED)
+    later = plan(parent, templates=templates_for(parent), jobs=[as_job(failed)], now=T0 + timedelta(hours=1),
+                 flow_templates={"prepare": prepare_template()})
+    assert [c.job_name for c in later.creates] == ["test-prep-r1"]
+    assert later.creates[0].manifest["kind"] == "JobFlow"
+    assert later.of(PatchChild) == []  # the failed child is left as it is: history
