@@ -48,6 +48,7 @@ from jobflow_core.flows.deadlines import attempt_deadline, passed
 from jobflow_core.flows.deadlines import recheck_seconds as deadline_recheck
 from jobflow_core.flows.gates import Answer
 from jobflow_core.flows.memo import Entry, newly_memoized
+from jobflow_core.flows.units import FlowView
 from jobflow_core.flows.vcjobs import abort_command
 from jobflow_core.insight.eta import Forecast, estimates_of, forecast
 from jobflow_core.insight.template_stats import EndedJob, expected_seconds, newly_ended, record_runs
@@ -77,8 +78,8 @@ from jobflow_core.planning.status import build_status
 from jobflow_core.planning.template_status import template_status_with
 from jobflow_core.queueing.line import QueueView
 from jobflow_core.queueing.status import consult
-from jobflow_core.vocabulary.kube_events import (SHUTDOWN_REASON, Event, EventType, Reason, ended_by, job_created,
-                                                 phase_changed)
+from jobflow_core.vocabulary.kube_events import (SHUTDOWN_REASON, Event, EventType, Reason, child_created, ended_by,
+                                                 job_created, phase_changed)
 from jobflow_core.vocabulary.api import RERUN
 from jobflow_core.vocabulary.naming import has_record_finalizer, template_name, template_of
 
@@ -319,7 +320,7 @@ def plan_observation(
     for job in observation.owned:
         if job.name in deletes and (name := template_of(job)):
             removed.setdefault(name, []).append(job.name)
-    creates = tuple(Create(decision.view.name, decision.manifest, job_created(decision.view.next_job_name),
+    creates = tuple(Create(decision.view.name, decision.manifest, _created(decision.view),
                            _ready_since(observation, decision.view.flow))
                     for decision in starting if decision.manifest is not None)
     events = (*recorded, *_events(observation.jobflow, phase=phase, state=state, skipped=skipped,
@@ -342,6 +343,13 @@ def plan_observation(
         status=status,
         decisions=tuple(decisions),
     )
+
+
+def _created(view: FlowView) -> Event:
+    """The event of a create: upstream's for a vcjob, ours for a child JobFlow."""
+    child = view.flow.job_flow
+    return job_created(view.next_job_name) if child is None else child_created(view.next_job_name,
+                                                                               template=child.template)
 
 
 WARNED = frozenset({Reason.REJECTED, Reason.APPROVAL_TIMEOUT})

@@ -124,6 +124,11 @@ def job_created(job_name: str) -> Event:
     return Event(EventType.NORMAL, Reason.CREATED, f"create a job named {job_name}!")
 
 
+def child_created(name: str, *, template: str) -> Event:
+    """Ours: the event for a new child JobFlow (:mod:`jobflow_core.flows.children`), to record once created."""
+    return Event(EventType.NORMAL, Reason.CREATED, f"created child JobFlow {name} from JobFlowTemplate {template}")
+
+
 def phase_changed(*, jobflow: str, old: JobFlowPhase | None, new: JobFlowPhase) -> Event:
     before = old.value if old else "(none)"
     return Event(EventType.NORMAL, Reason.PHASE_CHANGED, f"JobFlow {jobflow}: {before} -> {new.value}")

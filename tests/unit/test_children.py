@@ -90,6 +90,7 @@ def test_the_child_is_a_jobflow_named_owned_and_labelled_like_a_flows_vcjob():
     assert manifest["metadata"]["finalizers"] == [RECORD_FINALIZER]
     assert manifest["spec"]["parameters"] == [{"name": "dataset", "value": "/data/a"}, {"name": "size", "value": "10"}]
     assert manifest["spec"]["flows"] == [{"name": "fetch"}]
+    assert create.event.message == "created child JobFlow test-prep from JobFlowTemplate prepare"
 
 
 def test_a_child_that_succeeded_hands_its_outputs_to_the_flow_that_reads_them():
