@@ -79,6 +79,8 @@ class Result:
     handed: list[tuple[str, str]] = field(default_factory=list)
     templates: list[RunsOutcome] = field(default_factory=list)
     """The JobFlowTemplates looked at (:mod:`handlers.jobflowtemplates`)."""
+    parents: set[str] = field(default_factory=set)
+    """The parents (``namespace/name``) reconciled after a child of theirs (:meth:`Dispatcher._parents`)."""
 
 
 class Dispatcher:
@@ -108,31 +110,45 @@ class Dispatcher:
         parent = outcome.parent or controller
         if parent is not None:
             self._parent(namespace, name, parent, result)
-        return self._wake(self._runs_ended(self._parents(result)))
+        return self._wake(self._runs_ended(self._parents(result, raising=True)))
 
-    def _parents(self, result: Result) -> Result:
+    def _parents(self, result: Result, *, raising: bool = False) -> Result:
         """Reconcile the parent of each child JobFlow whose status a reconcile of ``result`` wrote (and theirs, up
         the tree), once each: the event source does not send an event for the handler's own writes, so the child's
-        new phase or outputs reach its parent here (:mod:`jobflow_core.flows.children`)."""
-        done = {outcome.jobflow for outcome in result.outcomes if outcome.status_written}
+        new phase or outputs reach its parent here (:mod:`jobflow_core.flows.children`). A parent that cannot be
+        reconciled does not keep the rest from being reconciled: the failures are raised together
+        (:class:`PartlyFailed`), or with ``raising``, the first as it is (a single event's, which is retried)."""
         pending = [outcome for outcome in result.outcomes if outcome.parent and outcome.status_written]
+        failures, retry = {}, False
         while pending:
             child = pending.pop(0)
             namespace, _, name = child.jobflow.partition("/")
-            key = f"{namespace}/{child.parent}"
-            if key in done or child.parent is None:
+            if child.parent is None or f"{namespace}/{child.parent}" in result.parents:
                 continue
-            done.add(key)
-            above = self._parent(namespace, name, child.parent, result)
+            try:
+                above = self._parent(namespace, name, child.parent, result)
+            except (Conflict, Unavailable, Gone, ApiError, ValidationError) as error:
+                if raising:
+                    raise
+                failures[f"{namespace}/{child.parent}"] = str(error)[:512]
+                retry = retry or isinstance(error, (Conflict, Unavailable))
+                continue
             if above.parent and above.status_written:
                 pending.append(above)
+        if failures:
+            raise PartlyFailed(failures, retry=retry)
         return result
 
     def _parent(self, namespace: str, child: str, parent: str, result: Result) -> Outcome:
-        """Reconcile ``parent`` after its ``child``; when the parent is gone, let the child go of our finalizer
-        (nobody is left to record it: the garbage collector is deleting it)."""
+        """Reconcile ``parent`` after its ``child``, and again when that let the child go of our finalizer (a child
+        being deleted then goes at once, and no event of it names its parent: the parent plans without it now).
+        When the parent is gone, let the child go (nobody is left to record it: the garbage collector deletes it)."""
+        result.parents.add(f"{namespace}/{parent}")
         above = self.reconciler.jobflow(namespace, parent)
         result.outcomes.append(above)
+        if child in above.released and self.kube.get_jobflow(namespace, child) is None:
+            above = self.reconciler.jobflow(namespace, parent)
+            result.outcomes.append(above)
         raw = self.kube.get_jobflow(namespace, child) if not above.found else None
         if raw is not None and controller_name(raw) == parent:
             self._release_orphan_child(raw, jobflow_uids=())
@@ -227,13 +243,14 @@ class Dispatcher:
         owner = (snapshot or {}).get("jobflow") or {}
         if controller is not None and (owner.get("metadata") or {}).get("name") == controller \
                 and flows_of_job(owner, name):
-            result = self._runs_ended(Result([self.reconciler.jobflow(namespace, controller, snapshot=snapshot)]))
+            result = self._parents(self._runs_ended(Result([self.reconciler.jobflow(namespace, controller,
+                                                                                    snapshot=snapshot)])), raising=True)
         else:
             candidates = self._claimants(namespace, name, controller=controller)
             if not candidates:
                 self._release_orphan(self.kube.get_vcjob(namespace, name), jobflow_uids=())
-            result = self._runs_ended(self._each(candidates, inline=True))
-        result = self._wake(self._parents(result))
+            result = self._runs_ended(self._each(candidates, inline=True))  # its parents included
+        result = self._wake(result)
         if deleted and self.kube.get_vcjob(namespace, name) is None:
             for raw in self.kube.list_jobtemplates(namespace):
                 if name in ((raw.get("status") or {}).get("jobDependsOnList") or ()):
@@ -322,6 +339,8 @@ class Dispatcher:
     def _release_orphan_child(self, raw: dict, *, jobflow_uids: Collection[str]) -> None:
         """The same for a child JobFlow (:mod:`jobflow_core.flows.children`) whose parent is gone (only its metadata
         is read: a JobFlow whose spec does not parse is still let go)."""
+        if RECORD_FINALIZER not in ((raw.get("metadata") or {}).get("finalizers") or ()):
+            return
         if orphan_to_release(VcJob.model_validate({"metadata": raw.get("metadata") or {}}), jobflow_uids=jobflow_uids):
             self.kube.remove_finalizer(raw, RECORD_FINALIZER)
 

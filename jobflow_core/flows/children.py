@@ -38,8 +38,8 @@ from jobflow_core.flows.outputs import ANY_TARGET_PLACEHOLDER, clean, references
 from jobflow_core.flows.parameters import Item, substitute, values
 from jobflow_core.models import (Cost, Flow, JobFlow, JobFlowPhase, JobState, JobStatus, Parameter, Shutdown, VcJob,
                                  VcJobPhase)
-from jobflow_core.vocabulary.api import (CHILD_TEMPLATE, DEPTH, JOBFLOW, PARENT, PARENT_FLOW,
-                                         PARENT_STARTED, RECORD_FINALIZER, RERUN, SUSPENDED_BY_PARENT)
+from jobflow_core.vocabulary.api import (CHILD_TEMPLATE, DEPTH, JOBFLOW, PARENT, PARENT_FLOW, PARENT_STARTED,
+                                         RECORD_FINALIZER, RERUN, RERUN_FLOWS, SUSPENDED_BY_PARENT)
 from jobflow_core.vocabulary.kube_events import Reason
 from jobflow_core.vocabulary.naming import attempt_job_name, owner_reference
 from jobflow_core.vocabulary.spec_errors import SpecError
@@ -95,9 +95,13 @@ def phase_of(child: JobFlow) -> VcJobPhase:
 
 
 def ended_at(child: JobFlow) -> datetime | None:
-    """When the child's last run ended (its records' latest end); None while none has."""
-    records = child.status.job_status_list if child.status else None
-    ends = [record.end_timestamp for record in records or () if record.end_timestamp is not None]
+    """When the child ended: its ``status.endTimestamp``, else (a status written before there was one) its records'
+    latest end; None while it runs."""
+    status = child.status
+    if status is not None and status.end_timestamp is not None:
+        return status.end_timestamp
+    ends = [record.end_timestamp for record in (status.job_status_list if status else None) or ()
+            if record.end_timestamp is not None]
     return max(ends) if ends else None
 
 
@@ -146,8 +150,8 @@ def parameters_of(flow: Flow, template: "JobFlowTemplate", *, params: Mapping[st
                       targets=targets)
     set_here = {p["name"]: p.get("value") for p in wire["jobFlow"]["parameters"]}
     unknown = [name for name in set_here if name not in names]
-    return [Parameter(name=p.name, value=set_here.get(p.name) or p.value, description=p.description)
-            for p in declared], unknown
+    return [Parameter(name=p.name, value=p.value if set_here.get(p.name) is None else set_here[p.name],
+                      description=p.description) for p in declared], unknown
 
 
 def child_manifest(parent: JobFlow, *, flow: Flow, template: "JobFlowTemplate", attempt: int = 1,
@@ -190,8 +194,10 @@ def suspend_patch(suspend: bool) -> dict[str, Any]:
 
 
 def rerun_patch(request_id: str) -> dict[str, Any]:
-    """The merge patch that asks a failed child to rerun its failed flows (:mod:`jobflow_core.dag.reruns`)."""
-    return {"metadata": {"annotations": {RERUN: request_id}}}
+    """The merge patch that asks a failed child to rerun its failed flows (:mod:`jobflow_core.dag.reruns`), as
+    ``kubectl jobflow retry`` asks: its ``spec.shutdown`` (a stop its parent handed down) and a flow list left by an
+    earlier request go with it."""
+    return {"metadata": {"annotations": {RERUN: request_id, RERUN_FLOWS: None}}, "spec": {"shutdown": None}}
 
 
 def outputs_of(jobflow: JobFlow, variables_of: Mapping[str, Mapping[str, Any]]) -> tuple[dict[str, str], list[str]]:

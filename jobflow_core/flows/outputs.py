@@ -190,7 +190,7 @@ def errors(jobflow: JobFlow) -> list[SpecError]:
         refs = flow_references(flow)
         if not refs:
             continue
-        upstream = _ancestors(flow.name, flows)
+        upstream = ancestors(flow.name, flows)
         for ref in refs:
             found += _reference_errors(flow, ref, upstream=upstream, flows=flows)
         if flow.depends_on is not None and flow.depends_on.probe is not None:
@@ -244,7 +244,7 @@ def _reference_errors(flow: Flow, ref: Reference, *, upstream: set[str],
     return found
 
 
-def _ancestors(name: str, flows: Mapping[str, Flow]) -> set[str]:
+def ancestors(name: str, flows: Mapping[str, Flow]) -> set[str]:
     """The flows ``name`` waits for, directly or through them (undefined targets left out)."""
     seen: set[str] = set()
     stack = [name]

@@ -536,6 +536,9 @@ class JobFlowStatus(WireModel):
     """Ours: the ``cost`` of every vcjob the JobFlow recorded, added up."""
     outputs: dict[str, str] | None = None
     """Ours: ``spec.outputs``, worked out once the JobFlow succeeded (:mod:`jobflow_core.flows.children`)."""
+    end_timestamp: Timestamp | None = Field(None, alias="endTimestamp")
+    """Ours: when the JobFlow ended (Succeed or Failed): its last record's end, else when the engine saw it end. A
+    parent reads it as the end of its child's run (retry backoffs, gate timeouts, its own records)."""
     queue: QueueStatus | None = None
     """Ours: the JobFlow in its Volcano queue, written when the engine knows the queue (a JobFlow whose flows have
     all started or ended keeps the last one)."""

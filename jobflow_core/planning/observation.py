@@ -32,7 +32,7 @@ from jobflow_core.flows.deadlines import jobflow_deadline, passed
 from jobflow_core.flows.items import expand
 from jobflow_core.flows.loops import iterate
 from jobflow_core.flows.memo import memo_results_needed
-from jobflow_core.flows.outputs import results_read
+from jobflow_core.flows.outputs import ancestors, results_read
 from jobflow_core.flows.parameters import Item, values
 from jobflow_core.flows.retries import due, with_retry_policies
 from jobflow_core.flows.units import Attempt, FlowNode, FlowView, unit_key
@@ -49,7 +49,7 @@ from jobflow_core.models import (
     VcJobPhase,
 )
 from jobflow_core.validation.jobflows import SpecError, validate
-from jobflow_core.vocabulary.api import PARENT_STARTED
+from jobflow_core.vocabulary.api import PARENT, PARENT_STARTED
 from jobflow_core.vocabulary.kube_events import SHUTDOWN_REASON, strongest
 from jobflow_core.vocabulary.naming import attempt_job_name, has_record_finalizer, is_owned_by
 from jobflow_core.vocabulary.phase import (FlowOutcome, JobCategory, category_of, decide_flow_phase, is_final,
@@ -302,10 +302,15 @@ def observe(jobflow: JobFlow, *, jobs: Iterable[VcJob], now: datetime | None = N
 
 
 def _children_rerun(observation: Observation, accepted: dict[str, int]) -> tuple[dict[str, int], list[str]]:
-    """A rerun's units split: a failed child JobFlow is asked to rerun its own failed flows (by its name), not
-    replaced (:mod:`jobflow_core.flows.children`); every other unit runs a new attempt."""
+    """A rerun's units split: a failed child JobFlow that nothing running again comes before is asked to rerun its
+    own failed flows (by its name), not replaced (:mod:`jobflow_core.flows.children`); every other unit runs a new
+    attempt (a child downstream of a flow run again is made anew: what it was made from changes)."""
+    again = {node.name for node in observation.nodes for unit in node.units if unit.key in accepted}
+    flows = {node.name: node.flow for node in observation.nodes}
     asked = []
     for node in observation.nodes:
+        if again & ancestors(node.name, flows):
+            continue
         for unit in node.units:
             job = unit.job
             if unit.key in accepted and isinstance(job, ChildJob) and category_of(job.phase) is JobCategory.FAILED:
@@ -441,10 +446,17 @@ def _deadline_exceeded(jobflow: JobFlow, nodes: Iterable[FlowNode], outcomes: Ou
                for node in nodes)
 
 
+def _ended_child(jobflow: JobFlow, recorded: JobFlowPhase | None) -> bool:
+    """A child JobFlow (:mod:`jobflow_core.flows.children`) whose status records its end keeps it while it is
+    deleted: its parent reads that phase as its flow's run, and must not take a finished child for one that never
+    finished (and make it again) because it was deleted before the parent looked."""
+    return PARENT in (jobflow.metadata.labels or {}) and recorded in (JobFlowPhase.SUCCEED, JobFlowPhase.FAILED)
+
+
 def _phase(jobflow: JobFlow, nodes: Iterable[FlowNode], outcomes: Outcomes, *, valid: bool,
            creating: set[str], deadline_exceeded: bool, recorded: JobFlowPhase | None) -> JobFlowPhase:
     return decide_flow_phase(
-        deleting=jobflow.metadata.deletion_timestamp is not None,
+        deleting=jobflow.metadata.deletion_timestamp is not None and not _ended_child(jobflow, recorded),
         spec_valid=valid,
         deadline_exceeded=deadline_exceeded,
         categories=(_category(node, outcomes, creating=creating) for node in nodes),

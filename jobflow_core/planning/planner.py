@@ -302,7 +302,9 @@ def plan_observation(
                           forecast=expected)
     status = status.model_copy(update={"queue": queue.status, "approvals": [
         *(observation.previous.approvals or ()), *approvals] or None,
-        "outputs": _outputs(observation) if phase is JobFlowPhase.SUCCEED else None})
+        "outputs": _outputs(observation) if phase is JobFlowPhase.SUCCEED else None,
+        "end_timestamp": _ended_at(observation, status) if phase in (JobFlowPhase.SUCCEED, JobFlowPhase.FAILED)
+        else None})
     status = notifications.record(observation.jobflow, status, now=observation.now, enabled=notify)
     changed = status.to_wire() != (previous.to_wire() if previous else {})
     deletes = _deletes(observation, phase=phase)
@@ -438,6 +440,16 @@ def _cascades(observation: Observation) -> list[PatchChild]:
         elif not suspend and job.suspended_by_parent:
             patches.append(PatchChild(job.name, suspend_patch(False)))
     return patches
+
+
+def _ended_at(observation: Observation, status: JobFlowStatus) -> datetime | None:
+    """``status.endTimestamp`` of an ended JobFlow: as recorded, else its records' last end, else now."""
+    previous = observation.previous.end_timestamp
+    if previous is not None and observation.previous.state and observation.previous.state.phase in (
+            JobFlowPhase.SUCCEED, JobFlowPhase.FAILED):
+        return previous
+    ends = [record.end_timestamp for record in status.job_status_list or () if record.end_timestamp is not None]
+    return max(ends, default=observation.now)
 
 
 def _outputs(observation: Observation) -> dict[str, str] | None:

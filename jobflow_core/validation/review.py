@@ -188,7 +188,10 @@ def decide(request: Mapping[str, Any], *, kind: Reviewed, vcjob_spec: Mapping[st
         return Verdict(allowed=False, message=refused.message, forbidden=refused.forbidden)
     errors = [*unknown_fields(new_raw, kind.model, vcjob_spec=vcjob_spec), *kind.check(new)]
     unchanged = old_raw is not None and old_raw.get("spec") == new_raw.get("spec")
-    below, notes = ([], []) if unchanged else look_down(new, kind=kind, flow_templates=flow_templates)
+    # The tree below depends on the JobFlowTemplates as they are now: an update that leaves what it is made of as it
+    # was (a stop, a suspend, a retry's) is not refused for a template edited since.
+    same_tree = old_raw is not None and _tree_inputs(old_raw) == _tree_inputs(new_raw)
+    below, notes = ([], []) if same_tree else look_down(new, kind=kind, flow_templates=flow_templates)
     errors += below
     if old_raw is None:
         return _verdict(errors, warnings=notes)
@@ -201,6 +204,13 @@ def decide(request: Mapping[str, Any], *, kind: Reviewed, vcjob_spec: Mapping[st
         kept = f"this {kind.name} is invalid, and is let through only because its spec is unchanged: {_listed(errors)}"
         return Verdict(allowed=True, warnings=(kept, *warnings))
     return _verdict(errors, warnings=warnings)
+
+
+def _tree_inputs(raw: Mapping[str, Any]) -> tuple[Any, ...]:
+    """What the tree of child JobFlows below an object is made of: a JobFlow's flows and parameters, a
+    JobFlowTemplate's ``jobFlow``."""
+    spec = raw.get("spec") if isinstance(raw.get("spec"), Mapping) else {}
+    return spec.get("flows"), spec.get("parameters"), spec.get("jobFlow")
 
 
 def look_down(new: Any, *, kind: Reviewed, flow_templates: FlowTemplates | None) -> tuple[list[SpecError], list[str]]:

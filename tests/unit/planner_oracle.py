@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from jobflow_core.flows.memo import Entry, newly_memoized
-from jobflow_core.models import FlowState, JobFlowStatus, JobTemplate, SkippedFlow
+from jobflow_core.models import FlowState, JobFlowPhase, JobFlowStatus, JobTemplate, SkippedFlow
 from jobflow_core.dag.probes import DEFAULT_RECHECK_SECONDS
 from jobflow_core.insight.eta import estimates_of, forecast
 from jobflow_core.insight.template_stats import newly_ended
@@ -19,7 +19,7 @@ from jobflow_core.planning import notifications
 from jobflow_core.planning.failures import why_failed
 from jobflow_core.planning.observation import Observation
 from jobflow_core.planning.planner import (Blocker, Create, Delete, Memoize, Plan, Release, UpdateTemplate,
-                                           WriteStatus, _aborts, _deletes, _estimates, _events, _ready_since,
+                                           WriteStatus, _aborts, _deletes, _ended_at, _estimates, _events, _ready_since,
                                            _waiting_flows, pending_recheck)
 from jobflow_core.planning.starts import NO_ROOM, START_RULES, FlowDecision, Verdict, decide_all
 from jobflow_core.planning.status import build_status
@@ -70,7 +70,10 @@ def old_plan_observation(
                           skipped=skipped, recheck_seconds=pending_recheck(observation), estimates=estimates,
                           forecast=expected)
     status = status.model_copy(update={"queue": queue_status(observation, decisions, held=held_of(decisions),
-                                                                        queues=queues or {})})
+                                                                        queues=queues or {}),
+                                       # issue 45's status.endTimestamp, worked out as the new planner does
+                                       "end_timestamp": _ended_at(observation, status)
+                                       if phase in (JobFlowPhase.SUCCEED, JobFlowPhase.FAILED) else None})
     status = notifications.record(observation.jobflow, status, now=observation.now, enabled=notify)
     previous = _written if _cached else observation.jobflow.status
     changed = status.to_wire() != (previous.to_wire() if previous else {})

@@ -161,20 +161,22 @@ def test_suspend_cascades_down_and_resume_takes_back_only_what_it_did():
 
 
 def test_a_rerun_of_the_parent_asks_the_failed_child_to_rerun_and_waits_for_it():
-    parent = jobflow(PARENT_YAML)
+    parent = jobflow(PARENT_YAML.split("    - name: cleanup")[0])
     manifest = first_plan(parent).creates[0].manifest
-    failed = child_of(parent, manifest, phase=JobFlowPhase.FAILED)
+    failed = child_of(parent, manifest, phase=JobFlowPhase.FAILED, reason="Stopped", shutdown="Stop")
     ended = plan(parent, templates=templates_for(parent), jobs=[as_job(failed)], now=T0,
                  flow_templates={"prepare": prepare_template()})
-    after = parent.model_copy(update={"status": ended.status.model_copy(update={
-        "state": ended.status.state.model_copy(update={"phase": JobFlowPhase.FAILED})})})
+    assert ended.status.state.phase is JobFlowPhase.FAILED
+    assert ended.status.end_timestamp == as_job(failed).status.state.last_transition_time  # the child's end
+    after = parent.model_copy(update={"status": ended.status})
     asked = after.model_copy(update={"metadata": after.metadata.model_copy(update={"annotations": {RERUN: "r1"}})})
     result = plan(asked, templates=templates_for(parent), jobs=[as_job(failed)], now=T0 + timedelta(minutes=1),
                   flow_templates={"prepare": prepare_template()})
     assert result.status.rerun.child_reruns == {"test-prep": "r1"}
     assert "test-prep" not in (result.status.rerun.from_attempt or {})
-    assert [(p.name, p.patch) for p in result.of(PatchChild)] == [
-        ("test-prep", {"metadata": {"annotations": {RERUN: "r1"}}})]
+    # As kubectl jobflow retry asks: the stop handed down and an old flow list go with the request.
+    assert [(p.name, p.patch) for p in result.of(PatchChild)] == [("test-prep", {
+        "metadata": {"annotations": {RERUN: "r1", "flow.volcano.sh/rerun-flows": None}}, "spec": {"shutdown": None}})]
     assert result.status.state.phase is not JobFlowPhase.FAILED
     assert not any(c.job_name.startswith("test-prep") for c in result.creates)  # no new child
     taken = child_of(parent, manifest, phase=JobFlowPhase.RUNNING, rerun="r1")
@@ -182,6 +184,35 @@ def test_a_rerun_of_the_parent_asks_the_failed_child_to_rerun_and_waits_for_it()
     later = plan(again, templates=templates_for(parent), jobs=[as_job(taken)], now=T0 + timedelta(minutes=2),
                  flow_templates={"prepare": prepare_template()})
     assert later.of(PatchChild) == [] and later.status.state.phase is JobFlowPhase.RUNNING
+
+
+def test_a_failed_child_downstream_of_a_flow_that_runs_again_is_made_anew_not_rerun():
+    from scenario import vcjob
+
+    parent = jobflow("""
+spec:
+  flows:
+    - {name: a}
+    - {name: prep, dependsOn: {targets: [a], outcome: Finished}, jobFlow: {template: prepare}}
+""")
+    child = as_job(child_of(parent, first_plan_of(parent, vcjob(parent, "a", VcJobPhase.FAILED)), phase=JobFlowPhase.FAILED))
+    jobs = [vcjob(parent, "a", VcJobPhase.FAILED), child]
+    ended = plan(parent, templates=templates_for(parent), jobs=jobs, now=T0, flow_templates={
+        "prepare": prepare_template()})
+    assert ended.status.state.phase is JobFlowPhase.FAILED
+    asked = parent.model_copy(update={"status": ended.status, "metadata": parent.metadata.model_copy(
+        update={"annotations": {RERUN: "r1"}})})
+    result = plan(asked, templates=templates_for(parent), jobs=jobs, now=T0, flow_templates={
+        "prepare": prepare_template()})
+    assert result.status.rerun.from_attempt == {"a": 2, "prep": 2} and not result.status.rerun.child_reruns
+    assert result.of(PatchChild) == [] and [c.job_name for c in result.creates] == ["test-a-r1"]
+
+
+def first_plan_of(parent: JobFlow, *jobs) -> dict:
+    """The child manifest ``parent`` creates once ``jobs`` are as given."""
+    made = plan(parent, templates=templates_for(parent), jobs=list(jobs), now=T0,
+                flow_templates={"prepare": prepare_template()})
+    return next(c.manifest for c in made.creates if c.manifest["kind"] == "JobFlow")
 
 
 def test_outputs_are_worked_out_from_results_once_the_jobflow_succeeded():
@@ -290,3 +321,34 @@ def test_a_retry_policy_makes_a_new_child_as_its_next_attempt():
     assert [c.job_name for c in later.creates] == ["test-prep-r1"]
     assert later.creates[0].manifest["kind"] == "JobFlow"
     assert later.of(PatchChild) == []  # the failed child is left as it is: history
+
+
+@pytest.mark.parametrize("ended", [JobFlowPhase.SUCCEED, JobFlowPhase.FAILED])
+def test_a_child_being_deleted_keeps_the_end_its_status_records_so_its_parent_never_makes_it_again(ended):
+    parent = jobflow(PARENT_YAML)
+    manifest = first_plan(parent).creates[0].manifest
+    child = child_of(parent, manifest, phase=ended)
+    deleting = child.model_copy(update={"metadata": child.metadata.model_copy(update={
+        "deletion_timestamp": T0 + timedelta(minutes=9)})})
+    own = plan(deleting, templates={}, jobs=[], now=T0 + timedelta(minutes=9))
+    assert own.status.state.phase is ended  # not Terminating
+    as_seen = child_of(parent, manifest, phase=own.status.state.phase)
+    result = plan(parent, templates=templates_for(parent), jobs=[as_job(as_seen)], now=T0 + timedelta(minutes=9),
+                  flow_templates={"prepare": prepare_template()})
+    assert "test-prep" not in [c.job_name for c in result.creates]
+    plain = deleting.model_copy(update={"metadata": deleting.metadata.model_copy(update={"labels": {}})})
+    assert plan(plain, templates={}, jobs=[], now=T0).status.state.phase is JobFlowPhase.TERMINATING  # as before
+
+
+def test_a_childs_end_is_its_status_end_timestamp_or_its_last_records():
+    from jobflow_core.flows.children import ended_at
+
+    parent = jobflow(PARENT_YAML)
+    manifest = first_plan(parent).creates[0].manifest
+    assert ended_at(child_of(parent, manifest, phase=JobFlowPhase.SUCCEED)).minute == 10  # its records'
+    stamped = child_of(parent, manifest, phase=JobFlowPhase.SUCCEED, ended=False)
+    stamped = stamped.model_copy(update={"status": stamped.status.model_copy(update={
+        "end_timestamp": T0 + timedelta(minutes=3)})})
+    assert ended_at(stamped) == T0 + timedelta(minutes=3)
+    written = plan(parent, templates=templates_for(parent), jobs=[], now=T0)  # a JobFlow that has not ended
+    assert written.status.end_timestamp is None

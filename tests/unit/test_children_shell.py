@@ -179,3 +179,24 @@ def test_a_child_whose_parent_went_is_let_go_by_its_vcjobs_event_too(kube):
     kube.move(NS, "p-prep-fetch", "Running")
     handler.vcjob(NS, "p-prep-fetch", controller="p-prep", deleted=False)  # no event of the child itself
     assert stored(kube, "p-prep") == {}
+
+
+def test_a_running_child_deleted_is_made_again_by_the_event_that_lets_it_go_without_naming_its_parent(kube):
+    handler = dispatcher(kube)
+    handler.jobflow(NS, "p")
+    handler.jobflow(NS, "p-prep", controller="p")
+    first = stored(kube, "p-prep")["metadata"]["uid"]
+    kube.remove(JOBFLOW, NS, "p-prep")  # held by our finalizer
+    handler.jobflow(NS, "p-prep")  # Reference mode: the event names no controller; the child's own read does
+    assert stored(kube, "p-prep")["metadata"]["uid"] != first  # let go, gone, and made again in the same request
+
+
+def test_one_event_reconciles_a_parent_once_after_its_child(kube):
+    handler = dispatcher(kube)
+    handler.jobflow(NS, "p")
+    handler.jobflow(NS, "p-prep", controller="p")
+    kube.move(NS, "p-prep-fetch", "Running")
+    result = handler.vcjob(NS, "p-prep-fetch", controller="p-prep", deleted=False)
+    assert [o.jobflow for o in result.outcomes].count("default/p") == 1
+    result = handler.jobflow(NS, "p-prep", controller="p")
+    assert [o.jobflow for o in result.outcomes].count("default/p") == 1

@@ -470,3 +470,14 @@ def test_kubectl_jobflow_validate_checks_the_tree_with_the_files_templates_offli
         '  warning: flow "c": JobFlowTemplate "later" does not exist (yet), so the JobFlows below this flow were not '
         "checked; the flow waits for it",
     ]
+
+
+def test_a_stop_or_suspend_of_a_parent_is_not_refused_for_a_template_edited_since():
+    edited = template("inner", "[{name: b}]")  # no longer declares the parameter the parent sets
+    parent = jobflow("[{name: a, jobFlow: {template: inner, parameters: [{name: lr, value: '1'}]}}]").to_wire()
+    stopped = {**parent, "spec": {**parent["spec"], "shutdown": "Stop", "suspend": True}}
+    verdict = decide(request(stopped, operation="UPDATE", old=parent), kind=JOBFLOW, flow_templates=Reads(edited))
+    assert verdict.allowed
+    changed = {**parent, "spec": {**parent["spec"], "parameters": [{"name": "x", "value": "1"}]}}
+    assert not decide(request(changed, operation="UPDATE", old=parent), kind=JOBFLOW,
+                      flow_templates=Reads(edited)).allowed

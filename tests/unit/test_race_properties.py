@@ -61,7 +61,8 @@ SHAPES = {
 }
 """In ``child``, flow ``c`` is a child JobFlow (``f-c``, made from JobFlowTemplate ``ct`` of one flow, ``a``): its
 reconciles (its event, which reconciles the parent after it) race with the parent's, Volcano runs its vcjob
-``f-c-a``, and a user may delete it once the parent recorded it Completed."""
+``f-c-a``, and a user may delete it once it succeeded, recorded by the parent or not yet (our finalizer holds it,
+and a child being deleted keeps the end its status records)."""
 FAILS_FIRST = {"f-a"}
 """The first attempt of the retried flow fails (Volcano moves it to Failed): its retry, ``f-a-r1``, completes."""
 DELETIONS = ("retain policy", "ttl", "user")
@@ -187,8 +188,7 @@ def cluster_moves(kube: CountingKube, deletion: str) -> list[tuple[str, str]]:
                 moves.append(("user", name))
     for child in live_children(kube):
         name = child["metadata"]["name"]
-        if phase_of(child) == "Succeed" and deletion == "user" and name in recorded_completed(kube) \
-                and not child["metadata"].get("deletionTimestamp"):
+        if phase_of(child) == "Succeed" and deletion == "user" and not child["metadata"].get("deletionTimestamp"):
             moves.append(("user deletes child", name))
     return [*moves, SUSPEND]
 
