@@ -285,3 +285,27 @@ def test_a_child_left_by_a_stopped_engine_holds_its_namespace_until_kubectl_jobf
     assert f"Released child JobFlow: {namespace}/left-a" in said and "and 2 child JobFlow(s)" in said
     cluster.wait_until(f"namespace {namespace} to go", lambda: namespace_gone(cluster, namespace), timeout=90,
                        interval=1)
+
+
+def test_a_stop_passes_down_to_the_child_and_a_retry_of_the_parent_runs_the_same_child_on(
+        cluster: LocalCluster, namespace: str, engine) -> None:
+    apply(cluster, namespace, "---\n".join([template("fetch", message="file=x"), template("clean", run_for="4s"),
+                                            template("train"), PREPARE]))
+    apply(cluster, namespace, TWO_CHILDREN.replace("NAME", "halt"))
+    cluster.wait_until("the children clean", lambda: {"halt-a-clean", "halt-b-clean"} <= set(vcjobs(
+        cluster, namespace)), timeout=60)
+    code, said = jobflow_cli(cluster, "stop", "halt", "-n", namespace)
+    assert code == 0, said
+    parent = wait_for_phase(cluster, namespace, "halt", "Failed", timeout=60)
+    assert parent["status"]["state"]["reason"] == "Stopped"
+    children = children_of(cluster, namespace, "halt")
+    assert {c["spec"].get("shutdown") for c in children.values()} == {"Stop"}
+    assert {c["status"]["state"]["reason"] for c in children.values()} == {"Stopped"}
+    uids = {name: c["metadata"]["uid"] for name, c in children.items()}
+    code, said = jobflow_cli(cluster, "retry", "halt", "-n", namespace)
+    assert code == 0, said
+    wait_for_phase(cluster, namespace, "halt", "Succeed", timeout=120)
+    children = children_of(cluster, namespace, "halt")
+    assert {name: c["metadata"]["uid"] for name, c in children.items()} == uids  # the same children, run on
+    assert all("shutdown" not in c["spec"] for c in children.values())
+    assert "halt-train" in vcjobs(cluster, namespace)
