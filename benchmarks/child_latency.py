@@ -42,14 +42,12 @@ import re
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from bisect import bisect_right
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kubernetes import watch
 
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -57,44 +55,12 @@ if __package__ in (None, ""):
 from benchmarks.common import (REPO, VcJobWatch, chain_jobflow, connect, create, job_template, machine, new_namespace,
                                procfile_command, spawn, summary_ms, table, wait_healthy, write_result)
 from devcluster.processes import free_port
-from devcluster.testing import LocalCluster
 from jobflow_core.vocabulary.api import JOBFLOW, JOBFLOWTEMPLATE
 
 RECONCILED = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3}) handlers reconciled ([^/\s]+)/(\S+) from ([^:]+): "
                         r"phase=(\S+) created=\[([^\]]*)\] deleted=\[[^\]]*\] status_written=(\w+)")
 PARENT = re.compile(r"r\d+p\d+")
 EVENT = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3}) handlers event (\S+) (\w+) ([^/\s]+)/(\S+)")
-
-
-class JobFlowWatch(VcJobWatch):
-    """:class:`~benchmarks.common.VcJobWatch`'s record for the namespace's JobFlows: the time each was first seen
-    ``ADDED`` and first seen in each ``status.state.phase``."""
-
-    def __init__(self, local: LocalCluster, namespace: str) -> None:
-        self.local, self.namespace = local, namespace
-        self.first: dict[tuple[str, str], tuple[float, float]] = {}
-        self._cond = threading.Condition()
-        self._stop = threading.Event()
-        self._list_args = (JOBFLOW.group, JOBFLOW.version, namespace, JOBFLOW.plural)
-        self._version = local.custom.list_namespaced_custom_object(*self._list_args)["metadata"]["resourceVersion"]
-        self._thread = threading.Thread(target=self._run, name="jobflow-watch", daemon=True)
-        self._thread.start()
-
-    def _watch_once(self) -> None:
-        stream = watch.Watch()
-        for event in stream.stream(self.local.custom.list_namespaced_custom_object, *self._list_args,
-                                   resource_version=self._version, timeout_seconds=5):
-            now = (time.monotonic(), time.time())
-            obj = event["object"]
-            self._version = obj["metadata"]["resourceVersion"]
-            name = obj["metadata"]["name"]
-            phase = ((obj.get("status") or {}).get("state") or {}).get("phase") or ""
-            with self._cond:
-                if event["type"] == "ADDED":
-                    self.first.setdefault((name, "ADDED"), now)
-                if event["type"] in ("ADDED", "MODIFIED") and phase:
-                    self.first.setdefault((name, phase), now)
-                self._cond.notify_all()
 
 
 def unit_template(step: str) -> dict:
@@ -218,7 +184,7 @@ def run(*, flows: int = 20, rounds: int = 3, run_for: str = "200ms", timeout: fl
         for name in ("step", "a", "d"):
             create(local, namespace, job_template(name, run_for=run_for))
         create(local, namespace, unit_template("step"))
-        jobs, jobflows = VcJobWatch(local, namespace), JobFlowWatch(local, namespace)
+        jobs, jobflows = VcJobWatch(local, namespace), VcJobWatch(local, namespace, JOBFLOW)
         source = spawn("eventsource", procfile_command("eventsource"), log_dir=log_dir,
                        env={**env, "NAMESPACES": namespace})
         time.sleep(2)  # its first lists and watches are open; the template announcements are through

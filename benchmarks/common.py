@@ -29,7 +29,7 @@ from devcluster import cluster
 from devcluster.processes import Component, start
 from devcluster.state import ClusterState
 from devcluster.testing import LocalCluster
-from jobflow_core.vocabulary.api import JOBFLOW, JOBTEMPLATE, VCJOB, api_type_of
+from jobflow_core.vocabulary.api import JOBFLOW, JOBTEMPLATE, VCJOB, ApiType, api_type_of
 from tests.healthz import wait_for_healthz
 
 REPO = Path(__file__).resolve().parent.parent
@@ -153,17 +153,18 @@ def wait_healthy(url: str, component: Component | None = None, *, timeout: float
 # --- watching vcjobs -------------------------------------------------------------------------------------------
 
 class VcJobWatch:
-    """Watches the vcjobs of one namespace and records, per vcjob, the local time each thing was *first* seen:
-    ``"ADDED"`` and every ``status.state.phase``. Times are (monotonic, wall clock) pairs."""
+    """Watches the vcjobs of one namespace (or the objects of ``api_type``: JobFlows, whose phases are theirs) and
+    records, per object, the local time each thing was *first* seen: ``"ADDED"`` and every ``status.state.phase``.
+    Times are (monotonic, wall clock) pairs."""
 
-    def __init__(self, local: LocalCluster, namespace: str) -> None:
+    def __init__(self, local: LocalCluster, namespace: str, api_type: ApiType = VCJOB) -> None:
         self.local, self.namespace = local, namespace
         self.first: dict[tuple[str, str], tuple[float, float]] = {}
         self._cond = threading.Condition()
         self._stop = threading.Event()
-        listing = local.custom.list_namespaced_custom_object(VCJOB.group, VCJOB.version, namespace, VCJOB.plural)
-        self._version = listing["metadata"]["resourceVersion"]
-        self._thread = threading.Thread(target=self._run, name="vcjob-watch", daemon=True)
+        self._list_args = (api_type.group, api_type.version, namespace, api_type.plural)
+        self._version = local.custom.list_namespaced_custom_object(*self._list_args)["metadata"]["resourceVersion"]
+        self._thread = threading.Thread(target=self._run, name=f"{api_type.plural}-watch", daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
@@ -176,8 +177,8 @@ class VcJobWatch:
 
     def _watch_once(self) -> None:
         stream = watch.Watch()
-        for event in stream.stream(self.local.custom.list_namespaced_custom_object, VCJOB.group, VCJOB.version,
-                                   self.namespace, VCJOB.plural, resource_version=self._version, timeout_seconds=5):
+        for event in stream.stream(self.local.custom.list_namespaced_custom_object, *self._list_args,
+                                   resource_version=self._version, timeout_seconds=5):
             now = (time.monotonic(), time.time())
             obj = event["object"]
             self._version = obj["metadata"]["resourceVersion"]
