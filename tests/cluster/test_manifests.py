@@ -300,6 +300,8 @@ def test_the_handler_role_allows_every_call_the_handler_makes(cluster: LocalClus
                                                        "metadata": {"name": "run", "namespace": namespace},
                                                        "spec": {"flows": [{"name": "b"}]}}),
         "delete_jobflow": lambda: kube.delete_jobflow(namespace, "run"),
+        "patch_jobflow": lambda: kube.patch_jobflow(namespace, "calls", {"metadata": {"annotations": {
+            "checked": "rbac"}}}),
         "get_jobflowtemplate": lambda: kube.get_jobflowtemplate(namespace, "calls"),
         "list_jobflowtemplates": lambda: (kube.list_jobflowtemplates(namespace), kube.list_jobflowtemplates()),
         "replace_jobflowtemplate_status": lambda: kube.replace_jobflowtemplate_status(
@@ -325,8 +327,8 @@ HANDLER_REFUSED: dict[str, Callable[[client.CustomObjectsApi, client.CoreV1Api, 
         *FLOW, ns, "jobflowtemplates", "any"),
     "change a JobFlowTemplate's spec": lambda custom, core, ns: custom.patch_namespaced_custom_object(
         *FLOW, ns, "jobflowtemplates", "any", {"spec": {"suspend": True}}),
-    "change a JobFlow's spec": lambda custom, core, ns: custom.patch_namespaced_custom_object(
-        *FLOW, ns, "jobflows", "any", {"spec": {"jobRetainPolicy": "retain"}}),
+    "change a JobTemplate's spec": lambda custom, core, ns: custom.patch_namespaced_custom_object(
+        *FLOW, ns, "jobtemplates", "any", {"spec": {"queue": "default"}}),
     "patch a JobFlow's status (it PUTs)": lambda custom, core, ns: custom.patch_namespaced_custom_object_status(
         *FLOW, ns, "jobflows", "any", {"status": {}}),
     "watch JobFlows (events tell it)": lambda custom, core, ns: custom.list_namespaced_custom_object(
