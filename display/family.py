@@ -49,12 +49,6 @@ def children_of(parent: Mapping[str, Any], jobflows: Iterable[dict[str, Any]]) -
     return sorted((obj for obj in jobflows if is_child_of(obj, parent)), key=lambda obj: _meta(obj).get("name", ""))
 
 
-def makes_children(jobflow: Mapping[str, Any]) -> bool:
-    """Whether a flow of ``jobflow`` makes child JobFlows (else none can be its children: nothing to look for)."""
-    flows = (jobflow.get("spec") or {}).get("flows") or ()
-    return any(isinstance(flow, dict) and flow.get("jobFlow") is not None for flow in flows)
-
-
 def take_family(jobflow: dict[str, Any], *, jobflows: Iterable[dict[str, Any]], jobs: Iterable[dict[str, Any]],
                 now: datetime | None = None) -> JobFlowFacts:
     """The facts of ``jobflow`` (:func:`display.facts.take`) with, under each flow that made child JobFlows, the

@@ -151,7 +151,7 @@ class Dispatcher:
             result.outcomes.append(above)
         raw = self.kube.get_jobflow(namespace, child) if not above.found else None
         if raw is not None and controller_name(raw) == parent:
-            self._release_orphan_child(raw, jobflow_uids=())
+            self._release_orphan(raw, jobflow_uids=())
         return above
 
     def _wake(self, result: Result) -> Result:
@@ -268,7 +268,7 @@ class Dispatcher:
         for job in (job for scope in scopes for job in self.kube.list_vcjobs(scope, FLOW_JOBS_SELECTOR)):
             self._release_orphan(job, jobflow_uids=alive)
         for child in listed:  # a child JobFlow whose parent went before it recorded it
-            self._release_orphan_child(child, jobflow_uids=alive)
+            self._release_orphan(child, jobflow_uids=alive)
         try:
             result = self._each(raw for raw in listed if can_change(raw))
         except PartlyFailed:
@@ -336,14 +336,11 @@ class Dispatcher:
         except (ApiError, Conflict, Gone, Unavailable) as error:
             log.warning("could not record the failure on JobFlow %s: %s", raw["metadata"].get("name"), error)
 
-    def _release_orphan_child(self, raw: dict, *, jobflow_uids: Collection[str]) -> None:
-        """The same for a child JobFlow (:mod:`jobflow_core.flows.children`) whose parent is gone (only its metadata
-        is read: a JobFlow whose spec does not parse is still let go)."""
-        if RECORD_FINALIZER not in ((raw.get("metadata") or {}).get("finalizers") or ()):
-            return
-        if orphan_to_release(VcJob.model_validate({"metadata": raw.get("metadata") or {}}), jobflow_uids=jobflow_uids):
-            self.kube.remove_finalizer(raw, RECORD_FINALIZER)
-
     def _release_orphan(self, raw: dict | None, *, jobflow_uids: Collection[str]) -> None:
-        if raw is not None and orphan_to_release(VcJob.model_validate(raw), jobflow_uids=jobflow_uids):
+        """Let go of a vcjob, or a child JobFlow (:mod:`jobflow_core.flows.children`), being deleted and held by our
+        finalizer, whose controller is none of ``jobflow_uids``. Only its metadata is read (an object whose spec does
+        not parse is still let go), and only when it holds our finalizer."""
+        meta = (raw or {}).get("metadata") or {}
+        if raw is not None and RECORD_FINALIZER in (meta.get("finalizers") or ()) and \
+                orphan_to_release(VcJob.model_validate({"metadata": meta}), jobflow_uids=jobflow_uids):
             self.kube.remove_finalizer(raw, RECORD_FINALIZER)

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 from handlers.kube import KubeApi
 from handlers.probing import Prober
 from jobflow_core import Needs, Observation, needs, observe
-from jobflow_core.flows.children import as_job
+from jobflow_core.flows.children import as_job, makes_children
 from jobflow_core.flows.conditions import result_of_pods
 from jobflow_core.flows.memo import Entry, entries_of
 from jobflow_core.models import JobFlow, JobTemplate, VcJob
@@ -46,11 +46,6 @@ from jobflow_core.vocabulary.naming import jobs_of_jobflow_selector, pods_of_job
 
 if TYPE_CHECKING:
     from jobflow_core.models import JobFlowTemplate
-
-
-def _has_children(raw: dict) -> bool:
-    """Whether a JobFlow (as JSON) has a child flow, so its children must be listed."""
-    return any(isinstance(flow, dict) and flow.get("jobFlow") for flow in (raw.get("spec") or {}).get("flows") or ())
 
 LIST_TEMPLATES_FROM = 3
 """A plan that needs this many JobTemplates or more reads them with one LIST of the namespace's, not a GET each."""
@@ -90,18 +85,18 @@ class Reader:
     def jobflow(self, namespace: str, name: str, *, snapshot: dict | None = None,
                 known: dict | None = None) -> Read | None:
         """The JobFlow and its vcjobs from the best source given; None when the JobFlow does not exist."""
-        if snapshot is not None and not _has_children(snapshot["jobflow"]):
+        if snapshot is not None and not makes_children(snapshot["jobflow"]):
             jobs = [VcJob.model_validate(job) for job in snapshot.get("vcjobs") or ()]
             line = snapshot.get("line")
             return Read(snapshot["jobflow"], {job.name: job for job in jobs}, Source.SNAPSHOT,
                         line=None if line is None else tuple(map(line_of_wire, line)))
         selector = jobs_of_jobflow_selector(namespace=namespace, jobflow=name)
         listed = {job.name: job for job in map(VcJob.model_validate, self.kube.list_vcjobs(namespace, selector))}
-        if known is not None and _has_children(known):
+        if known is not None and makes_children(known):
             listed |= self._children(namespace, name)
             return Read(known, listed, Source.KNOWN)
         raw = known if known is not None else self.kube.get_jobflow(namespace, name)
-        if raw is not None and known is None and _has_children(raw):
+        if raw is not None and known is None and makes_children(raw):
             listed |= self._children(namespace, name)
             raw = self.kube.get_jobflow(namespace, name)  # newer than both lists
         return None if raw is None else Read(raw, listed, Source.KNOWN if known is not None else Source.API)

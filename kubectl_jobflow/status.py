@@ -57,7 +57,8 @@ from typing import TYPE_CHECKING, Any
 
 from apiclient.cluster import KubeError
 from display.facts import FlowRow, JobFlowFacts, cost_text, queue_line, tasks_text
-from display.family import descendants, makes_children, take_family
+from display.family import descendants, take_family
+from jobflow_core.flows.children import makes_children
 from display.times import age, expected
 from jobflow_core.vocabulary.api import CREATED_BY_JOBFLOW, JOBFLOW, PARENT, VCJOB
 from jobflow_core.vocabulary.naming import FLOW_JOBS_SELECTOR, jobflow_label_value, jobs_of_jobflow_selector

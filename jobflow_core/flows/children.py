@@ -82,6 +82,12 @@ class ChildJob(VcJob):
     suspended_by_parent: bool = Field(False, exclude=True)
 
 
+def makes_children(jobflow: Mapping[str, Any]) -> bool:
+    """Whether a flow of ``jobflow`` (JSON, as read) makes child JobFlows: only then are there children to list."""
+    flows = (jobflow.get("spec") or {}).get("flows") or ()
+    return any(isinstance(flow, Mapping) and flow.get("jobFlow") is not None for flow in flows)
+
+
 def is_child_job(job: VcJob | None) -> bool:
     return isinstance(job, ChildJob)
 
