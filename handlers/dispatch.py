@@ -41,6 +41,7 @@ from apiclient.rest import ApiError, Conflict, Gone, Rejected, Unavailable
 from handlers.jobflows import Outcome, Reconciler
 from handlers.writes import Writes
 from jobflow_core import UpdateTemplate
+from jobflow_core.dag.awaits import waiters_selectors
 from jobflow_core.models import JobFlowPhase, VcJob
 from jobflow_core.planning.template_status import template_status
 from jobflow_core.queueing.line import in_line
@@ -59,6 +60,9 @@ log = logging.getLogger("handlers.dispatch")
 
 INLINE_LIMIT = 20
 """JobFlows an event from a sender that reads no answer reconciles itself when the rest can be handed out."""
+WAKE_ROUNDS = 5
+"""Rounds of JobFlows woken because one they wait for ended (a chain A <- B <- C that ends at once, as when A failed
+and B fails with it, wakes C in the second round)."""
 
 
 class PartlyFailed(RuntimeError):
@@ -110,7 +114,7 @@ class Dispatcher:
         parent = outcome.parent or controller
         if parent is not None:
             self._parent(namespace, name, parent, result)
-        return self._wake(self._runs_ended(self._parents(result, raising=True)))
+        return self._wake(self._waiters(self._runs_ended(self._parents(result, raising=True))))
 
     def _parents(self, result: Result, *, raising: bool = False) -> Result:
         """Reconcile the parent of each child JobFlow whose status a reconcile of ``result`` wrote (and theirs, up
@@ -179,6 +183,43 @@ class Dispatcher:
             return result
         result.outcomes += woken.outcomes
         return result
+
+    def _waiters(self, result: Result) -> Result:
+        """Reconcile the JobFlows that wait for one this result's reconciles saw end (their status write recorded
+        ``Succeed`` or ``Failed``) or go (:mod:`jobflow_core.dag.awaits`): found by the labels the engine wrote on
+        them, one label-selected LIST each (two for a JobFlowTemplate's run), not by a LIST of every JobFlow. Our
+        event source sends no event for the handler's own status writes, and Knative's ApiServerSource sends the
+        write's event to a reconcile that writes nothing: so they are woken here, under both. Those that end in turn
+        wake theirs (at most :data:`WAKE_ROUNDS` rounds). A failure is the resync's to make up for, not the
+        event's to retry (delivering it again would find nothing left to write)."""
+        done = {outcome.jobflow for outcome in result.outcomes}
+        pending = list(result.outcomes)
+        for _ in range(WAKE_ROUNDS):
+            ended = [outcome for outcome in pending if not outcome.found or (
+                outcome.status_written and outcome.phase in (JobFlowPhase.SUCCEED, JobFlowPhase.FAILED))]
+            if not ended:
+                break
+            try:
+                listed = {(raw["metadata"]["namespace"], raw["metadata"]["name"]): raw for outcome in ended
+                          for raw in self._waiting_for(outcome)}
+                woken = self._each(raw for key, raw in listed.items() if "/".join(key) not in done)
+            except (ApiError, Unavailable, Conflict, Gone, PartlyFailed) as error:
+                log.warning("waking the JobFlows waiting for %s: %s (the resync finds them)",
+                            ", ".join(outcome.jobflow for outcome in ended), error)
+                break
+            result.handed += woken.handed
+            result.outcomes += woken.outcomes
+            done |= {outcome.jobflow for outcome in woken.outcomes}
+            pending = woken.outcomes
+        return result
+
+    def _waiting_for(self, outcome: Outcome) -> list[dict]:
+        """The JobFlows labelled as waiting for ``outcome``'s JobFlow (:func:`jobflow_core.dag.awaits.waiters_selectors`;
+        one that went is known by its name only)."""
+        namespace, _, name = outcome.jobflow.partition("/")
+        raw = outcome.written or {"metadata": {"namespace": namespace, "name": name}}
+        return [found for selector in waiters_selectors(raw) for found in self.kube.list_runs(namespace, selector)
+                if found["metadata"]["name"] != name]
 
     def _runs_ended(self, result: Result) -> Result:
         """Look at the JobFlowTemplate of each run this result's reconciles just saw end (their status write
@@ -250,7 +291,7 @@ class Dispatcher:
             if not candidates:
                 self._release_orphan(self.kube.get_vcjob(namespace, name), jobflow_uids=())
             result = self._runs_ended(self._each(candidates, inline=True))  # its parents included
-        result = self._wake(result)
+        result = self._wake(self._waiters(result))
         if deleted and self.kube.get_vcjob(namespace, name) is None:
             for raw in self.kube.list_jobtemplates(namespace):
                 if name in ((raw.get("status") or {}).get("jobDependsOnList") or ()):
@@ -270,7 +311,7 @@ class Dispatcher:
         for child in listed:  # a child JobFlow whose parent went before it recorded it
             self._release_orphan(child, jobflow_uids=alive)
         try:
-            result = self._each(raw for raw in listed if can_change(raw))
+            result = self._waiters(self._each(raw for raw in listed if can_change(raw)))
         except PartlyFailed:
             self.runs.every_template(scopes)  # a JobFlow that cannot be reconciled holds no schedule up
             raise

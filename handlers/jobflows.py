@@ -35,7 +35,7 @@ from handlers.notify import Notifier
 from handlers.queues import QueueReader
 from handlers.reads import Read, Reader, Source
 from handlers.writes import Replan, Writes
-from jobflow_core import Abort, Create, Delete, Event, PatchChild, Plan, Release, UpdateTemplate, WriteStatus
+from jobflow_core import Abort, Create, Delete, Event, PatchChild, Plan, Relabel, Release, UpdateTemplate, WriteStatus
 from jobflow_core import Memoize, plan_observation
 from jobflow_core.flows.children import as_job
 from jobflow_core.flows.gates import Answer
@@ -147,6 +147,14 @@ class Reconciler:
         guarded = read.fresh  # may a vcjob be created on this read? (see handlers.reads)
         for action in plan.actions:
             match action:
+                case Relabel(labels=labels):
+                    try:
+                        raw = self.kube.label_jobflow(namespace, raw["metadata"]["name"], labels,
+                                                      resource_version=raw["metadata"]["resourceVersion"])
+                    except Conflict as lost:
+                        raise Replan(f"the JobFlow changed before its labels were written: {lost}") from lost
+                    read = Read(raw, read.jobs, read.source, line=read.line)
+                    outcome.written = raw
                 case UpdateTemplate(name=name):
                     self.writes.template(self.kube, namespace, name, action.apply, read=templates.pop(name, None))
                 case Memoize(key=key, entry=entry):

@@ -75,6 +75,13 @@ class KubeApi:
         self._custom("patch", JOBFLOW, namespace, name, patch, missing_ok=True,
                      content_type="application/merge-patch+json")
 
+    def label_jobflow(self, namespace: str, name: str, labels: dict[str, str | None], *,
+                      resource_version: str) -> dict:
+        """Merge-patch a JobFlow's labels (None removes one) if it is still at ``resource_version`` (else Conflict):
+        the labels by which another JobFlow's end finds it (:mod:`jobflow_core.dag.awaits`). Returns it as patched."""
+        patch = {"metadata": {"resourceVersion": resource_version, "labels": labels}}
+        return self._custom("patch", JOBFLOW, namespace, name, patch, content_type="application/merge-patch+json")
+
     def delete_jobflow(self, namespace: str, name: str) -> None:
         """Delete a JobFlow and, through their owner references, its vcjobs; gone already is as good."""
         self._custom("delete", JOBFLOW, namespace, name, missing_ok=True, query=[("propagationPolicy", "Background")])

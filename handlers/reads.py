@@ -35,13 +35,14 @@ from typing import TYPE_CHECKING
 from handlers.kube import KubeApi
 from handlers.probing import Prober
 from jobflow_core import Needs, Observation, needs, observe
+from jobflow_core.dag.awaits import Run, Seen, to_read
 from jobflow_core.flows.children import as_job, makes_children
 from jobflow_core.flows.conditions import result_of_pods
 from jobflow_core.flows.memo import Entry, entries_of
 from jobflow_core.models import JobFlow, JobTemplate, VcJob
 from jobflow_core.queueing.line import InLine, line_of_wire
 from jobflow_core.vocabulary.api import MEMO_CACHE
-from jobflow_core.vocabulary.api import PARENT
+from jobflow_core.vocabulary.api import PARENT, RUN_OF
 from jobflow_core.vocabulary.naming import jobs_of_jobflow_selector, pods_of_job_selector
 
 if TYPE_CHECKING:
@@ -116,7 +117,9 @@ class Reader:
         """The observation of ``read`` (with vcjobs found holding a name we tried, ``holders``) with the live answers
         it needs (:func:`jobflow_core.needs`: the probes run, the results read), asked again of the observation with
         them until it needs none (at most :data:`LIVE_ROUNDS` times); and what it needs next."""
-        observation = observe(JobFlow.model_validate(read.raw), jobs=list((holders | read.jobs).values()), now=now)
+        jobflow = JobFlow.model_validate(read.raw)
+        observation = observe(jobflow, jobs=list((holders | read.jobs).values()), now=now,
+                              awaited=self.awaited(jobflow))
         need = needs(observation)
         for _ in range(LIVE_ROUNDS):
             if not need.live:
@@ -128,6 +131,19 @@ class Reader:
                          for job in need.results})
             need = needs(observation)
         return observation, need
+
+    def awaited(self, jobflow: JobFlow) -> Seen | None:
+        """The other JobFlows ``jobflow`` waits for and has not seen end (:func:`jobflow_core.dag.awaits.to_read`): a
+        GET each of those bound or named, a LIST of the runs of each template not bound yet; None when there are
+        none (nothing read)."""
+        wanted = to_read(jobflow) if jobflow.metadata.deletion_timestamp is None else None
+        if not wanted:
+            return None
+        namespace = jobflow.namespace
+        found = {name: self.kube.get_jobflow(namespace, name) for name in wanted.names}
+        return Seen(jobflows={name: Run.of(raw) if raw is not None else None for name, raw in found.items()},
+                    templates={template: tuple(map(Run.of, self.kube.list_runs(namespace, f"{RUN_OF}={template}")))
+                               for template in wanted.templates})
 
     def flow_templates(self, namespace: str, need: Needs) -> dict[str, "JobFlowTemplate"]:
         """The JobFlowTemplates of the child flows ``need`` names (a GET each)."""

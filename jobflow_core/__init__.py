@@ -74,6 +74,7 @@ Between flows (:mod:`~jobflow_core.dag`):
 * :mod:`~jobflow_core.dag.probes`: whether ``dependsOn.probe`` passes, and which network checks the shell makes for
   it.
 * :mod:`~jobflow_core.dag.skips`: why a flow is Skipped, from one table.
+* :mod:`~jobflow_core.dag.awaits`: another JobFlow a JobFlow waits for: what it binds to, and how it ended.
 * :mod:`~jobflow_core.dag.outcomes`: each flow's outcome, which failures are handled, when a JobFlow that fails fast
   stops.
 
@@ -98,6 +99,8 @@ May it be stored (:mod:`~jobflow_core.validation`):
 * :mod:`~jobflow_core.validation.jobtemplates`: whether a JobTemplate would make a vcjob Volcano accepts.
 * :mod:`~jobflow_core.validation.approvals`: who may answer an approval gate, checked when the answer is written.
 * :mod:`~jobflow_core.validation.children`: what would be wrong with a child JobFlow, checked before it is created.
+* :mod:`~jobflow_core.validation.awaits`: what would be wrong with a JobFlow's dependencies on other JobFlows, and
+  cycles of JobFlows (or JobFlowTemplates' runs) waiting for each other.
 * :mod:`~jobflow_core.validation.nesting`: what is wrong down a tree of child JobFlows: template cycles, depth,
   parameters, names.
 * :mod:`~jobflow_core.validation.review`: the validating webhook's answer, an AdmissionReview in and out.
@@ -164,6 +167,7 @@ from jobflow_core.planning.planner import (
     Memoize,
     PatchChild,
     Plan,
+    Relabel,
     UpdateTemplate,
     Release,
     WriteStatus,
@@ -174,5 +178,5 @@ from jobflow_core.planning.needs import Needs, needs
 from jobflow_core.vocabulary.kube_events import Event, EventType, Reason
 
 __all__ = ["Abort", "CheckKind", "CheckResult", "Create", "Delete", "Event", "EventType", "Memoize", "Needs",
-           "NetworkCheck", "Observation", "PatchChild", "Plan", "Reason", "Release", "UpdateTemplate", "WriteStatus", "needs",
+           "NetworkCheck", "Observation", "PatchChild", "Plan", "Reason", "Relabel", "Release", "UpdateTemplate", "WriteStatus", "needs",
            "observe", "plan", "plan_observation"]

@@ -23,10 +23,11 @@ start table (:mod:`jobflow_core.planning.starts`) reads.
 """
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
+from jobflow_core.dag.awaits import with_awaited
 from jobflow_core.dag.dependencies import Readiness
 from jobflow_core.dag.graph import flow_graph
 from jobflow_core.dag.probes import CheckResult, NetworkCheck
@@ -210,11 +211,16 @@ def _final_outcome(unit: Any) -> FlowOutcome | None:
 
 
 def decide_outcomes(jobflow: JobFlow, fates: Mapping[str, FlowFate], *,
-                    probe_results: Mapping[NetworkCheck, CheckResult], now: datetime | None = None) -> Outcomes:
-    """The outcomes of the flows of ``jobflow`` (one :class:`FlowFate` per distinct flow name)."""
+                    probe_results: Mapping[NetworkCheck, CheckResult], now: datetime | None = None,
+                    awaited: Mapping[str, FlowOutcome | None] | None = None) -> Outcomes:
+    """The outcomes of the flows of ``jobflow`` (one :class:`FlowFate` per distinct flow name). ``awaited``: the
+    outcomes of the other JobFlows it waits for, by key (:mod:`jobflow_core.dag.awaits`): the flows that wait for
+    them read them as targets, and a failure of one that no flow handles is a failure of the JobFlow."""
+    if awaited:
+        fates = {name: replace(fate, flow=with_awaited(jobflow, fate.flow)) for name, fate in fates.items()}
     order = [name for name in flow_graph(jobflow).order if name in fates]
     handled = handled_failures([fate.flow for fate in fates.values()])
-    outcomes: dict[str, FlowOutcome | None] = {}
+    outcomes: dict[str, FlowOutcome | None] = dict(awaited or {})
     readiness: dict[str, Readiness] = {}
     live = {name: fate.job for name, fate in fates.items()}
 
@@ -239,7 +245,8 @@ def decide_outcomes(jobflow: JobFlow, fates: Mapping[str, FlowFate], *,
     fail_fast = jobflow.spec.failure_policy is not FailurePolicy.KEEP_GOING
     stopped = jobflow.spec.shutdown is not None or fail_fast and any(
         outcome is FlowOutcome.FAILED and name not in handled for name, outcome in outcomes.items())
-    over = all(outcomes[name] is not None or (stopped and not fates[name].running) for name in outcomes)
+    over = all(outcomes[name] is not None or (stopped and not fates[name].running) for name in outcomes
+               if name in fates)
     for name in order:
         if fates[name].flow.final:
             settle(name)

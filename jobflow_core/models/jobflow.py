@@ -93,11 +93,34 @@ class Probe(WireModel):
     was created."""
 
 
+class JobFlowDependency(WireModel):
+    """Ours: another JobFlow of the same namespace to wait for (:mod:`jobflow_core.dag.awaits`): the one named
+    ``name``, or the newest run of the JobFlowTemplate ``template`` created at most ``withinSeconds`` before this
+    JobFlow (or after it). What it binds to is recorded in ``status.awaitedJobFlows`` and never chosen again."""
+
+    name: str | None = None
+    template: str | None = None
+    within_seconds: int | None = Field(None, alias="withinSeconds")
+    """For ``template``: how old a run may be (created this long before this JobFlow at most); unset: any run."""
+    timeout_seconds: int | None = Field(None, alias="timeoutSeconds")
+    """The dependency fails when it has not ended this long after this JobFlow was created."""
+
+
 class DependsOn(WireModel):
-    """``targets`` are names of other flows in the same JobFlow; ``outcome`` (ours) what to wait for them to do."""
+    """``targets`` are names of other flows in the same JobFlow; ``outcome`` (ours) what to wait for them to do;
+    ``jobFlows`` (ours) other JobFlows waited for the same way, as if they were targets."""
 
     targets: list[str] | None = None
     probe: Probe | None = None
+    outcome: AwaitedOutcome | None = None
+    job_flows: list[JobFlowDependency] | None = Field(None, alias="jobFlows")
+
+
+class JobFlowDependsOn(WireModel):
+    """Ours: ``spec.dependsOn``, other JobFlows the whole JobFlow waits for: a dependency of each flow that has no
+    targets (and is not ``finally``), with ``outcome`` unless the flow says its own."""
+
+    job_flows: list[JobFlowDependency] | None = Field(None, alias="jobFlows")
     outcome: AwaitedOutcome | None = None
 
 
@@ -322,6 +345,8 @@ class JobFlowSpec(WireModel):
     shutdown: Shutdown | None = None
     """Ours: ``Stop`` or ``Terminate`` the JobFlow (:class:`Shutdown`); a rerun request clears it
     (``kubectl jobflow retry`` removes it)."""
+    depends_on: JobFlowDependsOn | None = Field(None, alias="dependsOn")
+    """Ours: other JobFlows to wait for before any flow starts (:class:`JobFlowDependsOn`)."""
     outputs: list[Output] | None = None
     """Ours: what the JobFlow hands out once it succeeded (``status.outputs``): its parent reads them as the result
     of the flow that made it, ``{{targets.FLOW.result.NAME}}``."""
@@ -479,6 +504,22 @@ class Notifications(WireModel):
     dropped: int | None = None
 
 
+class AwaitedJobFlow(WireModel):
+    """Ours: ``status.awaitedJobFlows[]``, one JobFlow dependency (:mod:`jobflow_core.dag.awaits`). ``name`` is the
+    dependency (``JobFlow/<name>`` or ``JobFlowTemplate/<name>``); ``jobFlow`` and ``uid`` the run it is bound to,
+    once chosen (never chosen again); ``phase`` and ``endTimestamp`` how that run ended, once seen (kept after it is
+    deleted); ``reason`` why the dependency failed without it ending (``TimedOut``, ``Deleted``, ``Cycle``)."""
+
+    name: str
+    job_flow: str | None = Field(None, alias="jobFlow")
+    uid: str | None = None
+    bound_at: Timestamp | None = Field(None, alias="boundAt")
+    phase: JobFlowPhase | None = None
+    end_timestamp: Timestamp | None = Field(None, alias="endTimestamp")
+    reason: str | None = None
+    message: str | None = None
+
+
 class QueueStatus(WireModel):
     """Ours: where the JobFlow stands in its Volcano queue (:mod:`jobflow_core.queueing.line`). ``state`` is
     ``Waiting`` (not started: no room yet; ``position`` 1 is next, ``requests`` what its first stages need) or
@@ -539,6 +580,8 @@ class JobFlowStatus(WireModel):
     end_timestamp: Timestamp | None = Field(None, alias="endTimestamp")
     """Ours: when the JobFlow ended (Succeed or Failed): its last record's end, else when the engine saw it end. A
     parent reads it as the end of its child's run (retry backoffs, gate timeouts, its own records)."""
+    awaited_job_flows: list[AwaitedJobFlow] | None = Field(None, alias="awaitedJobFlows")
+    """Ours: the other JobFlows this one waits for, what each is bound to and how it ended (:class:`AwaitedJobFlow`)."""
     queue: QueueStatus | None = None
     """Ours: the JobFlow in its Volcano queue, written when the engine knows the queue (a JobFlow whose flows have
     all started or ended keeps the last one)."""

@@ -16,6 +16,8 @@ stopped or terminated (``spec.shutdown``)              Stopped,          that wh
                                                                          not finish
 a flow failed and no flow handles its failure          JobFailed         which vcjobs failed; fix the cause, then:
                                                                          rerun it
+another JobFlow it waits for failed (or timed out,     DependencyFailed  which, and why; then: rerun it
+went, waits for it) and no flow handles it
 otherwise                                                                (no failure)
 =====================================================  ================  ==============================================
 
@@ -110,6 +112,16 @@ def _unhandled_failure(observation: Observation) -> str | None:
             f"flows and what follows them again: {_advice(observation)})")
 
 
+def _awaited_failed(observation: Observation) -> str | None:
+    outcomes = observation.outcomes
+    failed = [entry.message or key for key, entry in observation.awaits.items()
+              if outcomes.of.get(key) is FlowOutcome.FAILED and key not in outcomes.handled]
+    if not failed:
+        return None
+    return (f"{'; '.join(failed)} (this JobFlow waits for it to succeed: once it has, rerun this one: "
+            f"{_advice(observation)})")
+
+
 def _failed_node(node: FlowNode, *, namespace: str) -> str:
     if not node.fan_out:
         return f'vcjob "{namespace}/{node.only.job_name}" of flow "{node.name}" is {node.phase}'
@@ -132,6 +144,8 @@ FAILURE_RULES: Final = (
     FailureRule("the JobFlow was stopped", Reason.STOPPED, _shut_down(Shutdown.STOP)),
     FailureRule("the JobFlow was terminated", Reason.TERMINATED, _shut_down(Shutdown.TERMINATE)),
     FailureRule("a flow failed and no flow handles its failure", Reason.JOB_FAILED, _unhandled_failure),
+    FailureRule("another JobFlow it waits for failed and no flow handles it", Reason.DEPENDENCY_FAILED,
+                _awaited_failed),
 )
 """The table of the module docstring, in order ("otherwise": no failure)."""
 

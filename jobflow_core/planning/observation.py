@@ -22,6 +22,7 @@ from functools import cached_property
 from typing import Final
 from datetime import datetime
 
+from jobflow_core.dag.awaits import Seen, outcome_of, settle
 from jobflow_core.dag.dependencies import Readiness
 from jobflow_core.dag.outcomes import FlowFate, Outcomes, decide_outcomes
 from jobflow_core.dag.probes import CheckResult, NetworkCheck, network_checks
@@ -37,6 +38,7 @@ from jobflow_core.flows.parameters import Item, values
 from jobflow_core.flows.retries import due, with_retry_policies
 from jobflow_core.flows.units import Attempt, FlowNode, FlowView, unit_key
 from jobflow_core.models import (
+    AwaitedJobFlow,
     FailurePolicy,
     Flow,
     FlowJobStatus,
@@ -98,6 +100,11 @@ class Observation:
     no_free_slot: Mapping[str, str] = field(default_factory=dict)
     """Units (by :attr:`FlowView.next_job_name`) of ``forEach`` flows that would start now but for ``parallelism``,
     and why (worked out once per flow: a fan-out of thousands must not count its running items per item)."""
+    awaits: Mapping[str, AwaitedJobFlow] = field(default_factory=dict)
+    """The other JobFlows it waits for, by key, bound and decided (:mod:`jobflow_core.dag.awaits`): the next
+    ``status.awaitedJobFlows``."""
+    seen: Seen | None = None
+    """What the shell read of those JobFlows (None: nothing)."""
 
     @property
     def readiness(self) -> Mapping[str, Readiness]:
@@ -216,7 +223,7 @@ class Observation:
         return _observe(self.jobflow, owned={job.name: job for job in self.owned}, foreign=self.foreign,
                         first=self.first, now=self.now, probe_results={**self.probe_results, **(probe_results or {})},
                         results={**self.results, **(results or {})}, errors=self.errors, rerun=self.rerun,
-                        recorded=self.recorded_phase)
+                        recorded=self.recorded_phase, seen=self.seen)
 
     def with_records(self, records: Iterable[FlowJobStatus]) -> "Observation":
         """The same observation, as if the previous status also recorded ``records`` (the flows a memoized run
@@ -228,7 +235,7 @@ class Observation:
         return _observe(jobflow, owned={job.name: job for job in self.owned}, foreign=self.foreign,
                         first=self.first, now=self.now, probe_results=self.probe_results,
                         results={**self.results, **{r.name: r.result or "" for r in added if r.name}},
-                        errors=self.errors, rerun=self.rerun, recorded=self.recorded_phase)
+                        errors=self.errors, rerun=self.rerun, recorded=self.recorded_phase, seen=self.seen)
 
     def flow_phase(self, *, creating: Iterable[str] = ()) -> JobFlowPhase:
         """The JobFlow phase, counting the units whose vcjobs are named in ``creating`` as just created."""
@@ -252,10 +259,11 @@ class Observation:
 
 
 def observe(jobflow: JobFlow, *, jobs: Iterable[VcJob], now: datetime | None = None,
-            probe_results: Mapping[NetworkCheck, CheckResult] | None = None) -> Observation:
+            probe_results: Mapping[NetworkCheck, CheckResult] | None = None, awaited: Seen | None = None) -> Observation:
     """Pair each flow of ``jobflow`` with its vcjobs among ``jobs`` and its records in the previous status, as of
     ``now``; with a rerun request the JobFlow has not handled yet, as if that rerun was accepted
-    (:mod:`jobflow_core.dag.reruns`). A ``retryPolicy`` is read into each flow's ``retry`` first
+    (:mod:`jobflow_core.dag.reruns`). ``awaited``: what the shell read of the other JobFlows it waits for
+    (:func:`jobflow_core.dag.awaits.to_read`). A ``retryPolicy`` is read into each flow's ``retry`` first
     (:func:`~jobflow_core.flows.retries.with_retry_policies`).
 
     A JobFlow stopped or terminated is seen so until a rerun is accepted (:func:`_shut_down_as_recorded`): the rerun
@@ -277,7 +285,7 @@ def observe(jobflow: JobFlow, *, jobs: Iterable[VcJob], now: datetime | None = N
     recorded = previous.state.phase if previous.state else None
     observation = _observe(jobflow, owned=owned, foreign=foreign, first=counted, now=now,
                            probe_results=probe_results or {}, results=results, errors=errors, rerun=previous.rerun,
-                           recorded=recorded)
+                           recorded=recorded, seen=awaited)
     request = new_request(jobflow)
     if request is None:
         return observation
@@ -298,7 +306,8 @@ def observe(jobflow: JobFlow, *, jobs: Iterable[VcJob], now: datetime | None = N
     accepted, children = _children_rerun(observation, accepted)
     rerun = record(request, accepted=accepted, previous=previous.rerun, now=now, children=children)
     return _observe(asked, owned=owned, foreign=foreign, first=dict(rerun.from_attempt or {}), now=now,
-                    probe_results=probe_results or {}, results=results, errors=errors, rerun=rerun, recorded=None)
+                    probe_results=probe_results or {}, results=results, errors=errors, rerun=rerun, recorded=None,
+                    seen=awaited)
 
 
 def _children_rerun(observation: Observation, accepted: dict[str, int]) -> tuple[dict[str, int], list[str]]:
@@ -322,7 +331,7 @@ def _children_rerun(observation: Observation, accepted: dict[str, int]) -> tuple
 def _observe(jobflow: JobFlow, *, owned: Mapping[str, VcJob], foreign: Mapping[str, VcJob],
              first: Mapping[str, int], now: datetime | None, probe_results: Mapping[NetworkCheck, CheckResult],
              results: Mapping[str, str], errors: tuple[SpecError, ...], rerun: Rerun | None,
-             recorded: JobFlowPhase | None) -> Observation:
+             recorded: JobFlowPhase | None, seen: Seen | None = None) -> Observation:
     previous = jobflow.status or JobFlowStatus()
     records = {record.name: record for record in previous.job_status_list or () if record.name}
     # A forEach item that Completed is only named in completedJobs (jobflow_core.planning.status): that is its record.
@@ -367,7 +376,11 @@ def _observe(jobflow: JobFlow, *, owned: Mapping[str, VcJob], foreign: Mapping[s
             units = tuple(unit(flow, item) for item in items) if items else (unit(flow, placeholder=True),)
             nodes[name] = FlowNode(flow, units, items=items, items_error=expansion.error)
     flows = tuple(nodes[name] for name in spec_flows)
-    outcomes = _outcomes(jobflow, flows, probe_results=probe_results, now=now, results=results)
+    rerun_now = recorded is None and previous.state is not None and previous.state.phase is not None
+    awaits = settle(jobflow, seen, now=now, forget_ends=rerun_now,
+                    since=rerun.accepted_at if rerun is not None else None)
+    outcomes = _outcomes(jobflow, flows, probe_results=probe_results, now=now, results=results,
+                         awaited={key: outcome_of(entry) for key, entry in awaits.items()})
     exceeded = _deadline_exceeded(jobflow, flows, outcomes, now=now)
     views = tuple(view for node in flows for view in node.units)
     return Observation(
@@ -392,6 +405,8 @@ def _observe(jobflow: JobFlow, *, owned: Mapping[str, VcJob], foreign: Mapping[s
         first=dict(first),
         recorded_phase=recorded,
         no_free_slot=_no_free_slot(flows, now=now),
+        awaits=awaits,
+        seen=seen,
     )
 
 
@@ -493,7 +508,8 @@ def _category(node: FlowNode, outcomes: Outcomes, *, creating: set[str]) -> JobC
 
 
 def _outcomes(jobflow: JobFlow, nodes: Iterable[FlowNode], *, probe_results: Mapping[NetworkCheck, CheckResult],
-              now: datetime | None, results: Mapping[str, str]) -> Outcomes:
+              now: datetime | None, results: Mapping[str, str],
+              awaited: Mapping[str, FlowOutcome | None]) -> Outcomes:
     fates = {node.name: FlowFate(flow=node.flow, phase=node.phase, job=node.job, needs_job=node.needs_job,
                                  running=node.running, attempts=node.attempts,
                                  status=node.job.status.to_wire() if node.job is not None and node.job.status
@@ -501,7 +517,7 @@ def _outcomes(jobflow: JobFlow, nodes: Iterable[FlowNode], *, probe_results: Map
                                  result=_result(node, results), empty=node.empty,
                                  items=_items(node, results) if node.fan_out else None)
              for node in nodes}
-    return decide_outcomes(jobflow, fates, probe_results=probe_results, now=now)
+    return decide_outcomes(jobflow, fates, probe_results=probe_results, now=now, awaited=awaited)
 
 
 def _unit_result(view: FlowView, results: Mapping[str, str]) -> str | None:

@@ -19,7 +19,9 @@ them together:
 * JobFlow-level blockers come first (why it failed, from :mod:`jobflow_core.planning.failures`), then each blocked
   flow's reason, grouped in the order of the start table; the first blocker's reason is ``status.state.reason``, all
   messages joined its ``message``;
-* the actions, in the order the shell carries them out: :class:`UpdateTemplate` with the runs that ended (counted
+* the actions, in the order the shell carries them out: :class:`Relabel` (the labels by which the end of another
+  JobFlow it waits for finds this one, :mod:`jobflow_core.dag.awaits`), :class:`UpdateTemplate` with the runs that
+  ended (counted
   in their JobTemplates' statistics before the status records the end, so none is lost), :class:`WriteStatus`
   (only when the status changed, with the events of what is new), :class:`Create` (each with upstream's
   ``Created`` event, recorded once the create succeeded), :class:`Abort` (a vcjob past the deadline or its flow's
@@ -41,6 +43,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from jobflow_core.dag.awaits import declared, describe, is_key, relabel, wait_labels
 from jobflow_core.dag.probes import DEFAULT_RECHECK_SECONDS, CheckResult, NetworkCheck
 from jobflow_core.flows.children import (ChildJob, output_targets, outputs_of, rerun_patch, shutdown_patch,
                                          suspend_patch)
@@ -54,6 +57,7 @@ from jobflow_core.insight.eta import Forecast, estimates_of, forecast
 from jobflow_core.insight.template_stats import EndedJob, expected_seconds, newly_ended, record_runs
 from jobflow_core.models import (
     ApprovalRecord,
+    AwaitedJobFlow,
     Estimate,
     Flow,
     FlowState,
@@ -132,6 +136,15 @@ class PatchChild:
 
 
 @dataclass(frozen=True)
+class Relabel:
+    """Merge-patch the JobFlow's own ``metadata.labels`` with ``labels`` (a None value removes one), guarded by the
+    resourceVersion read: the labels by which another JobFlow's end finds this one (:mod:`jobflow_core.dag.awaits`).
+    First of all actions: the status write that follows is guarded by the patched JobFlow's resourceVersion."""
+
+    labels: dict[str, str | None]
+
+
+@dataclass(frozen=True)
 class UpdateTemplate:
     """A change to JobTemplate ``name``'s status, applied to whatever that status is when written (on a fresh read
     after a lost race; changes of several reconciles to one template may be written together): ``runs`` (vcjobs
@@ -180,8 +193,8 @@ class Memoize:
     entry: Entry
 
 
-Action = Create | Abort | Delete | UpdateTemplate | WriteStatus | Release | Memoize | PatchChild
-A = TypeVar("A", Create, Abort, Delete, UpdateTemplate, WriteStatus, Release, Memoize, PatchChild)
+Action = Create | Abort | Delete | UpdateTemplate | WriteStatus | Release | Memoize | PatchChild | Relabel
+A = TypeVar("A", Create, Abort, Delete, UpdateTemplate, WriteStatus, Release, Memoize, PatchChild, Relabel)
 
 
 @dataclass(frozen=True)
@@ -297,12 +310,14 @@ def plan_observation(
     expected = forecast(observation.jobflow, {node.name: node for node in observation.nodes},
                         observation.outcomes.of, estimates_of(estimates))
     status = build_status(observation, creating=creating, state=state,
-                          waiting=_waiting_flows(decisions, recheck_seconds=recheck_seconds, expected=expected),
+                          waiting=_waiting_flows(decisions, recheck_seconds=recheck_seconds, expected=expected,
+                                                 awaits=observation.awaits),
                           skipped=skipped, recheck_seconds=pending_recheck(observation), estimates=estimates,
                           forecast=expected)
     status = status.model_copy(update={"queue": queue.status, "approvals": [
         *(observation.previous.approvals or ()), *approvals] or None,
         "outputs": _outputs(observation) if phase is JobFlowPhase.SUCCEED else None,
+        "awaited_job_flows": list(observation.awaits.values()) or None,
         "end_timestamp": _ended_at(observation, status) if phase in (JobFlowPhase.SUCCEED, JobFlowPhase.FAILED)
         else None})
     status = notifications.record(observation.jobflow, status, now=observation.now, enabled=notify)
@@ -329,8 +344,11 @@ def plan_observation(
                                 rerun=observation.rerun, blocker=blockers[0] if blockers else None),
               *queue.events)
     write = (WriteStatus(status, events, rerun_accepted=observation.rerun_accepted),) if changed else ()
+    labels = relabel(observation.jobflow, {} if observation.starts_nothing or phase in (
+        JobFlowPhase.SUCCEED, JobFlowPhase.FAILED) else wait_labels(observation.jobflow, observation.awaits))
     return Plan(
         actions=(
+            *((Relabel(labels),) if labels else ()),
             *(UpdateTemplate(template, runs=tuple(runs)) for template, runs in sorted(newly_ended(observation).items())),
             *(Memoize(key, entry) for key, entry in newly_memoized(observation)),
             *write,
@@ -480,6 +498,10 @@ def pending_recheck(observation: Observation) -> int | None:
         readiness = observation.readiness.get(view.name)
         if probe and probe.timeout_seconds and readiness is not None and readiness.probing:
             clocks.append(probe.timeout_seconds)
+    for key, dependency in declared(observation.jobflow).items():  # a JobFlow waited for (jobflow_core.dag.awaits)
+        entry = observation.awaits.get(key)
+        if dependency.timeout_seconds and entry is not None and entry.phase is None and entry.reason is None:
+            clocks.append(dependency.timeout_seconds)
     return min((deadline_recheck(seconds) for seconds in clocks), default=None)
 
 
@@ -494,9 +516,10 @@ def _estimates(observation: Observation, templates: Mapping[str, JobTemplate]) -
     return entries
 
 
-def _waiting_flows(decisions: Sequence[FlowDecision], *, recheck_seconds: int,
-                   expected: Forecast) -> list[WaitingFlow]:
-    """Flows that never had a vcjob and do not start now (nor are skipped): what they wait for, and why."""
+def _waiting_flows(decisions: Sequence[FlowDecision], *, recheck_seconds: int, expected: Forecast,
+                   awaits: Mapping[str, AwaitedJobFlow]) -> list[WaitingFlow]:
+    """Flows that never had a vcjob and do not start now (nor are skipped): what they wait for, and why (of the
+    other JobFlows they wait for, what each is bound to: :mod:`jobflow_core.dag.awaits`)."""
     waiting: dict[str, WaitingFlow] = {}
     counts: dict[str, int] = {}
     for decision in decisions:
@@ -508,6 +531,8 @@ def _waiting_flows(decisions: Sequence[FlowDecision], *, recheck_seconds: int,
             continue
         probing = decision.verdict is Verdict.WAIT and decision.readiness.probing
         message = f"{decision.message} (checked again every {recheck_seconds}s)" if probing else decision.message
+        if other := describe(awaits, (key for key in decision.readiness.waiting_for if is_key(key))):
+            message = f"{message} ({other})"
         waiting[view.name] = WaitingFlow(
             name=view.name,
             job_name=view.next_job_name,
@@ -523,8 +548,8 @@ def _waiting_flows(decisions: Sequence[FlowDecision], *, recheck_seconds: int,
 def _expected_to_start(decision: FlowDecision) -> bool:
     """Whether a waiting flow has an expected start: not when it waits for a person (an open approval gate's
     targets are ready; when someone answers is nobody's forecast, and "any moment now" would mislead)."""
-    if decision.verdict is not Verdict.WAIT:
-        return False
+    if decision.verdict is not Verdict.WAIT or any(is_key(key) for key in decision.readiness.waiting_for):
+        return False  # nor when it waits for another JobFlow (jobflow_core.dag.awaits), whose end nobody forecasts
     return decision.view.flow.approval is None or not decision.readiness.ready
 
 

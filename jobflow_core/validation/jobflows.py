@@ -38,7 +38,12 @@ their errors are listed:
 13. each approval gate (:func:`jobflow_core.flows.gates.errors`): nothing about a vcjob on it, a timeout over 0;
 14. each child flow (:func:`jobflow_core.flows.children.errors`): nothing about a vcjob on it, a template named,
     each parameter set once (what the child template makes is checked when the child is about to start,
-    :mod:`jobflow_core.validation.children`).
+    :mod:`jobflow_core.validation.children`);
+15. each dependency on another JobFlow (:func:`jobflow_core.validation.awaits.errors`): exactly one of ``name`` and
+    ``template``, each a valid object name, ``name`` not the JobFlow's own, ``withinSeconds`` (0 or more) only with
+    ``template``, ``timeoutSeconds`` 1 or more, two on one JobFlow or template that agree, and no
+    ``spec.dependsOn.outcome`` without ``spec.dependsOn.jobFlows`` (a cycle through other JobFlows is admission's,
+    :func:`jobflow_core.validation.awaits.template_cycle`).
 
 The validating webhook (:mod:`jobflow_core.validation.review`) rejects a JobFlow with any of these errors; the planner
 fails a JobFlow that slipped past it, with the same messages.
@@ -63,6 +68,7 @@ from jobflow_core.flows.conditions import compile_error
 from jobflow_core.flows.items import errors as for_each_errors
 from jobflow_core.flows.retries import policy_errors, with_retry_policies
 from jobflow_core.models import Flow, JobFlow, Probe
+from jobflow_core.validation.awaits import errors as await_errors
 from jobflow_core.vocabulary.api import CREATED_BY_JOBFLOW, CREATED_BY_JOBTEMPLATE
 from jobflow_core.vocabulary.name_rules import MAX_NAME_LENGTH, is_dns1123_label, is_dns1123_subdomain
 from jobflow_core.vocabulary.naming import (attempt_job_name, job_name, jobflow_label_value, jobtemplate_label_value,
@@ -97,6 +103,7 @@ def validate(jobflow: JobFlow) -> list[SpecError]:
         *memo.errors(jobflow),
         *gates.errors(jobflow),
         *children.errors(jobflow),
+        *await_errors(jobflow),
     ]
 
 

@@ -39,6 +39,9 @@ show: given the namespace's JobFlowTemplates (``flow_templates``, read by the ca
 not for an UPDATE that leaves the spec as it was), :mod:`jobflow_core.validation.nesting` refuses cycles of
 templates, too deep a nesting, undeclared parameters, and names that collide or grow too long down the tree. A
 JobFlowTemplate is checked with itself in place of its stored version, so an update that closes a cycle is refused.
+The same templates show whether a JobFlowTemplate's runs would wait (``dependsOn.jobFlows``, by ``template``) for
+runs that wait for them (:func:`jobflow_core.validation.awaits.template_cycle`), read for those that wait for runs of
+a template too.
 What it could not check (a JobFlowTemplate that does not exist yet; templates that could not be read) is a warning,
 never a denial.
 
@@ -56,6 +59,7 @@ from pydantic import BaseModel, ValidationError
 from jobflow_core.models import JobFlow, JobFlowTemplate, JobTemplate
 from jobflow_core.validation.approvals import Refusal
 from jobflow_core.validation.approvals import refusal as approval_refusal
+from jobflow_core.validation.awaits import template_cycle, waits_for_templates
 from jobflow_core.validation.fields import unknown_fields
 from jobflow_core.validation.jobflows import SpecError, validate
 from jobflow_core.validation.jobflowtemplates import validate_jobflowtemplate
@@ -120,9 +124,19 @@ JOBFLOW = Reviewed(JOBFLOW_TYPE, JobFlow, validate, jobflow_update_warnings, app
                    nesting=lambda new, templates: jobflow_nesting(new, templates=templates),
                    nests=lambda new: has_children(new.spec))
 JOBTEMPLATE = Reviewed(JOBTEMPLATE_TYPE, JobTemplate, validate_template, jobtemplate_update_warnings)
+
+
+def _template_tree(new: JobFlowTemplate, templates: Mapping[str, JobFlowTemplate]) -> Nesting:
+    """What a JobFlowTemplate's runs make below them (child JobFlows) and wait for (runs of other templates that
+    must not wait for them): both need the namespace's JobFlowTemplates."""
+    found = template_nesting(new, templates=templates) if has_children(new.spec.job_flow.spec) else Nesting([], [])
+    return Nesting([*found.errors, *template_cycle(new, templates=templates)], found.notes)
+
+
 JOBFLOWTEMPLATE = Reviewed(JOBFLOWTEMPLATE_TYPE, JobFlowTemplate, validate_jobflowtemplate, lambda old, new: [],
-                           nesting=lambda new, templates: template_nesting(new, templates=templates),
-                           nests=lambda new: has_children(new.spec.job_flow.spec))
+                           nesting=_template_tree,
+                           nests=lambda new: has_children(new.spec.job_flow.spec)
+                           or any(name != new.name for name in waits_for_templates(new.spec.job_flow.spec)))
 KINDS = {reviewed.api_type.plural: reviewed for reviewed in (JOBFLOW, JOBTEMPLATE, JOBFLOWTEMPLATE)}
 """By resource (plural), as in the webhook paths ``/validate/<resource>``."""
 

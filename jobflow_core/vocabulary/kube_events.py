@@ -51,6 +51,9 @@ class Reason(StrEnum):
     """A flow's ``when`` condition cannot be evaluated: it waits until the JobFlow is fixed."""
     DEPENDENCY_NOT_MET = "DependencyNotMet"
     """A flow is Skipped: what it waits for its targets to do can no longer happen (a Normal event)."""
+    DEPENDENCY_FAILED = "DependencyFailed"
+    """Another JobFlow this one waits for (``dependsOn.jobFlows``) failed, timed out, was deleted before it ended, or
+    waits for this one, and no flow handles it: the JobFlow is Failed (:mod:`jobflow_core.dag.awaits`)."""
     INVALID_RESULT = "InvalidResult"
     """A flow's patch reads a target's result that cannot go into it (a key it does not have, too long)."""
     MEMO_KEY_ERROR = "MemoKeyError"

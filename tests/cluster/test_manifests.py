@@ -302,6 +302,8 @@ def test_the_handler_role_allows_every_call_the_handler_makes(cluster: LocalClus
         "delete_jobflow": lambda: kube.delete_jobflow(namespace, "run"),
         "patch_jobflow": lambda: kube.patch_jobflow(namespace, "calls", {"metadata": {"annotations": {
             "checked": "rbac"}}}),
+        "label_jobflow": lambda: kube.label_jobflow(namespace, "calls", {"checked": "rbac"}, resource_version=kube.get_jobflow(
+            namespace, "calls")["metadata"]["resourceVersion"]),
         "get_jobflowtemplate": lambda: kube.get_jobflowtemplate(namespace, "calls"),
         "list_jobflowtemplates": lambda: (kube.list_jobflowtemplates(namespace), kube.list_jobflowtemplates()),
         "replace_jobflowtemplate_status": lambda: kube.replace_jobflowtemplate_status(

@@ -173,6 +173,17 @@ class MemoryKube:
         _merge(stored, patch)
         stored["metadata"]["resourceVersion"] = str(next(self._versions))
 
+    def label_jobflow(self, namespace: str, name: str, labels: dict, *, resource_version: str) -> dict:
+        self.requests += 1
+        stored = self.objects.get((JOBFLOW.kind, namespace, name))
+        if stored is None:
+            raise Gone(f"JobFlow {namespace}/{name} not found")
+        if stored["metadata"].get("resourceVersion") != resource_version:
+            raise Conflict(f"conflict: the object has been modified (JobFlow {name})")
+        _merge(stored, {"metadata": {"labels": labels}})
+        stored["metadata"]["resourceVersion"] = str(next(self._versions))
+        return copy.deepcopy(stored)
+
     def delete_jobflow(self, namespace: str, name: str) -> None:
         self.requests += 1
         self.remove(JOBFLOW, namespace, name)

@@ -66,7 +66,8 @@ def old_plan_observation(
     expected = forecast(observation.jobflow, {node.name: node for node in observation.nodes},
                         observation.outcomes.of, estimates_of(estimates))
     status = build_status(observation, creating=creating, state=state,
-                          waiting=_waiting_flows(decisions, recheck_seconds=recheck_seconds, expected=expected),
+                          waiting=_waiting_flows(decisions, recheck_seconds=recheck_seconds, expected=expected,
+                                                 awaits=observation.awaits),
                           skipped=skipped, recheck_seconds=pending_recheck(observation), estimates=estimates,
                           forecast=expected)
     status = status.model_copy(update={"queue": queue_status(observation, decisions, held=held_of(decisions),

@@ -25,6 +25,10 @@ class NoJobFlows:
         self.asked.append(f"list_vcjobs {namespace}")
         return []
 
+    def list_runs(self, namespace: str, label_selector: str) -> list[dict]:
+        self.asked.append(f"list_runs {namespace} {label_selector}")
+        return []
+
 
 @pytest.fixture
 def kube() -> NoJobFlows:
@@ -75,4 +79,6 @@ def test_bad_input_gets_a_400_that_says_why_and_reads_nothing(client, kube: NoJo
 
 def test_a_valid_name_with_dots_still_reaches_the_api_server(client, kube: NoJobFlows) -> None:
     reply = client.post("/", data="{}", headers=naming("JobFlow", "flow.volcano.sh/v1alpha1", "team-a", "nightly.v2"))
-    assert reply.status_code == 202 and kube.asked == ["list_vcjobs team-a", "get_jobflow team-a/nightly.v2"]
+    assert reply.status_code == 202 and kube.asked == [
+        "list_vcjobs team-a", "get_jobflow team-a/nightly.v2",
+        "list_runs team-a jobflow.waits.flow.volcano.sh/nightly.v2"]  # it went: those waiting for it are told

@@ -6,7 +6,9 @@ import shlex
 
 import pytest
 
-from jobflow_core import plan
+from jobflow_core import plan, plan_observation
+from jobflow_core.dag.awaits import Run, Seen
+from jobflow_core.planning.observation import observe
 from jobflow_core.models import JobFlowPhase, VcJobPhase
 from jobflow_core.planning.failures import FAILURE_RULES, rerun_advice
 from scenario import T0, Cluster, jobflow, templates_for, vcjob
@@ -23,8 +25,17 @@ STOPPED = jobflow(A_THEN_B.replace("spec: {", "spec: {shutdown: Stop, "))
 TERMINATED = jobflow(A_THEN_B.replace("spec: {", "spec: {shutdown: Terminate, "))
 
 
+WAITER = jobflow("metadata: {uid: uid-w}\nspec: {dependsOn: {jobFlows: [{name: train}]}, flows: [{name: a}]}")
+
+
 def state_of(flow, *jobs):
     return plan(flow, templates=templates_for(flow), jobs=list(jobs), now=T0).status.state
+
+
+def awaited_failed():
+    """The JobFlow it waits for (:mod:`jobflow_core.dag.awaits`) ended Failed."""
+    seen = Seen(jobflows={"train": Run("train", "uid-t", T0, JobFlowPhase.FAILED, T0)})
+    return plan_observation(observe(WAITER, jobs=[], now=T0, awaited=seen), templates=templates_for(WAITER)).status.state
 
 
 ROWS = {
@@ -35,6 +46,7 @@ ROWS = {
     "the JobFlow was stopped": lambda: state_of(STOPPED, vcjob(STOPPED, "a", P.RUNNING)),
     "the JobFlow was terminated": lambda: state_of(TERMINATED, vcjob(TERMINATED, "a", P.RUNNING)),
     "a flow failed and no flow handles its failure": lambda: state_of(FAILED, vcjob(FAILED, "a", P.TERMINATED)),
+    "another JobFlow it waits for failed and no flow handles it": awaited_failed,
 }
 
 
