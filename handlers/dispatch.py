@@ -186,7 +186,7 @@ class Dispatcher:
 
     def _waiters(self, result: Result) -> Result:
         """Reconcile the JobFlows that wait for one this result's reconciles saw end (their status write recorded
-        ``Succeed`` or ``Failed``) or go (:mod:`jobflow_core.dag.awaits`): found by the labels the engine wrote on
+        ``Succeed`` or ``Failed`` over a phase that was neither: once per end, not per later write) or go (:mod:`jobflow_core.dag.awaits`): found by the labels the engine wrote on
         them, one label-selected LIST each (two for a JobFlowTemplate's run), not by a LIST of every JobFlow. Our
         event source sends no event for the handler's own status writes, and Knative's ApiServerSource sends the
         write's event to a reconcile that writes nothing: so they are woken here, under both. Those that end in turn
@@ -195,8 +195,7 @@ class Dispatcher:
         done = {outcome.jobflow for outcome in result.outcomes}
         pending = list(result.outcomes)
         for _ in range(WAKE_ROUNDS):
-            ended = [outcome for outcome in pending if not outcome.found or (
-                outcome.status_written and outcome.phase in (JobFlowPhase.SUCCEED, JobFlowPhase.FAILED))]
+            ended = [outcome for outcome in pending if not outcome.found or outcome.ended]
             if not ended:
                 break
             try:
@@ -214,8 +213,8 @@ class Dispatcher:
         return result
 
     def _waiting_for(self, outcome: Outcome) -> list[dict]:
-        """The JobFlows labelled as waiting for ``outcome``'s JobFlow (:func:`jobflow_core.dag.awaits.waiters_selectors`;
-        one that went is known by its name only)."""
+        """The JobFlows labelled as waiting for ``outcome``'s JobFlow (:func:`jobflow_core.dag.awaits.
+        waiters_selectors`; one that went is known by its name only)."""
         namespace, _, name = outcome.jobflow.partition("/")
         raw = outcome.written or {"metadata": {"namespace": namespace, "name": name}}
         return [found for selector in waiters_selectors(raw) for found in self.kube.list_runs(namespace, selector)

@@ -45,7 +45,7 @@ from jobflow_core.queueing.line import in_line
 from jobflow_core.queueing.wake import Freed, freed
 from jobflow_core.routing.concerns import controller_name
 from jobflow_core.vocabulary.api import JOBFLOW, RECORD_FINALIZER
-from jobflow_core.vocabulary.phase import regresses
+from jobflow_core.vocabulary.phase import ENDED_PHASES, regresses
 
 log = logging.getLogger("handlers.jobflows")
 
@@ -71,6 +71,9 @@ class Outcome:
     freed: list[Freed] = field(default_factory=list)
     """The room its status writes left in Volcano queues (:func:`jobflow_core.queueing.wake.freed`): the JobFlows
     waiting there may start now."""
+    ended: bool = False
+    """Its status write recorded the end (``Succeed`` or ``Failed`` over a phase that was neither): the JobFlows
+    waiting for it are woken (:meth:`handlers.dispatch.Dispatcher._waiters`)."""
     parent: str | None = None
     """The JobFlow that controls this one, for a child JobFlow (:mod:`jobflow_core.flows.children`): what the child
     did is its parent's to plan from next."""
@@ -170,6 +173,7 @@ class Reconciler:
                     outcome.written = raw
                     outcome.freed += freed(in_line(read_raw), in_line(raw))
                     outcome.status_written = guarded = True
+                    outcome.ended = outcome.ended or (after in ENDED_PHASES and before not in ENDED_PHASES)
                     for event in events:
                         self._record(raw, event, now=now)
                 case Create():

@@ -58,7 +58,7 @@ def validate(resource: str):
 
     try:
         answer = review(json.loads(request.get_data()), kind=KINDS[resource], vcjob_spec=_vcjob_spec(),
-                        flow_templates=_flow_templates)
+                        flow_templates=_flow_templates, jobflows=_jobflows)
     # JSONDecodeError and UnicodeDecodeError for a body that is not JSON; RecursionError is the json module's
     # answer to absurdly deep nesting.
     except (BadReview, json.JSONDecodeError, UnicodeDecodeError, RecursionError) as error:
@@ -123,6 +123,28 @@ def _flow_templates(namespace: str) -> dict[str, Any] | str:
         return found
     except Exception as error:  # noqa: BLE001 - a check we cannot make is no reason to fail a review
         return _unread("the JobFlowTemplates", error, so="it checks no tree of child JobFlows")
+
+
+def _jobflows(namespace: str) -> dict[str, Any] | str:
+    """The JobFlows of ``namespace`` by name (one that does not parse is left out), or why they could not be read:
+    read only for a JobFlow created waiting for another by name (jobflow_core.validation.awaits.jobflow_cycle)."""
+    from pydantic import ValidationError
+
+    from handlers.kube import WebhookApi, shared_client
+    from jobflow_core.models import JobFlow
+
+    try:
+        kube = current_app.config.get("KUBE") or WebhookApi(shared_client())
+        found = {}
+        for raw in kube.list_jobflows(namespace):
+            try:
+                jobflow = JobFlow.model_validate(raw)
+            except ValidationError:
+                continue
+            found[jobflow.name] = jobflow
+        return found
+    except Exception as error:  # noqa: BLE001 - a check we cannot make is no reason to fail a review
+        return _unread("the JobFlows", error, so="it does not check JobFlows that wait for each other")
 
 
 def _unread(what: str, error: Exception, *, so: str) -> str:

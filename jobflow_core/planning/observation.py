@@ -259,7 +259,8 @@ class Observation:
 
 
 def observe(jobflow: JobFlow, *, jobs: Iterable[VcJob], now: datetime | None = None,
-            probe_results: Mapping[NetworkCheck, CheckResult] | None = None, awaited: Seen | None = None) -> Observation:
+            probe_results: Mapping[NetworkCheck, CheckResult] | None = None,
+            awaited: Seen | None = None) -> Observation:
     """Pair each flow of ``jobflow`` with its vcjobs among ``jobs`` and its records in the previous status, as of
     ``now``; with a rerun request the JobFlow has not handled yet, as if that rerun was accepted
     (:mod:`jobflow_core.dag.reruns`). ``awaited``: what the shell read of the other JobFlows it waits for

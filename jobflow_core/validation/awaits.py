@@ -193,3 +193,9 @@ def _waits_by_name(jobflow: JobFlow, *, stored: bool) -> list[str]:
             if entry.phase is not None or entry.reason is not None}
     return [key.removeprefix(JOBFLOW_KEY) for key in declared(jobflow)
             if key.startswith(JOBFLOW_KEY) and key not in over]
+
+
+def waits_by_name(jobflow: JobFlow) -> bool:
+    """Whether ``jobflow`` waits for another JobFlow by name (only then does admission read the namespace's JobFlows,
+    for :func:`jobflow_cycle`)."""
+    return any(key.startswith(JOBFLOW_KEY) for key in declared(jobflow))

@@ -59,7 +59,7 @@ from pydantic import BaseModel, ValidationError
 from jobflow_core.models import JobFlow, JobFlowTemplate, JobTemplate
 from jobflow_core.validation.approvals import Refusal
 from jobflow_core.validation.approvals import refusal as approval_refusal
-from jobflow_core.validation.awaits import template_cycle, waits_for_templates
+from jobflow_core.validation.awaits import jobflow_cycle, template_cycle, waits_by_name, waits_for_templates
 from jobflow_core.validation.fields import unknown_fields
 from jobflow_core.validation.jobflows import SpecError, validate
 from jobflow_core.validation.jobflowtemplates import validate_jobflowtemplate
@@ -84,6 +84,8 @@ FORBIDDEN = 403
 
 FlowTemplates = Callable[[str], Mapping[str, JobFlowTemplate] | str]
 """The JobFlowTemplates of a namespace by name, as the caller reads them; or why they could not be read."""
+JobFlows = Callable[[str], Mapping[str, JobFlow] | str]
+"""The JobFlows of a namespace by name, as the caller reads them; or why they could not be read."""
 
 
 class BadReview(ValueError):
@@ -142,11 +144,12 @@ KINDS = {reviewed.api_type.plural: reviewed for reviewed in (JOBFLOW, JOBTEMPLAT
 
 
 def review(body: object, *, kind: Reviewed, vcjob_spec: Mapping[str, Any] | None = None,
-           flow_templates: FlowTemplates | None = None) -> dict[str, Any]:
+           flow_templates: FlowTemplates | None = None, jobflows: JobFlows | None = None) -> dict[str, Any]:
     """The AdmissionReview answering ``body`` (already decoded from JSON); raises :class:`BadReview`.
     ``vcjob_spec``: Volcano's schema of a vcjob's spec, to check the vcjob specs inside (none: not checked);
     ``flow_templates``: reads a namespace's JobFlowTemplates, to check the tree of child JobFlows (none: not
-    checked)."""
+    checked); ``jobflows``: reads a namespace's JobFlows, to refuse a JobFlow that waits by name for JobFlows that
+    wait for it (:func:`jobflow_core.validation.awaits.jobflow_cycle`; none: not checked)."""
     if not isinstance(body, Mapping):
         raise BadReview(f"an AdmissionReview is a JSON object, not {type(body).__name__}")
     api_version = body.get("apiVersion")
@@ -161,7 +164,7 @@ def review(body: object, *, kind: Reviewed, vcjob_spec: Mapping[str, Any] | None
     uid = request.get("uid")
     if not isinstance(uid, str) or not uid:
         raise BadReview("the AdmissionReview request has no uid")
-    verdict = decide(request, kind=kind, vcjob_spec=vcjob_spec, flow_templates=flow_templates)
+    verdict = decide(request, kind=kind, vcjob_spec=vcjob_spec, flow_templates=flow_templates, jobflows=jobflows)
     response: dict[str, Any] = {"uid": uid, "allowed": verdict.allowed}
     if not verdict.allowed:
         code, reason = (FORBIDDEN, "Forbidden") if verdict.forbidden else (INVALID, "Invalid")
@@ -172,9 +175,9 @@ def review(body: object, *, kind: Reviewed, vcjob_spec: Mapping[str, Any] | None
 
 
 def decide(request: Mapping[str, Any], *, kind: Reviewed, vcjob_spec: Mapping[str, Any] | None = None,
-           flow_templates: FlowTemplates | None = None) -> Verdict:
-    """Allow or deny one AdmissionReview ``request`` for an object of ``kind`` (``vcjob_spec`` and
-    ``flow_templates``: as for :func:`review`)."""
+           flow_templates: FlowTemplates | None = None, jobflows: JobFlows | None = None) -> Verdict:
+    """Allow or deny one AdmissionReview ``request`` for an object of ``kind`` (``vcjob_spec``, ``flow_templates``
+    and ``jobflows``: as for :func:`review`)."""
     operation = request.get("operation")
     if operation not in CHECKED_OPERATIONS:
         return Verdict(allowed=True)
@@ -207,6 +210,13 @@ def decide(request: Mapping[str, Any], *, kind: Reviewed, vcjob_spec: Mapping[st
     same_tree = old_raw is not None and _tree_inputs(old_raw) == _tree_inputs(new_raw)
     below, notes = ([], []) if same_tree else look_down(new, kind=kind, flow_templates=flow_templates)
     errors += below
+    if old_raw is None and kind is JOBFLOW and jobflows is not None and waits_by_name(new):
+        read = jobflows(new.namespace)
+        if isinstance(read, str):
+            notes = [*notes, f"JobFlows waiting for each other were not checked: the JobFlows of namespace "
+                             f"{new.namespace} could not be read ({read})"]
+        else:
+            errors += jobflow_cycle(new, jobflows={name: flow for name, flow in read.items() if name != new.name})
     if old_raw is None:
         return _verdict(errors, warnings=notes)
     try:

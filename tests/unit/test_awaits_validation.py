@@ -12,7 +12,7 @@ from jobflow_core.validation.awaits import errors, jobflow_cycle, template_cycle
 from jobflow_core.validation.fields import unknown_fields
 from jobflow_core.validation.jobflows import validate
 from jobflow_core.validation.jobflowtemplates import validate_jobflowtemplate
-from jobflow_core.validation.review import JOBFLOWTEMPLATE, decide
+from jobflow_core.validation.review import JOBFLOW, JOBFLOWTEMPLATE, decide
 
 
 def raw(spec: str, name: str = "eval", status: str | None = None) -> dict:
@@ -252,3 +252,20 @@ def test_no_jobflow_cycle_without_a_way_back():
     b = jobflow("{flows: [{name: x}]}", name="b")
     assert jobflow_cycle(new, jobflows=by_name(a, b)) == []
     assert jobflow_cycle(JobFlow.model_validate({"metadata": {"generateName": "n-"}}), jobflows={}) == []
+
+
+def test_admission_refuses_a_jobflow_that_closes_a_cycle_by_name_and_reads_jobflows_only_when_it_waits_by_name():
+    reads = []
+
+    def jobflows(namespace):
+        reads.append(namespace)
+        return by_name(jobflow("{dependsOn: {jobFlows: [{name: n}]}, flows: [{name: x}]}", name="a"))
+
+    new = jobflow("{dependsOn: {jobFlows: [{name: a}]}, flows: [{name: x}]}", name="n")
+    verdict = decide(request(new.to_wire() | {"kind": "JobFlow"}), kind=JOBFLOW, jobflows=jobflows)
+    assert not verdict.allowed and "n -> a -> n" in verdict.message and reads == ["default"]
+    plain = jobflow("{dependsOn: {jobFlows: [{template: t}]}, flows: [{name: x}]}", name="m")
+    assert decide(request(plain.to_wire() | {"kind": "JobFlow"}), kind=JOBFLOW, jobflows=jobflows).allowed
+    assert reads == ["default"], "nothing waits by name: nothing read"
+    unreadable = decide(request(new.to_wire() | {"kind": "JobFlow"}), kind=JOBFLOW, jobflows=lambda ns: "forbidden")
+    assert unreadable.allowed and any("not checked" in warning for warning in unreadable.warnings)

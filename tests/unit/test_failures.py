@@ -35,7 +35,8 @@ def state_of(flow, *jobs):
 def awaited_failed():
     """The JobFlow it waits for (:mod:`jobflow_core.dag.awaits`) ended Failed."""
     seen = Seen(jobflows={"train": Run("train", "uid-t", T0, JobFlowPhase.FAILED, T0)})
-    return plan_observation(observe(WAITER, jobs=[], now=T0, awaited=seen), templates=templates_for(WAITER)).status.state
+    observation = observe(WAITER, jobs=[], now=T0, awaited=seen)
+    return plan_observation(observation, templates=templates_for(WAITER)).status.state
 
 
 ROWS = {

@@ -99,6 +99,7 @@ def test_the_service_reaches_the_tls_port_with_the_certificate_of_the_secret_mak
 
 CALLS = {"list_jobtemplates": ("flow.volcano.sh", "jobtemplates", "list"),
          "list_jobflowtemplates": ("flow.volcano.sh", "jobflowtemplates", "list"),
+         "list_jobflows": ("flow.volcano.sh", "jobflows", "list"),
          "get_queue": ("scheduling.volcano.sh", "queues", "get"), "list_nodes": ("", "nodes", "list"),
          "get_crd": ("apiextensions.k8s.io", "customresourcedefinitions", "get")}
 """What each KubeApi call the webhook makes asks of RBAC."""
@@ -117,8 +118,8 @@ class Recording:
 
 def test_the_webhook_account_has_a_token_and_may_only_read_what_its_capacity_warnings_read():
     """The warnings of a JobFlow that can never be scheduled read the JobTemplates, the queue and (a queue without
-    capability) the nodes, the check of vcjob fields Volcano's vcjob CRD, and the check of child flows the
-    JobFlowTemplates: the account's ClusterRole grants exactly those reads, and the pod gets the token."""
+    capability) the nodes, the check of vcjob fields Volcano's vcjob CRD, the check of child flows the
+    JobFlowTemplates, and that of JobFlows waiting for each other by name the JobFlows: the account's ClusterRole grants exactly those reads, and the pod gets the token."""
     from memory_kube import MemoryKube
     from scenario import template
 
@@ -140,6 +141,9 @@ def test_the_webhook_account_has_a_token_and_may_only_read_what_its_capacity_war
     review["request"]["object"]["spec"]["flows"].append({"name": "k", "jobFlow": {"template": "prepare"}})
     answer = create_app({"KUBE": recording, "TESTING": True}).test_client().post("/validate/jobflows", json=review)
     assert any('JobFlowTemplate "prepare" does not exist' in w for w in answer.json["response"]["warnings"])
+    review["request"]["object"]["spec"]["dependsOn"] = {"jobFlows": [{"name": "nightly"}]}  # the JobFlows are read
+    answer = create_app({"KUBE": recording, "TESTING": True}).test_client().post("/validate/jobflows", json=review)
+    assert answer.json["response"]["allowed"], answer.json
     used = {CALLS[name] for name in recording.called if name in CALLS}
     assert set(recording.called) <= set(CALLS) | {"api"}  # no other call
     objects = base()
