@@ -99,13 +99,13 @@ def parse_handler_log(path: Path, namespace: str) -> HandlerLog:
                 log.events[f"{kind} {event_type.rsplit('.', 1)[1]}"] += 1
                 # vcjobs are named <JobFlow>-<flow>, and flows here have no dash: either names its JobFlow
                 jobflow = name.rsplit("-", 1)[0] if kind == "Job" else name
-                log.arrivals.setdefault(jobflow, []).append(_wall(stamp, millis))
+                log.arrivals.setdefault(jobflow, []).append(wall_time(stamp, millis))
         elif match := RECONCILED.match(line):
             stamp, millis, space, name, source, phase, made, written = match.groups()
             if space != namespace:
                 continue
             log.sources[(kind_of(name), source)] += 1
-            wall = _wall(stamp, millis)
+            wall = wall_time(stamp, millis)
             log.reconciled.append((wall, name, phase, [n.strip(" '") for n in made.split(",") if n.strip()],
                                    written == "True"))
     return log
@@ -139,7 +139,7 @@ def head() -> str:
     return git("rev-parse", "--short", "HEAD") + ("+edits" if edited else "")
 
 
-def _wall(stamp: str, millis: str) -> float:
+def wall_time(stamp: str, millis: str) -> float:
     return time.mktime(time.strptime(stamp, "%Y-%m-%d %H:%M:%S")) + int(millis) / 1000
 
 

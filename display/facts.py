@@ -25,6 +25,7 @@ from jobflow_core.flows.children import ChildJob, as_job
 from jobflow_core.flows.units import FlowNode
 from jobflow_core.insight.cost import total
 from jobflow_core.models import (
+    AwaitedJobFlow,
     Cost,
     QueueStatus,
     FlowJobStatus,
@@ -108,6 +109,8 @@ class JobFlowFacts:
     """``status.queue``: the Volcano queue, Waiting (and where in line) or Admitted (and what it reserves)."""
     cost: Cost | None = None
     """``status.cost``: requests x seconds run of the ended vcjobs."""
+    awaited: list[AwaitedJobFlow] = field(default_factory=list)
+    """``status.awaitedJobFlows``: the other JobFlows it waits for, what each is bound to and how it ended."""
     parent: tuple[str, str | None] | None = None
     """For a child JobFlow: its parent JobFlow's name and the flow that made it (:func:`parent_of`)."""
     children: dict[str, JobFlowFacts] = field(default_factory=dict)
@@ -183,6 +186,7 @@ def take(jobflow: dict[str, Any], jobs: Iterable[dict[str, Any]], *, now: dateti
         message=state.message if state else None,
         queue=status.queue,
         cost=status.cost,
+        awaited=list(status.awaited_job_flows or ()),
         created=flow.metadata.creation_timestamp,
         rows=rows,
         expected_completion=status.expected_completion,
@@ -307,6 +311,17 @@ def queue_line(queue: QueueStatus) -> str:
         line = f"Queue {queue.name}: {queue.state or 'Admitted'}"
         line += f", reserves {describe(of_wire(queue.reserved))}" if queue.reserved else ""
     return line + (f"; {queue.message}" if queue.message and queue.state != "Waiting" else "")
+
+
+def awaited_line(entry: AwaitedJobFlow) -> str:
+    """``Waits for JobFlowTemplate/nightly: JobFlow nightly-29401 Succeed`` (what a dependency on another JobFlow is
+    bound to, and how it ended or why it failed; else what it waits for)."""
+    bound = f"JobFlow {entry.job_flow}" if entry.job_flow else "not bound yet"
+    if entry.phase is not None:
+        return f"Waits for {entry.name}: {bound} {entry.phase.value}"
+    if entry.reason is not None:
+        return f"Waits for {entry.name}: {bound}, failed ({entry.reason}): {entry.message or ''}"
+    return f"Waits for {entry.name}: {entry.message or bound}"
 
 
 def cost_text(cost: Cost) -> str:

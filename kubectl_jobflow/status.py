@@ -17,7 +17,8 @@ names what it depends on. ``DETAIL`` is the vcjob's pods per task and phase (``t
 vcjob ran (Volcano drops its pod counts), or, for a flow without a vcjob, what it waits for, in the engine's words
 (``status.waitingFlows``), with when it is expected to start; a line under the header says when the JobFlow is expected
 to end and its critical path, when earlier runs of its JobTemplates tell (``status.expectedCompletion``). A line under
-the header gives the JobFlow's ``state.reason`` and ``message`` when there is one, and another its Volcano queue
+the header gives the JobFlow's ``state.reason`` and ``message`` when there is one, one each other JobFlow it waits for
+(``status.awaitedJobFlows``: the run it is bound to and how it ended), and another its Volcano queue
 (``status.queue``): Waiting with its place in line and what its first stages need, or Admitted with what its unfinished
 vcjobs reserve; another the cost of its ended vcjobs (``status.cost``: requests x seconds run), and then a ``COST``
 column gives each flow's (``jobStatusList[].cost``, a ``forEach`` or ``repeat`` flow's items added up; ``-`` while
@@ -56,7 +57,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from apiclient.cluster import KubeError
-from display.facts import FlowRow, JobFlowFacts, cost_text, queue_line, tasks_text
+from display.facts import FlowRow, JobFlowFacts, awaited_line, cost_text, queue_line, tasks_text
 from display.family import descendants, take_family
 from jobflow_core.flows.children import makes_children
 from display.times import age, expected
@@ -84,6 +85,8 @@ def render(snap: JobFlowFacts, *, now: datetime, items: bool = False) -> str:
         head += f"Child of JobFlow {snap.parent[0]}" + (f", flow {snap.parent[1]}" if snap.parent[1] else "") + "\n"
     if snap.reason or snap.message:
         head += f"{snap.reason or 'Message'}: {snap.message or ''}\n"
+    for entry in snap.awaited:
+        head += awaited_line(entry) + "\n"
     if snap.queue is not None and not snap.ended:
         head += queue_line(snap.queue) + "\n"
     if snap.cost is not None:
@@ -156,6 +159,7 @@ def as_data(snap: JobFlowFacts, *, now: datetime) -> dict[str, Any]:
         "reason": snap.reason, "message": snap.message, "creationTimestamp": when(snap.created),
         "queue": snap.queue.to_wire() if snap.queue else None,
         "cost": snap.cost.to_wire() if snap.cost else None,
+        **({"awaitedJobFlows": [entry.to_wire() for entry in snap.awaited]} if snap.awaited else {}),
         "expectedCompletion": when(snap.expected_completion), "criticalPath": snap.critical_path,
         **({"parent": {"name": snap.parent[0], "flow": snap.parent[1]}} if snap.parent else {}),
         "flows": [

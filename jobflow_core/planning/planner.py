@@ -531,8 +531,11 @@ def _waiting_flows(decisions: Sequence[FlowDecision], *, recheck_seconds: int, e
             continue
         probing = decision.verdict is Verdict.WAIT and decision.readiness.probing
         message = f"{decision.message} (checked again every {recheck_seconds}s)" if probing else decision.message
-        if other := describe(awaits, (key for key in decision.readiness.waiting_for if is_key(key))):
-            message = f"{message} ({other})"
+        keys = [key for key in decision.readiness.waiting_for if is_key(key)]
+        if keys and len(keys) == len(decision.readiness.waiting_for) and message == decision.readiness.message:
+            message = describe(awaits, keys)  # only other JobFlows: what each is bound to, in words
+        elif keys:
+            message = f"{message} ({describe(awaits, keys)})"
         waiting[view.name] = WaitingFlow(
             name=view.name,
             job_name=view.next_job_name,

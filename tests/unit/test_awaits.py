@@ -184,3 +184,22 @@ def test_a_binding_is_never_chosen_again_and_an_end_never_changes(reads, depends
         if found.phase or found.reason:
             ended = (found.phase, found.end_timestamp, found.reason)
         jobflow = JobFlow.model_validate({**jobflow.to_wire(), "status": {"awaitedJobFlows": [found.to_wire()]}})
+
+
+def test_kubectl_jobflow_status_names_each_dependency_what_it_is_bound_to_and_how_it_ended():
+    from datetime import datetime
+
+    from display.facts import take
+    from kubectl_jobflow.status import as_data, render
+
+    entries = [{"name": "JobFlowTemplate/train", "jobFlow": "train-9", "uid": "u9", "phase": "Succeed"},
+               {"name": "JobFlow/x", "jobFlow": "x", "uid": "ux", "reason": "Deleted", "message": "it went"},
+               {"name": "JobFlow/y", "message": 'waiting for JobFlow "y" to be created'}]
+    raw = waiter({"jobFlows": [{"template": "train"}, {"name": "x"}, {"name": "y"}]},
+                 status={"state": {"phase": "Running"}, "awaitedJobFlows": entries}).to_wire()
+    facts = take(raw | {"kind": "JobFlow"}, [])
+    shown = render(facts, now=datetime(2026, 11, 28, 21, tzinfo=UTC))
+    assert "Waits for JobFlowTemplate/train: JobFlow train-9 Succeed\n" in shown
+    assert "Waits for JobFlow/x: JobFlow x, failed (Deleted): it went\n" in shown
+    assert 'Waits for JobFlow/y: waiting for JobFlow "y" to be created\n' in shown
+    assert as_data(facts, now=datetime(2026, 11, 28, 21, tzinfo=UTC))["awaitedJobFlows"] == entries
