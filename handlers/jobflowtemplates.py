@@ -15,8 +15,10 @@ per attempt of the handler's one write loop (:func:`handlers.writes.rewrite`, at
 2. **plan**: :func:`jobflow_core.schedules.firing.plan_schedule` with the handler's clock (tests hand in one they move).
 3. **act**: delete the runs ``Replace`` stops; create the due run (409 AlreadyExists is done: a duplicated tick,
    or another handler, made it); write the status if it changed, guarded by the resourceVersion read (a lost race
-   starts the next attempt, which finds the run made); delete the runs beyond the history limits; record the
-   plan's Events on the template.
+   starts the next attempt, which finds the run made); delete the runs beyond the history limits (but one that a
+   JobFlow waits for and has not seen end, :mod:`jobflow_core.dag.awaits`: its waiter would take it for a run
+   deleted before it ended; one label-selected LIST per run to prune, pruned at a later look); record the plan's
+   Events on the template.
 
 A run refused by the API server (the JobFlow CRD's rules, a quota) is told in the status and a Warning Event, and
 the scheduled time counts as considered: the next tick does not hammer the API server with it.
@@ -36,6 +38,7 @@ from handlers.kube import KubeApi
 from handlers.writes import rewrite
 from jobflow_core.models import JobFlowTemplate
 from jobflow_core.schedules.firing import ScheduleDecision, plan_schedule, refused, with_active
+from jobflow_core.dag.awaits import WAITS_FOR_JOBFLOW, label_name
 from jobflow_core.schedules.runs import Run, Start, run_from, run_manifest, run_of_template_selector
 from jobflow_core.vocabulary.kube_events import Event, EventType, Reason
 
@@ -113,6 +116,8 @@ class Runs:
             except Gone:
                 return
         for gone in decision.prune:
+            if self.kube.list_runs(namespace, WAITS_FOR_JOBFLOW + label_name(gone)):
+                continue  # a JobFlow waits for it and has not recorded its end: pruned at a later look
             self.kube.delete_jobflow(namespace, gone)
             outcome.deleted.append(gone)
         self._record(raw, events)

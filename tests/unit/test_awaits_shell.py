@@ -166,3 +166,23 @@ def test_two_jobflows_bound_to_each_other_both_fail_and_the_first_to_see_it_says
     assert entries == [("", "Failed"), ("Cycle", "")], "one sees the cycle, the other sees it fail"
     assert {status(kube, name)["state"]["phase"] for name in ("a", "b")} == {"Failed"}
     assert kube.stored(VCJOB, NS, "a-train") is None and kube.stored(VCJOB, NS, "b-evaluate") is None
+
+
+def test_a_history_limit_does_not_prune_a_run_a_jobflow_waits_for_before_it_saw_the_end(kube):
+    from jobflow_core.vocabulary.api import JOBFLOWTEMPLATE
+
+    dispatcher = handler(kube)
+    kube.put({"apiVersion": JOBFLOWTEMPLATE.api_version, "kind": JOBFLOWTEMPLATE.kind,
+              "metadata": {"name": "nightly", "namespace": NS},
+              "spec": {"successfulJobsHistoryLimit": 0, "jobFlow": {"spec": {"flows": [{"name": "train"}]}}}})
+    kube.put(jobflow("nightly-1", flow="train", labels={RUN_OF: "nightly"}))
+    kube.put(jobflow("eval", flow="evaluate", depends={"jobFlows": [{"name": "nightly-1"}]}))
+    dispatcher.hand_back = True  # as under our event source: the waiter is handed back, reconciled later
+    dispatcher.jobflow(NS, "eval")
+    dispatcher.jobflow(NS, "nightly-1")
+    finish(kube, dispatcher, "nightly-1-train")  # its end looks at the template, whose limit of 0 prunes it
+    assert kube.stored(JOBFLOW, NS, "nightly-1") is not None, "eval has not seen it end yet"
+    dispatcher.jobflow(NS, "eval")  # the handed-back event
+    assert awaited(kube, "eval")[0]["phase"] == "Succeed"
+    dispatcher.jobflowtemplate(NS, "nightly")  # the next look prunes it
+    assert kube.stored(JOBFLOW, NS, "nightly-1") is None
