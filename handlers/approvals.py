@@ -21,6 +21,7 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from handlers.dispatch import Dispatcher, PartlyFailed
 from handlers.jobflows import Reconciler
 from apiclient.rest import ApiError, Conflict, Gone, Unavailable
 from jobflow_core.flows.gates import Answer, decision_of, event_accepted, gate_named, signed
@@ -81,7 +82,11 @@ def answer_event(reconciler: Reconciler, event: Incoming, *, extensions: dict[st
         return Reply(403, why)
     message = data.get("message") if isinstance(data.get("message"), str) else None
     answer = Answer(job_name="", decision=decision, source=event.source, event_id=event.id, message=message)
-    reconciler.jobflow(namespace, name, answers={flow: answer})
+    outcome = reconciler.jobflow(namespace, name, answers={flow: answer})
+    try:  # a status write our event source sends no event for: what waits for this JobFlow follows here
+        Dispatcher(reconciler).follow_up(outcome)
+    except PartlyFailed as failed:
+        log.warning("%s/%s answered; what follows it: %s (the resync makes up for it)", namespace, name, failed)
     return _what_became_of(reconciler, namespace, name, flow, answer)
 
 

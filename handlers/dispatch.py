@@ -114,7 +114,13 @@ class Dispatcher:
         parent = outcome.parent or controller
         if parent is not None:
             self._parent(namespace, name, parent, result)
-        return self._wake(self._waiters(self._runs_ended(self._parents(result, raising=True))))
+        return self._wake(self._runs_ended(self._waiters(self._parents(result, raising=True))))
+
+    def follow_up(self, outcome: Outcome) -> Result:
+        """What follows a reconcile made outside an event of its own (an approval's CloudEvent,
+        :mod:`handlers.approvals`): its parent, the JobFlows waiting for it, its template, the JobFlows waiting for
+        the room it left, as after a JobFlow's event."""
+        return self._wake(self._runs_ended(self._waiters(self._parents(Result([outcome])))))
 
     def _parents(self, result: Result, *, raising: bool = False) -> Result:
         """Reconcile the parent of each child JobFlow whose status a reconcile of ``result`` wrote (and theirs, up
@@ -186,13 +192,14 @@ class Dispatcher:
 
     def _waiters(self, result: Result) -> Result:
         """Reconcile the JobFlows that wait for one this result's reconciles saw end (their status write recorded
-        ``Succeed`` or ``Failed`` over a phase that was neither: once per end, not per later write) or go (:mod:`jobflow_core.dag.awaits`): found by the labels the engine wrote on
-        them, one label-selected LIST each (two for a JobFlowTemplate's run), not by a LIST of every JobFlow. Our
-        event source sends no event for the handler's own status writes, and Knative's ApiServerSource sends the
-        write's event to a reconcile that writes nothing: so they are woken here, under both. Those that end in turn
-        wake theirs (at most :data:`WAKE_ROUNDS` rounds). A failure is the resync's to make up for, not the
-        event's to retry (delivering it again would find nothing left to write)."""
-        done = {outcome.jobflow for outcome in result.outcomes}
+        ``Succeed`` or ``Failed`` over a phase that was neither: once per end, not per later write) or go
+        (:mod:`jobflow_core.dag.awaits`): found by the labels the engine wrote on them, one label-selected LIST each
+        (two for a JobFlowTemplate's run), not by a LIST of every JobFlow. Our event source sends no event for the
+        handler's own status writes, and Knative's ApiServerSource sends the write's event to a reconcile that writes
+        nothing: so they are woken here, under both. Those that end in turn wake theirs (at most :data:`WAKE_ROUNDS`
+        rounds). A failure is the resync's to make up for, not the event's to retry (delivering it again would find
+        nothing left to write)."""
+        done: set[str] = set()  # those woken here (one reconciled earlier in this request may have waited since)
         pending = list(result.outcomes)
         for _ in range(WAKE_ROUNDS):
             ended = [outcome for outcome in pending if not outcome.found or outcome.ended]
@@ -273,7 +280,8 @@ class Dispatcher:
             jobs = [VcJob.model_validate(job) for job in self.kube.list_vcjobs(namespace, selector)]
             self.writes.template(self.kube, namespace, name,
                                  lambda template: template_status(template, jobs=jobs, known=known), read=read)
-        return self._each(raw for raw in self.kube.list_jobflows(namespace) if waits_for_template(raw, name))
+        return self._runs_ended(self._waiters(self._each(raw for raw in self.kube.list_jobflows(namespace)
+                                                         if waits_for_template(raw, name))))
 
     def vcjob(self, namespace: str, name: str, *, controller: str | None, deleted: bool,
               snapshot: dict | None = None) -> Result:
@@ -283,14 +291,14 @@ class Dispatcher:
         owner = (snapshot or {}).get("jobflow") or {}
         if controller is not None and (owner.get("metadata") or {}).get("name") == controller \
                 and flows_of_job(owner, name):
-            result = self._parents(self._runs_ended(Result([self.reconciler.jobflow(namespace, controller,
-                                                                                    snapshot=snapshot)])), raising=True)
+            result = self._parents(Result([self.reconciler.jobflow(namespace, controller, snapshot=snapshot)]),
+                                   raising=True)
         else:
             candidates = self._claimants(namespace, name, controller=controller)
             if not candidates:
                 self._release_orphan(self.kube.get_vcjob(namespace, name), jobflow_uids=())
-            result = self._runs_ended(self._each(candidates, inline=True))  # its parents included
-        result = self._wake(self._waiters(result))
+            result = self._each(candidates, inline=True)  # its parents included
+        result = self._wake(self._runs_ended(self._waiters(result)))
         if deleted and self.kube.get_vcjob(namespace, name) is None:
             for raw in self.kube.list_jobtemplates(namespace):
                 if name in ((raw.get("status") or {}).get("jobDependsOnList") or ()):

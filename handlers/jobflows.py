@@ -156,8 +156,12 @@ class Reconciler:
                                                       resource_version=raw["metadata"]["resourceVersion"])
                     except Conflict as lost:
                         raise Replan(f"the JobFlow changed before its labels were written: {lost}") from lost
-                    read = Read(raw, read.jobs, read.source, line=read.line)
                     outcome.written = raw
+                    if any(value is not None for value in labels.values()):
+                        # What it waits for was read before the label existed: an end in between found nobody to
+                        # wake. Planned again, it is read after (jobflow_core.dag.awaits, "Waking").
+                        raise Replan("wait labels written; reading what it waits for again")
+                    read = Read(raw, read.jobs, read.source, line=read.line)
                 case UpdateTemplate(name=name):
                     self.writes.template(self.kube, namespace, name, action.apply, read=templates.pop(name, None))
                 case Memoize(key=key, entry=entry):

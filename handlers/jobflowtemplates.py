@@ -27,7 +27,7 @@ the scheduled time counts as considered: the next tick does not hammer the API s
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -36,9 +36,9 @@ from pydantic import ValidationError
 from apiclient.rest import ApiError, Conflict, Exists, Gone, Rejected, Unavailable
 from handlers.kube import KubeApi
 from handlers.writes import rewrite
-from jobflow_core.models import JobFlowTemplate
+from jobflow_core.dag.awaits import WAITS_FOR_JOBFLOW, WAITS_FOR_TEMPLATE, label_name, may_bind
+from jobflow_core.models import JobFlow, JobFlowTemplate
 from jobflow_core.schedules.firing import ScheduleDecision, plan_schedule, refused, with_active
-from jobflow_core.dag.awaits import WAITS_FOR_JOBFLOW, label_name
 from jobflow_core.schedules.runs import Run, Start, run_from, run_manifest, run_of_template_selector
 from jobflow_core.vocabulary.kube_events import Event, EventType, Reason
 
@@ -115,12 +115,31 @@ class Runs:
                 outcome.status_written = True
             except Gone:
                 return
+        kept = self._awaited(namespace, template.name, planned.look.runs, decision.prune)
         for gone in decision.prune:
-            if self.kube.list_runs(namespace, WAITS_FOR_JOBFLOW + label_name(gone)):
-                continue  # a JobFlow waits for it and has not recorded its end: pruned at a later look
+            if gone in kept:
+                continue  # a JobFlow waits for it, or may bind it, and has not seen it end: pruned at a later look
             self.kube.delete_jobflow(namespace, gone)
             outcome.deleted.append(gone)
         self._record(raw, events)
+
+    def _awaited(self, namespace: str, template: str, runs: list[Run], prune: Iterable[str]) -> set[str]:
+        """The runs of ``prune`` that a JobFlow waits for without having seen them end (:mod:`jobflow_core.dag.
+        awaits`): bound to one (its ``jobflow.waits`` label: one LIST per run), or, not bound yet, could bind one
+        (one LIST of the template's unbound waiters). Their waiters would take a pruned run for one deleted before it
+        ended."""
+        prune = list(prune)
+        if not prune:
+            return set()
+        created = {run.name: run.created for run in runs}
+        unbound = []
+        for raw in self.kube.list_runs(namespace, WAITS_FOR_TEMPLATE + label_name(template)):
+            try:
+                unbound.append(JobFlow.model_validate(raw))
+            except ValidationError:
+                continue
+        return {gone for gone in prune if self.kube.list_runs(namespace, WAITS_FOR_JOBFLOW + label_name(gone))
+                or any(may_bind(waiter, template=template, name=gone, created=created.get(gone)) for waiter in unbound)}
 
     def every_template(self, scopes: tuple[str | None, ...]) -> list[RunsOutcome]:
         """A resync tick: look at every template of the served namespaces (all when ``scopes`` is ``(None,)``). One

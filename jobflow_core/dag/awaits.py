@@ -11,7 +11,8 @@ to succeed, to fail or to end, is skipped when it cannot, and a failure nothing 
 
 **Binding.** The run a dependency waits for is chosen once and recorded in ``status.awaitedJobFlows`` (its name and
 UID), and never chosen again: by name, the JobFlow of that name when first seen; by template, the newest run (by
-creation, then name) within the window, other than this JobFlow itself.
+creation, then name) within the window, other than this JobFlow itself; a run of that very template binds only a run
+created before it (tonight's run waits for last night's, never for tomorrow's, which would wait for it).
 
 **What it says**, :data:`AWAIT_RULES`, the first row that holds:
 
@@ -28,11 +29,15 @@ its bound run waits, bound, for this JobFlow                    Failed (neither 
 otherwise                                                       not ended: its flows wait
 ==============================================================  =========================================  ========
 
-A rerun accepted for this JobFlow forgets the recorded ends (not the bindings), so a rerun after the awaited run
-itself was rerun waits for it again. **Waking.** This JobFlow carries one label per dependency that has not ended
-(:func:`wait_labels`): ``jobflow.waits.flow.volcano.sh/<run>`` once bound or named, else
-``jobflowtemplate.waits.flow.volcano.sh/<template>``, so when a JobFlow ends (or goes) the engine finds those that
-wait for it with one label-selected LIST (two for a template's run), and reconciles them (``handlers/dispatch.py``).
+A rerun accepted for this JobFlow forgets the recorded ends that failed (not a ``Succeed``, nor the bindings), so a
+rerun after the awaited run itself was rerun waits for it again.
+
+**Waking.** This JobFlow carries one label per dependency that has not ended (:func:`wait_labels`):
+``jobflow.waits.flow.volcano.sh/<run>`` once bound or named, else ``jobflowtemplate.waits.flow.volcano.sh/<template>``,
+so when a JobFlow ends (or goes) the engine finds those that wait for it with one label-selected LIST (two for a
+template's run), and reconciles them (``handlers/dispatch.py``). A plan that adds a label is planned again once it is
+written (``handlers/jobflows.py``), reading what it waits for after the label exists: an end between the first read
+and the label would otherwise find nobody to wake.
 """
 
 import hashlib
@@ -106,7 +111,7 @@ def with_awaited(jobflow: JobFlow, flow: Flow) -> Flow:
         return flow
     depends = flow.depends_on
     outcome = depends.outcome if depends and depends.outcome else (
-        jobflow.spec.depends_on.outcome if jobflow.spec.depends_on and not (depends and depends.job_flows) else None)
+        jobflow.spec.depends_on.outcome if jobflow.spec.depends_on else None)
     targets = [*((depends.targets or ()) if depends else ()), *keys]
     return flow.model_copy(update={"depends_on": (depends or DependsOn()).model_copy(
         update={"targets": targets, "outcome": outcome})})
@@ -309,9 +314,12 @@ def choose(jobflow: JobFlow, dependency: JobFlowDependency, seen: Seen) -> Run |
         run = seen.jobflows.get(dependency.name)
         return run if run is not None and run.uid != jobflow.metadata.uid else None
     since = window_start(jobflow, dependency)
+    own = (jobflow.metadata.labels or {}).get(RUN_OF) == dependency.template  # a run waiting for an earlier one
+    me = (jobflow.metadata.creation_timestamp or _EPOCH, jobflow.name)
     runs = [run for run in seen.templates.get(dependency.template or "", ())
             if run.uid != jobflow.metadata.uid and run.template == dependency.template
-            and (since is None or (run.created is not None and run.created >= since))]
+            and (since is None or (run.created is not None and run.created >= since))
+            and not (own and (run.created or _EPOCH, run.name) >= me)]
     return max(runs, key=lambda run: (run.created is not None, run.created or _EPOCH, run.name), default=None)
 
 
@@ -319,13 +327,13 @@ def settle(jobflow: JobFlow, seen: Seen | None, *, now: datetime | None,
            forget_ends: bool = False, since: datetime | None = None) -> dict[str, AwaitedJobFlow]:
     """Each dependency's entry for ``status.awaitedJobFlows``, by key, as of ``now``: bound (once) from ``seen``,
     decided by :data:`AWAIT_RULES`. ``seen`` None: nothing was read (nothing new is bound, no run is looked at).
-    ``forget_ends``: a rerun was just accepted (its recorded ends are forgotten, its bindings kept); ``since``: when
-    (the timeouts count from it, else from the JobFlow's creation)."""
+    ``forget_ends``: a rerun was just accepted (its recorded failed ends are forgotten, its bindings kept);
+    ``since``: when (the timeouts count from it, else from the JobFlow's creation)."""
     recorded = _recorded(jobflow)
     settled: dict[str, AwaitedJobFlow] = {}
     for key, dependency in declared(jobflow).items():
         entry = recorded.get(key) or AwaitedJobFlow(name=key)
-        if forget_ends:
+        if forget_ends and outcome_of(entry) is FlowOutcome.FAILED:
             entry = entry.model_copy(update={"phase": None, "end_timestamp": None, "reason": None, "message": None})
         if not entry.uid and seen is not None and (chosen := choose(jobflow, dependency, seen)) is not None:
             entry = entry.model_copy(update={"job_flow": chosen.name, "uid": chosen.uid, "bound_at": now})
@@ -394,3 +402,14 @@ def describe(entries: Mapping[str, AwaitedJobFlow], keys: Iterable[str]) -> str:
     """What the flows waiting on ``keys`` wait for, in words."""
     return "; ".join(entries[key].message or key for key in keys if key in entries)
 
+
+
+def may_bind(waiter: JobFlow, *, template: str, name: str, created: datetime | None) -> bool:
+    """Whether ``waiter``, not bound yet to a run of ``template``, could still bind the run ``name`` (created at
+    ``created``) by :func:`choose`: a JobFlowTemplate's history limits keep such a run (``handlers/
+    jobflowtemplates.py``), as they keep one a JobFlow is bound to and has not seen end."""
+    recorded = _recorded(waiter)
+    run = Run(name=name, uid="", created=created, phase=None, ended=None, template=template)
+    return any(choose(waiter, dependency, Seen(templates={template: (run,)})) is not None
+               for key, dependency in declared(waiter).items()
+               if dependency.template == template and not (key in recorded and recorded[key].uid))

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from jobflow_core.dag.awaits import with_awaited
+from jobflow_core.dag.awaits import is_key, with_awaited
 from jobflow_core.dag.dependencies import Readiness
 from jobflow_core.dag.graph import flow_graph
 from jobflow_core.dag.probes import CheckResult, NetworkCheck
@@ -103,12 +103,17 @@ def handled_failures(flows: Sequence[Flow]) -> frozenset[str]:
 def jobflow_outcome(fates: Mapping[str, FlowFate], outcomes: Mapping[str, FlowOutcome | None], *,
                     handled: frozenset[str]) -> dict[str, Any]:
     """What a ``finally`` flow reads of the JobFlow it ends, once every other flow has ended: ``outcome``
-    (``Succeeded``, or ``Failed`` when a flow failed and nothing handles it), ``failedFlows`` (those flows, in
-    spec order) and ``errors`` (each one's first error: how its vcjob ended, with Volcano's reason and message)."""
+    (``Succeeded``, or ``Failed`` when a flow, or another JobFlow it waits for, failed and nothing handles it),
+    ``failedFlows`` (those flows, in spec order), ``failedJobFlows`` (those JobFlows' keys) and ``errors`` (each
+    one's first error: how its vcjob ended, with Volcano's reason and message)."""
     failed = [name for name, fate in fates.items() if not fate.flow.final
               and outcomes.get(name) is FlowOutcome.FAILED and name not in handled]
-    return {"outcome": FlowOutcome.FAILED.value if failed else FlowOutcome.SUCCEEDED.value,
-            "failedFlows": failed, "errors": {name: first_error(fates[name]) for name in failed}}
+    awaited = [name for name, outcome in outcomes.items() if is_key(name) and outcome is FlowOutcome.FAILED
+               and name not in handled]  # another JobFlow it waits for (jobflow_core.dag.awaits)
+    return {"outcome": FlowOutcome.FAILED.value if failed or awaited else FlowOutcome.SUCCEEDED.value,
+            "failedFlows": failed, "failedJobFlows": awaited,
+            "errors": {name: first_error(fates[name]) for name in failed}
+            | {name: f"{name} did not succeed (status.awaitedJobFlows says why)" for name in awaited}}
 
 
 def first_error(fate: FlowFate) -> str:

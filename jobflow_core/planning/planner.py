@@ -39,11 +39,11 @@ the shell makes sure its JobFlow read is newer than its vcjob list before it cre
 """
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from jobflow_core.dag.awaits import declared, describe, is_key, relabel, wait_labels
+from jobflow_core.dag.awaits import declared, describe, is_key, outcome_of, relabel, wait_labels
 from jobflow_core.dag.probes import DEFAULT_RECHECK_SECONDS, CheckResult, NetworkCheck
 from jobflow_core.flows.children import (ChildJob, output_targets, outputs_of, rerun_patch, shutdown_patch,
                                          suspend_patch)
@@ -309,6 +309,8 @@ def plan_observation(
     estimates = _estimates(observation, templates)
     expected = forecast(observation.jobflow, {node.name: node for node in observation.nodes},
                         observation.outcomes.of, estimates_of(estimates))
+    if any(outcome_of(entry) is None for entry in observation.awaits.values()):
+        expected = replace(expected, completion=None, critical_path=())  # another JobFlow's end: nobody's forecast
     status = build_status(observation, creating=creating, state=state,
                           waiting=_waiting_flows(decisions, recheck_seconds=recheck_seconds, expected=expected,
                                                  awaits=observation.awaits),

@@ -14,7 +14,7 @@ What one spec cannot see, a **cycle** through others, is checked at admission wi
 
 * :func:`template_cycle`: the runs of a JobFlowTemplate that wait for runs of another, whose runs wait (through
   others, maybe) for runs of the first, could bind to each other and never start. A template whose runs wait for its
-  own is no cycle: each binds to an earlier run (:func:`~jobflow_core.dag.awaits.choose` excludes the JobFlow itself).
+  own is no cycle: each binds to a run created before it (:func:`~jobflow_core.dag.awaits.choose`).
 * :func:`jobflow_cycle`: a JobFlow that waits by ``name`` for a JobFlow that waits by name (through others, maybe)
   for it. The engine also finds such a cycle once both are bound (reason ``Cycle``); this refuses it before.
 """
@@ -29,6 +29,11 @@ from jobflow_core.vocabulary.spec_errors import SpecError
 
 if TYPE_CHECKING:  # only admission reads templates: a cold start of the handler does not load their model
     from jobflow_core.models import JobFlowTemplate
+
+
+TEMPLATE_NAME_MAX = 63
+"""A JobFlowTemplate's runs carry its name as a label value (``flow.volcano.sh/jobflow-template``), at most 63
+characters: a longer template has no run to wait for, and its runs' selector would be refused."""
 
 
 def placed(spec: JobFlowSpec) -> list[tuple[str, JobFlowDependency]]:
@@ -76,6 +81,12 @@ def _dependency_errors(where: str, dependency: JobFlowDependency, *, own: str | 
                 message=f'{where}.{field} "{value}" is not a valid {kind} name',
                 hint=f"name a {kind} of this namespace: at most 253 lowercase letters, digits, '-' and '.', starting "
                      "and ending with a letter or digit"))
+    if dependency.template is not None and len(dependency.template) > TEMPLATE_NAME_MAX:
+        found.append(SpecError(
+            code="InvalidJobFlowDependency",
+            message=f'{where}.template "{dependency.template}" is longer than {TEMPLATE_NAME_MAX} characters, so no '
+                    "run of it can exist (a run carries its template's name as a label value)",
+            hint=f"name a JobFlowTemplate of at most {TEMPLATE_NAME_MAX} characters"))
     if has_name and own and dependency.name == own:
         found.append(SpecError(
             code="WaitsForItself",

@@ -203,3 +203,50 @@ def test_kubectl_jobflow_status_names_each_dependency_what_it_is_bound_to_and_ho
     assert "Waits for JobFlow/x: JobFlow x, failed (Deleted): it went\n" in shown
     assert 'Waits for JobFlow/y: waiting for JobFlow "y" to be created\n' in shown
     assert as_data(facts, now=datetime(2026, 11, 28, 21, tzinfo=UTC))["awaitedJobFlows"] == entries
+
+
+def test_a_rerun_forgets_a_failed_end_but_never_a_succeed_nor_a_binding():
+    ended = {"awaitedJobFlows": [{"name": "JobFlow/a", "jobFlow": "a", "uid": "uid-a", "phase": "Succeed"},
+                                 {"name": "JobFlow/c", "jobFlow": "c", "uid": "uid-c", "phase": "Failed"}]}
+    jobflow = waiter({"jobFlows": [{"name": "a"}, {"name": "c"}]}, status=ended)
+    settled = settle(jobflow, Seen(jobflows={"a": None, "c": run("c", uid="uid-c", phase=JobFlowPhase.RUNNING)}),
+                     now=T0, forget_ends=True)
+    assert settled["JobFlow/a"].phase is JobFlowPhase.SUCCEED, "its run is gone: the recorded Succeed stands"
+    assert (settled["JobFlow/c"].phase, settled["JobFlow/c"].uid) == (None, "uid-c"), "waits for its rerun"
+
+
+def test_a_run_waiting_for_its_own_template_binds_only_an_earlier_run():
+    depends = {"jobFlows": [{"template": "t", "withinSeconds": 90000}]}
+    me = JobFlow.model_validate({**waiter(depends).to_wire(), "metadata": {
+        "name": "t-2", "namespace": "default", "uid": "uid-t2", "creationTimestamp": "2026-11-28T20:00:00Z",
+        "labels": {RUN_OF: "t"}}})
+    yesterday = run("t-1", created=T0 - timedelta(days=1), template="t")
+    tomorrow = run("t-3", created=T0 + timedelta(days=1), template="t")
+    [found] = settle(me, Seen(templates={"t": (yesterday, tomorrow)}), now=T0).values()
+    assert found.job_flow == "t-1"
+    [first] = settle(me, Seen(templates={"t": (tomorrow,)}), now=T0).values()
+    assert first.job_flow is None, "the first run has no earlier one to wait for"
+
+
+def test_the_jobflows_outcome_holds_for_root_flows_that_name_jobflows_of_their_own():
+    jobflow = waiter({"jobFlows": [{"name": "y"}], "outcome": "Finished"},
+                     flows=[{"name": "audit", "dependsOn": {"jobFlows": [{"name": "x"}]}}])
+    seen = Seen(jobflows={"x": run("x", phase=JobFlowPhase.SUCCEED, ended=T0),
+                          "y": run("y", phase=JobFlowPhase.FAILED, ended=T0)})
+    observation = observe(jobflow, jobs=[], now=T0, awaited=seen)
+    assert observation.readiness["audit"].ready, "it waits for both to end, as spec.dependsOn.outcome says"
+
+
+def test_a_finally_flow_reads_a_failed_dependency_as_the_jobflows_failure():
+    jobflow = waiter({"jobFlows": [{"name": "x"}]}, flows=[{"name": "a"}, {"name": "z", "finally": True}])
+    observation = observe(jobflow, jobs=[], now=T0,
+                          awaited=Seen(jobflows={"x": run("x", phase=JobFlowPhase.FAILED, ended=T0)}))
+    outcome = observation.outcomes.jobflow_outcome()
+    assert (outcome["outcome"], outcome["failedFlows"], outcome["failedJobFlows"]) == ("Failed", [], ["JobFlow/x"])
+    assert observation.readiness["z"].ready
+
+
+def test_no_completion_is_forecast_while_another_jobflow_has_not_ended():
+    plan = plan_observation(observe(waiter(BY_NAME), jobs=[], now=T0, awaited=Seen(jobflows={"a": run("a")})),
+                            templates={})
+    assert plan.status.expected_completion is None and not plan.status.critical_path

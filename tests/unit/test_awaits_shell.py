@@ -186,3 +186,55 @@ def test_a_history_limit_does_not_prune_a_run_a_jobflow_waits_for_before_it_saw_
     assert awaited(kube, "eval")[0]["phase"] == "Succeed"
     dispatcher.jobflowtemplate(NS, "nightly")  # the next look prunes it
     assert kube.stored(JOBFLOW, NS, "nightly-1") is None
+
+
+def test_a_resync_wakes_a_waiter_it_reconciled_before_the_jobflow_it_waits_for_ended(kube):
+    dispatcher = handler(kube)
+    kube.put(jobflow("a-deploy", flow="evaluate", depends={"jobFlows": [{"name": "z-build"}]}))
+    kube.put(jobflow("z-build", flow="train"))
+    dispatcher.resync()
+    kube.move(NS, "z-build-train", "Completed")  # its event is lost: the next resync finds it
+    dispatcher.resync()  # lists a-deploy first (still waiting), then ends z-build, which wakes a-deploy
+    assert kube.stored(VCJOB, NS, "a-deploy-evaluate") is not None
+
+
+def test_a_history_limit_keeps_a_run_that_an_unbound_waiter_may_still_bind(kube):
+    from jobflow_core.vocabulary.api import JOBFLOWTEMPLATE
+
+    dispatcher = handler(kube)
+    dispatcher.hand_back = True
+    kube.put({"apiVersion": JOBFLOWTEMPLATE.api_version, "kind": JOBFLOWTEMPLATE.kind,
+              "metadata": {"name": "nightly", "namespace": NS},
+              "spec": {"successfulJobsHistoryLimit": 0, "jobFlow": {"spec": {"flows": [{"name": "train"}]}}}})
+    kube.put(jobflow("eval", flow="evaluate", depends={"jobFlows": [{"template": "nightly", "withinSeconds": 600}]}))
+    dispatcher.jobflow(NS, "eval")  # no run yet: unbound
+    kube.put(jobflow("nightly-1", flow="train", labels={RUN_OF: "nightly"}))
+    dispatcher.jobflow(NS, "nightly-1")
+    finish(kube, dispatcher, "nightly-1-train")
+    assert kube.stored(JOBFLOW, NS, "nightly-1") is not None, "eval may bind it: kept"
+    dispatcher.jobflow(NS, "eval")
+    assert awaited(kube, "eval")[0]["jobFlow"] == "nightly-1"
+    assert kube.stored(VCJOB, NS, "eval-evaluate") is not None
+    dispatcher.jobflowtemplate(NS, "nightly")
+    assert kube.stored(JOBFLOW, NS, "nightly-1") is None, "seen to end: pruned at the next look"
+
+
+def test_a_plan_that_adds_a_wait_label_reads_what_it_waits_for_again_after_the_label_is_written(kube):
+    kube.put(jobflow("eval", flow="evaluate", depends={"jobFlows": [{"name": "nightly"}]}))
+    outcome = Reconciler(kube, clock=lambda: kube.now).jobflow(NS, "eval")
+    assert outcome.attempts == 2 and outcome.status_written
+    again = Reconciler(kube, clock=lambda: kube.now).jobflow(NS, "eval")
+    assert again.attempts == 1, "the label is there: nothing to read twice"
+
+
+def test_an_end_outside_an_event_of_its_own_wakes_its_waiters_too(kube):
+    dispatcher = handler(kube)
+    kube.put(jobflow("eval", flow="evaluate", depends={"jobFlows": [{"name": "nightly"}]}))
+    kube.put(jobflow("nightly", flow="train"))
+    dispatcher.jobflow(NS, "eval")
+    dispatcher.jobflow(NS, "nightly")
+    kube.move(NS, "nightly-train", "Completed")
+    outcome = dispatcher.reconciler.jobflow(NS, "nightly")  # as an approval's CloudEvent reconciles it
+    assert outcome.ended and kube.stored(VCJOB, NS, "eval-evaluate") is None
+    dispatcher.follow_up(outcome)
+    assert kube.stored(VCJOB, NS, "eval-evaluate") is not None

@@ -269,3 +269,9 @@ def test_admission_refuses_a_jobflow_that_closes_a_cycle_by_name_and_reads_jobfl
     assert reads == ["default"], "nothing waits by name: nothing read"
     unreadable = decide(request(new.to_wire() | {"kind": "JobFlow"}), kind=JOBFLOW, jobflows=lambda ns: "forbidden")
     assert unreadable.allowed and any("not checked" in warning for warning in unreadable.warnings)
+
+
+def test_a_template_name_too_long_for_a_label_value_has_no_runs_to_wait_for():
+    long = "t" * 64
+    found = errors(jobflow(f"{{dependsOn: {{jobFlows: [{{template: {long}}}]}}, flows: [{{name: x}}]}}", name="n"))
+    assert [error.code for error in found] == ["InvalidJobFlowDependency"] and "longer than 63" in found[0].message
