@@ -106,45 +106,40 @@ def _vcjob_spec() -> Mapping[str, Any] | None:
 def _flow_templates(namespace: str) -> dict[str, Any] | str:
     """The JobFlowTemplates of ``namespace`` by name (one that does not parse is left out: the planner refuses to
     make a child from it anyway), or why they could not be read."""
-    from pydantic import ValidationError
-
-    from handlers.kube import WebhookApi, shared_client
     from jobflow_core.models import JobFlowTemplate
 
-    try:
-        kube = current_app.config.get("KUBE") or WebhookApi(shared_client())
-        found = {}
-        for raw in kube.list_jobflowtemplates(namespace):
-            try:
-                template = JobFlowTemplate.model_validate(raw)
-            except ValidationError:
-                continue
-            found[template.name] = template
-        return found
-    except Exception as error:  # noqa: BLE001 - a check we cannot make is no reason to fail a review
-        return _unread("the JobFlowTemplates", error, so="it checks no tree of child JobFlows")
+    return _by_name(namespace, "list_jobflowtemplates", JobFlowTemplate, what="the JobFlowTemplates",
+                    so="it checks no tree of child JobFlows")
 
 
 def _jobflows(namespace: str) -> dict[str, Any] | str:
     """The JobFlows of ``namespace`` by name (one that does not parse is left out), or why they could not be read:
     read only for a JobFlow created waiting for another by name (jobflow_core.validation.awaits.jobflow_cycle)."""
+    from jobflow_core.models import JobFlow
+
+    return _by_name(namespace, "list_jobflows", JobFlow, what="the JobFlows",
+                    so="it does not check JobFlows that wait for each other")
+
+
+def _by_name(namespace: str, lister: str, model: Any, *, what: str, so: str) -> dict[str, Any] | str:
+    """The objects ``lister`` (a method of the webhook's KubeApi) lists in ``namespace``, parsed as ``model``, by
+    name (one that does not parse is left out), or why they could not be read (:func:`_unread`)."""
     from pydantic import ValidationError
 
     from handlers.kube import WebhookApi, shared_client
-    from jobflow_core.models import JobFlow
 
     try:
         kube = current_app.config.get("KUBE") or WebhookApi(shared_client())
         found = {}
-        for raw in kube.list_jobflows(namespace):
+        for raw in getattr(kube, lister)(namespace):
             try:
-                jobflow = JobFlow.model_validate(raw)
+                parsed = model.model_validate(raw)
             except ValidationError:
                 continue
-            found[jobflow.name] = jobflow
+            found[parsed.name] = parsed
         return found
     except Exception as error:  # noqa: BLE001 - a check we cannot make is no reason to fail a review
-        return _unread("the JobFlows", error, so="it does not check JobFlows that wait for each other")
+        return _unread(what, error, so=so)
 
 
 def _unread(what: str, error: Exception, *, so: str) -> str:

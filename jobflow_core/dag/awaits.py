@@ -41,7 +41,7 @@ and the label would otherwise find nobody to wake.
 """
 
 import hashlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Callable, Final
@@ -174,24 +174,29 @@ class Reads:
 def to_read(jobflow: JobFlow) -> Reads:
     """What to read for the dependencies that have not ended: the bound run (or the named JobFlow), else the runs
     of the template."""
-    recorded = _recorded(jobflow)
-    names, templates = [], []
+    open_ = list(_awaiting(jobflow, _recorded(jobflow)))
+    return Reads(tuple(dict.fromkeys(name for is_run, name in open_ if is_run)),
+                 tuple(dict.fromkeys(name for is_run, name in open_ if not is_run)))
+
+
+def _awaiting(jobflow: JobFlow, entries: Mapping[str, AwaitedJobFlow]) -> Iterator[tuple[bool, str]]:
+    """What each dependency that has not ended waits for now, per its entry: ``(True, name)`` a JobFlow (the bound
+    run, or the one named), ``(False, template)`` a run of the template not chosen yet. What is read and what the
+    labels say follow from this one answer."""
     for key, dependency in declared(jobflow).items():
-        entry = recorded.get(key)
+        entry = entries.get(key)
         if entry is not None and _ended(entry):
             continue
         if entry is not None and entry.job_flow:
-            names.append(entry.job_flow)
+            yield True, entry.job_flow
         elif dependency.name:
-            names.append(dependency.name)
+            yield True, dependency.name
         else:
-            templates.append(dependency.template or "")
-    return Reads(tuple(dict.fromkeys(names)), tuple(dict.fromkeys(templates)))
+            yield False, dependency.template or ""
 
 
 def _recorded(jobflow: JobFlow) -> dict[str, AwaitedJobFlow]:
-    return {entry.name: entry for entry in (jobflow.status.awaited_job_flows or ()) if jobflow.status} \
-        if jobflow.status else {}
+    return {entry.name: entry for entry in (jobflow.status.awaited_job_flows or ())} if jobflow.status else {}
 
 
 def _ended(entry: AwaitedJobFlow) -> bool:
@@ -355,18 +360,8 @@ def settle(jobflow: JobFlow, seen: Seen | None, *, now: datetime | None,
 def wait_labels(jobflow: JobFlow, entries: Mapping[str, AwaitedJobFlow]) -> dict[str, str]:
     """The labels that let a JobFlow's end wake this one (module docstring, "Waking"): one per dependency that has
     not ended."""
-    labels = {}
-    for key, dependency in declared(jobflow).items():
-        entry = entries.get(key)
-        if entry is not None and _ended(entry):
-            continue
-        if entry is not None and entry.job_flow:
-            labels[WAITS_FOR_JOBFLOW + label_name(entry.job_flow)] = "true"
-        elif dependency.name:
-            labels[WAITS_FOR_JOBFLOW + label_name(dependency.name)] = "true"
-        else:
-            labels[WAITS_FOR_TEMPLATE + label_name(dependency.template or "")] = "true"
-    return labels
+    return {(WAITS_FOR_JOBFLOW if is_run else WAITS_FOR_TEMPLATE) + label_name(name): "true"
+            for is_run, name in _awaiting(jobflow, entries)}
 
 
 def label_name(name: str) -> str:
