@@ -79,12 +79,12 @@ def stages_of(shape: str, index: int) -> list[tuple[str, list[str], int]]:
 
 
 def ensure_priority_class(local: LocalCluster) -> None:
-    body = yaml.safe_load((REPO / "manifests" / "priorityclasses.yaml").read_text())
-    try:
-        client.SchedulingV1Api(local.api).create_priority_class(body)
-    except ApiException as error:
-        if error.status != 409:
-            raise
+    for body in yaml.safe_load_all((REPO / "manifests" / "priorityclasses.yaml").read_text()):
+        try:
+            client.SchedulingV1Api(local.api).create_priority_class(body)
+        except ApiException as error:
+            if error.status != 409:
+                raise
 
 
 def make_queue(local: LocalCluster, name: str, cpu: int) -> None:

@@ -27,6 +27,7 @@ from jobflow_core.insight.cost import total
 from jobflow_core.models import (
     AwaitedJobFlow,
     Cost,
+    DeadlineStatus,
     QueueStatus,
     FlowJobStatus,
     JobFlow,
@@ -113,6 +114,8 @@ class JobFlowFacts:
     """``status.awaitedJobFlows``: the other JobFlows it waits for, what each is bound to and how it ended."""
     parent: tuple[str, str | None] | None = None
     """For a child JobFlow: its parent JobFlow's name and the flow that made it (:func:`parent_of`)."""
+    deadline: DeadlineStatus | None = None
+    """``status.deadline``: on time, at risk, missed or met against ``spec.deadline``."""
     children: dict[str, JobFlowFacts] = field(default_factory=dict)
     """The facts of the child JobFlows its flows made, by name (a row's ``job``, an item's), each with its own
     children: only what the caller nested (:func:`display.family.take_family`); empty otherwise."""
@@ -185,6 +188,7 @@ def take(jobflow: dict[str, Any], jobs: Iterable[dict[str, Any]], *, now: dateti
         reason=state.reason if state else None,
         message=state.message if state else None,
         queue=status.queue,
+        deadline=status.deadline,
         cost=status.cost,
         awaited=list(status.awaited_job_flows or ()),
         created=flow.metadata.creation_timestamp,
@@ -311,6 +315,13 @@ def queue_line(queue: QueueStatus) -> str:
         line = f"Queue {queue.name}: {queue.state or 'Admitted'}"
         line += f", reserves {describe(of_wire(queue.reserved))}" if queue.reserved else ""
     return line + (f"; {queue.message}" if queue.message and queue.state != "Waiting" else "")
+
+
+def deadline_line(deadline: DeadlineStatus) -> str:
+    """``Deadline 2026-11-29T06:00:00Z: AtRisk: expected to succeed at ...`` (the state, and what it said when it took
+    it)."""
+    at = deadline.at.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return f"Deadline {at}: {deadline.state}" + (f": {deadline.message}" if deadline.message else "")
 
 
 def awaited_line(entry: AwaitedJobFlow) -> str:

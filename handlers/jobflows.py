@@ -180,6 +180,9 @@ class Reconciler:
                     outcome.ended = outcome.ended or (after in ENDED_PHASES and before not in ENDED_PHASES)
                     for event in events:
                         self._record(raw, event, now=now)
+                    if status.deadline and status.deadline.state != \
+                            ((read_raw.get("status") or {}).get("deadline") or {}).get("state"):
+                        metrics.DEADLINE_CHANGES.labels(status.deadline.state).inc()
                 case Create():
                     if not guarded:
                         current = self.reader.current(read)

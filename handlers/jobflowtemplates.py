@@ -180,7 +180,7 @@ class Runs:
     def _create(self, template: JobFlowTemplate, start: Start, outcome: RunsOutcome) -> str | None:
         """Create the run; None when it exists now, else why the API server refused it."""
         try:
-            self.kube.create_jobflow(run_manifest(template, start))
+            self.kube.create_jobflow(run_manifest(template, start, now=self.clock()))
             outcome.created.append(start.name)
         except Exists:
             log.info("run %s of %s exists already: a repeated start", start.name, outcome.template)

@@ -53,6 +53,9 @@ NOTIFICATIONS = Counter("jobflow_handler_notifications_total",
 SNAPSHOTS = Counter("jobflow_handler_snapshots_total",
                     "JobFlow reconciles by the source of what they planned from: used, stale, unsigned, "
                     "bad_signature, no_key, none", ["outcome"])
+DEADLINE_CHANGES = Counter("jobflow_handler_deadline_changes_total",
+                           "JobFlows whose status.deadline.state changed (written), by the state they took: AtRisk, "
+                           "OnTime, Missed, Met", ["state"])
 DEPENDENCY_LATENCY = Histogram("jobflow_dependency_latency_seconds",
                                "From a flow's last target ending to its vcjob being created",
                                buckets=LATENCY_BUCKETS)

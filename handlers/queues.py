@@ -34,7 +34,7 @@ from collections.abc import Callable, Sequence
 from apiclient.rest import ApiError
 from handlers.kube import KubeApi
 from jobflow_core.planning.observation import Observation
-from jobflow_core.queueing.line import PRIORITY_CLASS, InLine, QueueView, in_line
+from jobflow_core.queueing.line import AT_RISK_PRIORITY_CLASS, PRIORITY_CLASS, InLine, QueueView, in_line
 from jobflow_core.vocabulary import resources
 
 log = logging.getLogger("handlers.queues")
@@ -63,9 +63,12 @@ class QueueReader:
             line = ()  # none of these JobFlows can be held back
         elif line is None:
             line = tuple(in_line(raw) for raw in self._jobflows())
-        priority = PRIORITY_CLASS if self._cached("priorityclass", self._priority_class_installed) else None
+        priority = PRIORITY_CLASS if self._cached("priorityclass", lambda: self._installed(PRIORITY_CLASS)) else None
+        # Read only for a JobFlow with a deadline: the only one that may be at risk.
+        at_risk = AT_RISK_PRIORITY_CLASS if observation.jobflow.spec.deadline is not None and self._cached(
+            "priorityclass/at-risk", lambda: self._installed(AT_RISK_PRIORITY_CLASS)) else None
         return {name: QueueView(name=name, capacity=capacity, capacity_source=source, jobflows=line,
-                                priority_class=priority)
+                                priority_class=priority, at_risk_priority_class=at_risk)
                 for name, (capacity, source) in capacities.items()}
 
     def _jobflows(self) -> list[dict]:
@@ -91,11 +94,11 @@ class QueueReader:
             _CACHE.setdefault(self._client, {})[key] = (self.clock(), value)
         return value
 
-    def _priority_class_installed(self) -> bool:
+    def _installed(self, name: str) -> bool:
         try:
-            return self.kube.get_priority_class(PRIORITY_CLASS) is not None
+            return self.kube.get_priority_class(name) is not None
         except ApiError as error:  # 403: this install may not read PriorityClasses
-            log.info("PriorityClass %s cannot be read (%s): vcjobs get none", PRIORITY_CLASS, error.status)
+            log.info("PriorityClass %s cannot be read (%s): vcjobs get none", name, error.status)
             return False
 
     def _capacity(self, name: str) -> tuple[resources.Resources | None, str]:

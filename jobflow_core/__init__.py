@@ -132,6 +132,9 @@ Sharing a queue (:mod:`~jobflow_core.queueing`):
 * :mod:`~jobflow_core.queueing.status`: ``status.queue`` (Waiting, Admitted), and the vcjobs a queue can no longer
   hold.
 * :mod:`~jobflow_core.queueing.wake`: who a change of the line wakes: the JobFlows waiting for the room it left.
+* :mod:`~jobflow_core.queueing.deadline`: whether a JobFlow will succeed by its deadline (on time, at risk, missed,
+  with hysteresis), and how an at-risk one is steered ahead.
+* :mod:`~jobflow_core.queueing.outlook`: when a JobFlow waiting in line is expected to start: the line played forward.
 
 Which JobFlow an event is about (:mod:`~jobflow_core.routing`):
 

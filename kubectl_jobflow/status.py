@@ -20,7 +20,8 @@ to end and its critical path, when earlier runs of its JobTemplates tell (``stat
 the header gives the JobFlow's ``state.reason`` and ``message`` when there is one, one each other JobFlow it waits for
 (``status.awaitedJobFlows``: the run it is bound to and how it ended), and another its Volcano queue
 (``status.queue``): Waiting with its place in line and what its first stages need, or Admitted with what its unfinished
-vcjobs reserve; another the cost of its ended vcjobs (``status.cost``: requests x seconds run), and then a ``COST``
+vcjobs reserve; another its deadline (``status.deadline``: OnTime, AtRisk, Missed or Met, and why); another the
+cost of its ended vcjobs (``status.cost``: requests x seconds run), and then a ``COST``
 column gives each flow's (``jobStatusList[].cost``, a ``forEach`` or ``repeat`` flow's items added up; ``-`` while
 nothing is charged); a vcjob that no longer exists (``jobRetainPolicy: delete``) is marked ``(deleted)``.
 
@@ -57,7 +58,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from apiclient.cluster import KubeError
-from display.facts import FlowRow, JobFlowFacts, awaited_line, cost_text, queue_line, tasks_text
+from display.facts import FlowRow, JobFlowFacts, awaited_line, cost_text, deadline_line, queue_line, tasks_text
 from display.family import descendants, take_family
 from jobflow_core.flows.children import makes_children
 from display.times import age, expected
@@ -89,6 +90,8 @@ def render(snap: JobFlowFacts, *, now: datetime, items: bool = False) -> str:
         head += awaited_line(entry) + "\n"
     if snap.queue is not None and not snap.ended:
         head += queue_line(snap.queue) + "\n"
+    if snap.deadline is not None:
+        head += deadline_line(snap.deadline) + "\n"
     if snap.cost is not None:
         head += f"Cost: {cost_text(snap.cost)} (requests x seconds run, ended vcjobs)\n"
     if snap.expected_completion:
@@ -158,6 +161,7 @@ def as_data(snap: JobFlowFacts, *, now: datetime) -> dict[str, Any]:
         "namespace": snap.namespace, "name": snap.name, "phase": snap.phase, "progress": snap.progress,
         "reason": snap.reason, "message": snap.message, "creationTimestamp": when(snap.created),
         "queue": snap.queue.to_wire() if snap.queue else None,
+        **({"deadline": snap.deadline.to_wire()} if snap.deadline else {}),
         "cost": snap.cost.to_wire() if snap.cost else None,
         **({"awaitedJobFlows": [entry.to_wire() for entry in snap.awaited]} if snap.awaited else {}),
         "expectedCompletion": when(snap.expected_completion), "criticalPath": snap.critical_path,

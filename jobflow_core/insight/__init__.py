@@ -2,6 +2,6 @@
 start and the JobFlow to end (and its critical path), what each run cost, each JobTemplate's statistics, and which
 containers' logs show a JobFlow's flows.
 
-Nothing here changes what runs. May import the rooms below :mod:`jobflow_core.planning` except its siblings
-:mod:`jobflow_core.queueing` and :mod:`jobflow_core.routing`.
+Nothing here changes what runs. May import the rooms below :mod:`jobflow_core.queueing` except its sibling
+:mod:`jobflow_core.routing`.
 """

@@ -17,6 +17,10 @@ runs *before* this JobFlow, and the status only changes when the JobFlow does.
 
 The JobFlow's expected completion is the latest expected end (unknown if any is unknown); the critical path runs
 back from the flow that ends last, each step to the target whose end its start waited for.
+
+**With a clock** (``now``, for a deadline: :mod:`jobflow_core.queueing.deadline`), nothing not begun starts before
+``now`` and nothing that runs ends before it: a flow that overran its estimate is expected to end any moment, and
+what follows it after that. The status's own forecast never passes one.
 """
 
 from collections.abc import Mapping
@@ -40,8 +44,8 @@ class Forecast:
 
 
 def forecast(jobflow: JobFlow, nodes: Mapping[str, FlowNode], outcomes: Mapping[str, FlowOutcome | None],
-             estimates: Mapping[str, int | None]) -> Forecast:
-    """Expected starts and ends of the flows of ``jobflow`` (see the module docstring)."""
+             estimates: Mapping[str, int | None], *, now: datetime | None = None) -> Forecast:
+    """Expected starts and ends of the flows of ``jobflow`` (see the module docstring); ``now``: none earlier."""
     graph = flow_graph(jobflow)
     created = jobflow.metadata.creation_timestamp
     starts: dict[str, datetime] = {}
@@ -69,6 +73,8 @@ def forecast(jobflow: JobFlow, nodes: Mapping[str, FlowNode], outcomes: Mapping[
             if start is None:
                 unknown.add(name)
                 continue
+            if now is not None:
+                start = max(start, now)
             starts[name] = start
             if before:
                 waited_on[name] = max(before, key=lambda t: ends[t])
@@ -80,6 +86,8 @@ def forecast(jobflow: JobFlow, nodes: Mapping[str, FlowNode], outcomes: Mapping[
             unknown.add(name)
             continue
         ends[name] = starts[name] + timedelta(seconds=seconds)
+        if now is not None:
+            ends[name] = max(ends[name], now)
     completion = None if unknown or not ends else max(ends.values())
     path: list[str] = []
     if completion is not None:

@@ -350,6 +350,10 @@ class JobFlowSpec(WireModel):
     outputs: list[Output] | None = None
     """Ours: what the JobFlow hands out once it succeeded (``status.outputs``): its parent reads them as the result
     of the flow that made it, ``{{targets.FLOW.result.NAME}}``."""
+    deadline: Timestamp | None = None
+    """Ours: when the JobFlow should have succeeded. Unlike ``activeDeadlineSeconds`` it fails nothing: the status
+    says whether it is on time, at risk or missed, and an at-risk JobFlow is steered ahead
+    (:mod:`jobflow_core.queueing.deadline`)."""
 
 
 class JobRunningHistory(WireModel):
@@ -532,6 +536,22 @@ class QueueStatus(WireModel):
     requests: dict[str, str] | None = None
     reserved: dict[str, str] | None = None
     message: str | None = None
+    expected_seconds: int | None = Field(None, alias="expectedSeconds")
+    """While ``Waiting``: how long it is expected to run once started (its critical path, from earlier runs), which
+    the JobFlows behind it read to forecast their own start (:mod:`jobflow_core.queueing.outlook`)."""
+
+
+class DeadlineStatus(WireModel):
+    """Ours: ``status.deadline``, how the JobFlow stands against ``spec.deadline``
+    (:mod:`jobflow_core.queueing.deadline`). ``state``: ``OnTime``, ``AtRisk``, ``Missed``, ``Met`` or ``Unknown``
+    (no forecast); ``since`` when it took that state, and ``expectedCompletion`` and ``message`` the forecast then
+    (kept until the state changes, so that a status is written only when something happens)."""
+
+    at: Timestamp
+    state: str
+    since: Timestamp | None = None
+    expected_completion: Timestamp | None = Field(None, alias="expectedCompletion")
+    message: str | None = None
 
 
 class JobFlowStatus(WireModel):
@@ -582,6 +602,8 @@ class JobFlowStatus(WireModel):
     parent reads it as the end of its child's run (retry backoffs, gate timeouts, its own records)."""
     awaited_job_flows: list[AwaitedJobFlow] | None = Field(None, alias="awaitedJobFlows")
     """Ours: the other JobFlows this one waits for, what each is bound to and how it ended (:class:`AwaitedJobFlow`)."""
+    deadline: DeadlineStatus | None = None
+    """Ours: on time, at risk or missed against ``spec.deadline`` (:class:`DeadlineStatus`)."""
     queue: QueueStatus | None = None
     """Ours: the JobFlow in its Volcano queue, written when the engine knows the queue (a JobFlow whose flows have
     all started or ended keeps the last one)."""

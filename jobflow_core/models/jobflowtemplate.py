@@ -69,6 +69,9 @@ class JobFlowTemplateSpec(WireModel):
     failed_jobs_history_limit: int | None = Field(None, alias="failedJobsHistoryLimit")
     job_flow: RunTemplate = Field(default_factory=RunTemplate, alias="jobFlow")
     triggers: list[Trigger] | None = None
+    deadline_seconds: int | None = Field(None, alias="deadlineSeconds")
+    """Ours: each run's ``spec.deadline``, this long after its scheduled time (after its creation when a trigger or a
+    person started it); a deadline the run's own spec sets stands."""
 
 
 class LastRun(WireModel):

@@ -33,10 +33,12 @@ type (after the prefix)       when                                              
 ``job.completed``             a vcjob enters ``completedJobs``                         the vcjob
 ``job.failed``                a vcjob enters ``failedJobs`` or ``terminatedJobs``      the vcjob
 ``job.skipped``               a flow enters ``skippedFlows``                           its vcjob's name
+``jobflow.deadline.atrisk``   ``status.deadline.state`` becomes ``AtRisk``             the JobFlow
+``jobflow.deadline.missed``   ``status.deadline.state`` becomes ``Missed``             the JobFlow
 ============================  ======================================================  ===================
 
 In one write they come in this order: ``jobflow.started``/``resumed``, the vcjobs that ended (each preceded by its
-``job.created`` when it was never recorded before), those created, the skipped flows, then
+``job.created`` when it was never recorded before), those created, the skipped flows, the deadline's, then
 ``jobflow.succeeded``/``failed``/``suspended``. ``pending`` holds at most :data:`MAX_PENDING`: beyond that (a sink
 down for a long time) the oldest are dropped and counted in ``notifications.dropped``. Nothing is recorded unless
 the handler has a sink (``K_SINK``): then the status keeps whatever it held.
@@ -52,7 +54,8 @@ from jobflow_core.vocabulary.naming import is_job_of_flow
 TYPE_PREFIX: Final = "sh.volcano.flow."
 TYPES: Final = tuple(TYPE_PREFIX + kind for kind in (
     "jobflow.started", "jobflow.resumed", "jobflow.suspended", "jobflow.succeeded", "jobflow.failed",
-    "job.created", "job.retried", "job.completed", "job.failed", "job.skipped"))
+    "job.created", "job.retried", "job.completed", "job.failed", "job.skipped", "jobflow.deadline.atrisk",
+    "jobflow.deadline.missed"))
 """Every type a notification can have (the table above)."""
 MAX_PENDING: Final = 100
 DELIVERY_RECHECK_SECONDS: Final = 5
@@ -62,6 +65,7 @@ SENDER_GRACE_SECONDS: Final = 3
 of that very write wakes other reconciles at once, which would only send a duplicate. (Shorter than
 :data:`DELIVERY_RECHECK_SECONDS`, so a notification its writer could not deliver goes out at the next wake-up.)"""
 
+_DEADLINE_KINDS: Final = {"AtRisk": "jobflow.deadline.atrisk", "Missed": "jobflow.deadline.missed"}
 _ENDED_PHASES = frozenset({JobFlowPhase.SUCCEED, JobFlowPhase.FAILED, JobFlowPhase.TERMINATING})
 _IDLE = frozenset({None, JobFlowPhase.PENDING})
 _STARTED = frozenset({JobFlowPhase.RUNNING, JobFlowPhase.SUCCEED, JobFlowPhase.FAILED})
@@ -144,6 +148,9 @@ def _transitions(jobflow: JobFlow, before: JobFlowStatus, after: JobFlowStatus) 
         if flow.name not in skipped_before:
             yield "job.skipped", flow.job_name, {"jobFlow": jobflow.name, "flow": flow.name, "job": flow.job_name,
                                                  "reason": flow.reason, "message": flow.message}
+    was, now = (before.deadline.state if before.deadline else None), (after.deadline.state if after.deadline else None)
+    if now != was and now in _DEADLINE_KINDS and after.deadline is not None:
+        yield _DEADLINE_KINDS[now], jobflow.name, {"jobFlow": jobflow.name, **after.deadline.to_wire()}
     if new is not old and new in (JobFlowPhase.SUCCEED, JobFlowPhase.FAILED, JobFlowPhase.SUSPENDED):
         kind = {JobFlowPhase.SUCCEED: "jobflow.succeeded", JobFlowPhase.FAILED: "jobflow.failed",
                 JobFlowPhase.SUSPENDED: "jobflow.suspended"}[new]

@@ -66,6 +66,7 @@ from jobflow_core.models import (
     JobFlowStatus,
     JobTemplate,
     JobTemplateStatus,
+    QueueStatus,
     Rerun,
     RetainPolicy,
     Shutdown,
@@ -80,7 +81,8 @@ from jobflow_core.planning.observation import Observation, observe
 from jobflow_core.planning.starts import START_RULES, FlowDecision, Verdict, decide_all
 from jobflow_core.planning.status import build_status
 from jobflow_core.planning.template_status import template_status_with
-from jobflow_core.queueing.line import QueueView
+from jobflow_core.queueing import deadline
+from jobflow_core.queueing.line import WAITING, QueueView
 from jobflow_core.queueing.status import consult
 from jobflow_core.vocabulary.kube_events import (SHUTDOWN_REASON, Event, EventType, Reason, child_created, ended_by,
                                                  job_created, phase_changed)
@@ -277,6 +279,9 @@ def plan_observation(
     as :func:`~jobflow_core.planning.starts.flow_templates_needed` names them.
     """
     previous = observation.jobflow.status  # as the API server has it: what "changed" and every event are said against
+    estimates = _estimates(observation, templates)
+    at_risk = deadline.look(observation, estimates=estimates, queues=queues or {}, templates=templates)
+    queues = deadline.steer(queues, at_risk) if queues else queues
     recorded: list[Event] = []
     approvals: list[ApprovalRecord] = []
     while True:
@@ -306,7 +311,6 @@ def plan_observation(
     skipped = list({decision.view.name: SkippedFlow(name=decision.view.name, job_name=decision.view.job_name,
                                                     reason=decision.reason, message=decision.message)
                     for decision in reversed(decisions) if decision.verdict is Verdict.SKIPPED}.values())[::-1]
-    estimates = _estimates(observation, templates)
     expected = forecast(observation.jobflow, {node.name: node for node in observation.nodes},
                         observation.outcomes.of, estimates_of(estimates))
     if any(outcome_of(entry) is None for entry in observation.awaits.values()):
@@ -316,12 +320,17 @@ def plan_observation(
                                                  awaits=observation.awaits),
                           skipped=skipped, recheck_seconds=pending_recheck(observation), estimates=estimates,
                           forecast=expected)
-    status = status.model_copy(update={"queue": queue.status, "approvals": [
+    ended = phase in (JobFlowPhase.SUCCEED, JobFlowPhase.FAILED)
+    if ended and at_risk is not None:  # judged again as it ends: Met or Missed
+        at_risk = deadline.look(observation, estimates=estimates, queues={}, templates=templates,
+                                ended=_ended_at(observation, status), succeeded=phase is JobFlowPhase.SUCCEED)
+    judged = deadline.deadline_status(at_risk, previous.deadline if previous else None, now=observation.now)
+    status = status.model_copy(update={"queue": _with_seconds(queue.status, observation, expected),
+                                       "deadline": judged, "approvals": [
         *(observation.previous.approvals or ()), *approvals] or None,
         "outputs": _outputs(observation) if phase is JobFlowPhase.SUCCEED else None,
         "awaited_job_flows": list(observation.awaits.values()) or None,
-        "end_timestamp": _ended_at(observation, status) if phase in (JobFlowPhase.SUCCEED, JobFlowPhase.FAILED)
-        else None})
+        "end_timestamp": _ended_at(observation, status) if ended else None})
     status = notifications.record(observation.jobflow, status, now=observation.now, enabled=notify)
     changed = status.to_wire() != (previous.to_wire() if previous else {})
     deletes = _deletes(observation, phase=phase)
@@ -344,7 +353,7 @@ def plan_observation(
                     for decision in starting if decision.manifest is not None)
     events = (*recorded, *_events(observation.jobflow, phase=phase, state=state, skipped=skipped,
                                 rerun=observation.rerun, blocker=blockers[0] if blockers else None),
-              *queue.events)
+              *queue.events, *deadline.deadline_events(previous.deadline if previous else None, judged))
     write = (WriteStatus(status, events, rerun_accepted=observation.rerun_accepted),) if changed else ()
     labels = relabel(observation.jobflow, {} if observation.starts_nothing or phase in (
         JobFlowPhase.SUCCEED, JobFlowPhase.FAILED) else wait_labels(observation.jobflow, observation.awaits))
@@ -504,7 +513,17 @@ def pending_recheck(observation: Observation) -> int | None:
         entry = observation.awaits.get(key)
         if dependency.timeout_seconds and entry is not None and entry.phase is None and entry.reason is None:
             clocks.append(dependency.timeout_seconds)
-    return min((deadline_recheck(seconds) for seconds in clocks), default=None)
+    steering = deadline.pending(observation.jobflow, now=observation.now, phase=observation.phase)
+    return min([*(deadline_recheck(seconds) for seconds in clocks), *([steering] if steering else [])], default=None)
+
+
+def _with_seconds(queue: QueueStatus | None, observation: Observation, expected: Forecast) -> QueueStatus | None:
+    """``status.queue`` with, while it waits, how long the JobFlow is expected to run once started: its forecast
+    (without a clock: the same at every plan) from its creation (:mod:`jobflow_core.queueing.outlook`)."""
+    created = observation.jobflow.metadata.creation_timestamp
+    if queue is None or queue.state != WAITING or expected.completion is None or created is None:
+        return queue
+    return queue.model_copy(update={"expected_seconds": max(0, int((expected.completion - created).total_seconds()))})
 
 
 def _estimates(observation: Observation, templates: Mapping[str, JobTemplate]) -> list[Estimate]:

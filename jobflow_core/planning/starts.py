@@ -177,7 +177,9 @@ class FlowFacts:
                                   parent_started=self.observation.started)
         # The PriorityClass is one for the whole cluster: any queue read says whether it is installed.
         queue = next(iter(self.queues.values()), None)
-        priority = queue.priority_class if queue is not None and self.observation.started else None
+        # A JobFlow at risk of missing its deadline gets its own, higher class even for its first stages: it went
+        # ahead of what started JobFlows hold (jobflow_core.queueing.deadline).
+        priority = queue.priority_class if queue is not None and (self.observation.started or queue.at_risk) else None
         return build_job(self.observation.jobflow, flow=self.view.name, template=self.template,
                          attempt=self.view.next_attempt, item=self.view.item, targets=self.target_values[0],
                          priority_class=priority)

@@ -18,6 +18,11 @@ dependent exists. The engine has the one lever left, *when it creates a JobFlow'
   one-second resolution), then namespace. A JobFlow ahead of it that has not recorded its needs yet (not reconciled
   yet) is counted as needing as much as this one. Head of line: a wide JobFlow first in line is never overtaken by
   narrow ones, so nothing starves.
+* **At-risk JobFlows go ahead** (:mod:`jobflow_core.queueing.deadline`): one whose deadline is at risk stands in
+  line by ``min(deadline, creation + OVERTAKE_SECONDS)``, every other by ``creation + OVERTAKE_SECONDS``
+  (:func:`line_key`): earliest deadline first among the at-risk ones, each ahead of every JobFlow created after it.
+  At risk means a deadline still ahead, so a JobFlow is overtaken only in the first :data:`OVERTAKE_SECONDS` after
+  its creation; after that it keeps its place.
 * **Started JobFlows' vcjobs go first in Volcano.** Their vcjobs get the PriorityClass the engine installs
   (``volcano-jobflow-started``, ``preemptionPolicy: Never``); Volcano's ``priority`` plugin orders the jobs of a
   queue by priority, then creation time. First stages keep the template's priority.
@@ -35,7 +40,7 @@ the Queue and the nodes (:class:`QueueView`); everything here is pure.
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Final
 
 from jobflow_core.dag.graph import flow_graph
@@ -57,6 +62,14 @@ RECHECK_SECONDS: Final = 30
 wakes it (:mod:`jobflow_core.queueing.wake`); this catches what no watched object tells: a Queue's ``capability``
 raised, nodes added, an event lost. Half a minute: a user raising a capability sees the line move about as soon as
 ``kubectl`` returns, and 20 waiting JobFlows cost under one reconcile a second."""
+AT_RISK_PRIORITY_CLASS: Final = "volcano-jobflow-at-risk"
+"""The PriorityClass of the vcjobs of started JobFlows whose deadline is at risk: above :data:`PRIORITY_CLASS`."""
+OVERTAKE_SECONDS: Final = 3600
+"""Every JobFlow stands in line by its creation plus this; an at-risk one by its deadline when that is earlier. So a
+JobFlow is overtaken only by at-risk JobFlows whose deadline falls within this long after its creation: once it is
+that old, none can (a deadline that passed is Missed, no longer at risk). An hour: a deadline is set for pipelines
+due within hours, and a busy queue of deadlines cannot hold an ordinary JobFlow back for more than the hour plus
+the runs of those it let ahead (docs/scheduling.md)."""
 WAITING: Final = "Waiting"
 ADMITTED: Final = "Admitted"
 
@@ -76,9 +89,20 @@ class InLine:
     reserved: Resources = field(default_factory=dict)
     requests: Resources | None = None
     """What its first stages need (recorded while it waits); None: not known yet."""
+    at_risk: datetime | None = None
+    """Its deadline, while it is at risk (not started, it then stands in line by it)."""
+    seconds: int | None = None
+    """While waiting: how long it is expected to run once started; None: not known."""
+    expected_end: datetime | None = None
+    """Started: when it is expected to end (``status.expectedCompletion``); None: not known."""
 
     @property
     def key(self) -> tuple:
+        return line_key(created=self.created, name=self.name, namespace=self.namespace, at_risk=self.at_risk)
+
+    @property
+    def plain_key(self) -> tuple:
+        """Its place were it not at risk."""
         return line_key(created=self.created, name=self.name, namespace=self.namespace)
 
 
@@ -95,12 +119,21 @@ class QueueView:
     """Every JobFlow the engine can see (the JobFlow planned included or not: it is skipped by name)."""
     priority_class: str | None = PRIORITY_CLASS
     """The PriorityClass for started JobFlows' vcjobs; None when it is not installed (or cannot be read)."""
+    at_risk_priority_class: str | None = AT_RISK_PRIORITY_CLASS
+    """The PriorityClass for the vcjobs of started JobFlows at risk; None when it is not installed."""
+    at_risk: datetime | None = None
+    """The planned JobFlow's deadline when it is at risk (:func:`jobflow_core.queueing.deadline.steer`): it stands in
+    line by it, and its vcjobs once started get :attr:`at_risk_priority_class`."""
 
 
-def line_key(*, created: datetime | None, name: str, namespace: str) -> tuple:
-    """The order of the line: creation time, then the name with its numbers compared as numbers, then namespace."""
+def line_key(*, created: datetime | None, name: str, namespace: str, at_risk: datetime | None = None) -> tuple:
+    """The order of the line: creation time (plus :data:`OVERTAKE_SECONDS`; an at-risk JobFlow's deadline when that
+    is earlier), then the name with its numbers compared as numbers, then namespace."""
     parts = tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in re.split(r"(\d+)", name) if p)
-    return (created is None, created or datetime.min, parts, namespace)
+    if created is None:
+        return (True, datetime.min, parts, namespace)
+    stands = created + timedelta(seconds=OVERTAKE_SECONDS)
+    return (False, min(stands, at_risk) if at_risk is not None else stands, parts, namespace)
 
 
 def in_line(raw: Mapping[str, Any]) -> InLine:
@@ -112,24 +145,38 @@ def in_line(raw: Mapping[str, Any]) -> InLine:
     started = queue.get("state") == ADMITTED or bool(status.get("jobStatusList")) or phase == "Running" \
         or (meta.get("annotations") or {}).get(PARENT_STARTED) == "true"  # a child of a started parent
     requests = queue.get("requests")
+    deadline = status.get("deadline") or {}
     return InLine(
         namespace=meta.get("namespace", ""), name=meta.get("name", ""),
-        created=datetime.fromisoformat(created.replace("Z", "+00:00")) if isinstance(created, str) else created,
+        created=_time(created),
         queue=queue.get("name") or ("" if raw.get("status") else None), started=started,
         ended=phase in ("Succeed", "Failed") or meta.get("deletionTimestamp") is not None
         or bool((raw.get("spec") or {}).get("suspend")) and not started,
         reserved=resources.of_wire(queue.get("reserved")),
         requests=resources.of_wire(requests) if requests is not None else None,
+        at_risk=_time(deadline.get("at")) if deadline.get("state") == "AtRisk" else None,
+        seconds=queue.get("expectedSeconds") if isinstance(queue.get("expectedSeconds"), int) else None,
+        expected_end=_time(status.get("expectedCompletion")) if started else None,
     )
+
+
+def _time(value: object) -> datetime | None:
+    if isinstance(value, datetime):
+        return value
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")) if isinstance(value, str) else None
+    except ValueError:
+        return None
 
 
 def counts_for(entry: InLine, *, asking: InLine) -> bool:
     """Whether :func:`admit` can count ``entry`` when ``asking`` (not started) asks: a started JobFlow that reserves
-    room, or one created before ``asking`` that has not started, neither ended nor out of line. The others change
-    no answer, so the line an event carries (:func:`line_to_wire`) leaves them out."""
+    room, or one ahead of ``asking`` (were it not at risk: its plan may find it no longer is) that has not started,
+    neither ended nor out of line. The others change no answer, so the line an event carries (:func:`line_to_wire`)
+    leaves them out."""
     if entry.ended or entry.queue == "" or (entry.namespace, entry.name) == (asking.namespace, asking.name):
         return False
-    return bool(entry.reserved) and entry.queue is not None if entry.started else entry.key < asking.key
+    return bool(entry.reserved) and entry.queue is not None if entry.started else entry.key < asking.plain_key
 
 
 def line_to_wire(entry: InLine) -> dict[str, Any]:
@@ -138,7 +185,9 @@ def line_to_wire(entry: InLine) -> dict[str, Any]:
     return {"namespace": entry.namespace, "name": entry.name,
             "created": entry.created.isoformat() if entry.created else None, "queue": entry.queue,
             "started": entry.started, "ended": entry.ended, "reserved": resources.to_wire(entry.reserved),
-            "requests": resources.to_wire(entry.requests) if entry.requests is not None else None}
+            "requests": resources.to_wire(entry.requests) if entry.requests is not None else None,
+            "atRisk": entry.at_risk.isoformat() if entry.at_risk else None, "seconds": entry.seconds,
+            "expectedEnd": entry.expected_end.isoformat() if entry.expected_end else None}
 
 
 def line_of_wire(wire: Mapping[str, Any]) -> InLine:
@@ -147,7 +196,9 @@ def line_of_wire(wire: Mapping[str, Any]) -> InLine:
                   created=datetime.fromisoformat(created) if created else None, queue=wire.get("queue"),
                   started=bool(wire.get("started")), ended=bool(wire.get("ended")),
                   reserved=resources.of_wire(wire.get("reserved")),
-                  requests=resources.of_wire(requests) if requests is not None else None)
+                  requests=resources.of_wire(requests) if requests is not None else None,
+                  at_risk=_time(wire.get("atRisk")), seconds=wire.get("seconds"),
+                  expected_end=_time(wire.get("expectedEnd")))
 
 
 @dataclass(frozen=True)
@@ -172,10 +223,11 @@ def admit(view: QueueView, *, namespace: str, name: str, created: datetime | Non
     if view.capacity is None:
         return Admission(True, 0, "starts now (the queue's capacity is not known: nothing is held back)", view.name,
                          needs)
-    me = line_key(created=created, name=name, namespace=namespace)
+    me = line_key(created=created, name=name, namespace=namespace, at_risk=view.at_risk)
     others = [j for j in view.jobflows if (j.namespace, j.name) != (namespace, name) and not j.ended
               and j.queue in (view.name, None)]
-    reserved = resources.add(*(j.reserved for j in others if j.started and j.queue == view.name))
+    holding = [j for j in others if j.started and j.queue == view.name and holds_for(j, me, at_risk=view.at_risk)]
+    reserved = resources.add(*(j.reserved for j in holding))
     ahead = sorted((j for j in others if not j.started and j.key < me), key=lambda j: j.key)
     # Each counted at most as the whole queue: first stages that can never all run at once (each gang fits, the
     # start table checked that) start when the queue is otherwise empty, instead of waiting for ever at the head.
@@ -185,12 +237,20 @@ def admit(view: QueueView, *, namespace: str, name: str, created: datetime | Non
     if not resources.exceeding(total, view.capacity):
         return Admission(True, 0, "starts now", view.name, needs)
     position = len(ahead) + 1
-    started = sum(1 for j in others if j.started and j.queue == view.name and j.reserved)
+    started = sum(1 for j in holding if j.reserved)
     return Admission(False, position, (
         f'waiting for room in Volcano queue "{view.name}": {ordinal(position)} in line; its first stages need '
         f"{resources.describe(needs)}, {started} started JobFlows reserve {resources.describe(reserved)}"
         f"{f', {len(ahead)} created before it need {resources.describe(wanted)}' if ahead else ''}, of "
         f"{resources.describe(view.capacity)} ({view.capacity_source})"), view.name, needs)
+
+
+def holds_for(entry: InLine, me: tuple, *, at_risk: datetime | None) -> bool:
+    """Whether the room started ``entry`` reserves is counted for a JobFlow standing in line at ``me``: always, but
+    for an at-risk one (``at_risk``: its deadline), which goes ahead of what started JobFlows not at risk hold when it
+    stands ahead of them in line (it then takes their next stages' room: its vcjobs' PriorityClass puts them first
+    in Volcano)."""
+    return at_risk is None or entry.at_risk is not None or entry.plain_key < me
 
 
 GANG_FIX: Final = "lower minAvailable or the requests"

@@ -21,7 +21,7 @@ deletes its runs, and their vcjobs with them.
 import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
@@ -80,9 +80,10 @@ class UnknownParameter(ValueError):
     """A run sets a parameter the template does not declare; the message names it and the declared ones."""
 
 
-def run_manifest(template: JobFlowTemplate, start: Start) -> dict[str, Any]:
+def run_manifest(template: JobFlowTemplate, start: Start, *, now: datetime | None = None) -> dict[str, Any]:
     """The JobFlow of a run: the template's ``spec.jobFlow`` with the run's parameters, labels and annotations and
-    the template as its controller."""
+    the template as its controller; with ``deadlineSeconds``, its deadline after the scheduled time (``now`` for a
+    run nothing scheduled)."""
     declared = list(template.spec.job_flow.spec.parameters or ())
     names = {parameter.name for parameter in declared}
     unknown = sorted(set(start.parameters or {}) - names)
@@ -92,7 +93,11 @@ def run_manifest(template: JobFlowTemplate, start: Start) -> dict[str, Any]:
                                "spec.jobFlow.spec.parameters, or set only declared ones")
     values = dict(start.parameters or {})
     parameters = [Parameter(name=p.name, value=values.get(p.name, p.value)) for p in declared]
-    spec = template.spec.job_flow.spec.model_copy(update={"parameters": parameters} if declared else {})
+    update: dict[str, Any] = {"parameters": parameters} if declared else {}
+    base = start.scheduled or now
+    if template.spec.deadline_seconds and base is not None and template.spec.job_flow.spec.deadline is None:
+        update["deadline"] = base + timedelta(seconds=template.spec.deadline_seconds)
+    spec = template.spec.job_flow.spec.model_copy(update=update)
     meta = template.spec.job_flow.metadata
     return {
         "apiVersion": JOBFLOW.api_version, "kind": JOBFLOW.kind,

@@ -68,6 +68,15 @@ class Reason(StrEnum):
     UNSCHEDULABLE = "Unschedulable"
     """A flow's vcjob could never be scheduled: its gang asks more than its Volcano queue can ever hold, or Volcano
     says so of a vcjob that waits (:mod:`jobflow_core.queueing.line`)."""
+    DEADLINE_AT_RISK = "DeadlineAtRisk"
+    """A JobFlow is expected to succeed after its ``spec.deadline`` (:mod:`jobflow_core.queueing.deadline`): it goes
+    ahead in its queue's line."""
+    DEADLINE_ON_TIME = "DeadlineOnTime"
+    """An at-risk JobFlow is expected to succeed by its deadline again (a Normal event)."""
+    DEADLINE_MISSED = "DeadlineMissed"
+    """A JobFlow's deadline passed before it succeeded: a state, not a failure."""
+    DEADLINE_MET = "DeadlineMet"
+    """A JobFlow with a deadline succeeded by it (a Normal event)."""
     PRIORITY_CLASS_MISSING = "PriorityClassMissing"
     """PriorityClass ``volcano-jobflow-started`` is not installed (or cannot be read): a started JobFlow's next vcjobs
     get no priority over newer JobFlows' first stages (:mod:`jobflow_core.queueing.status`)."""

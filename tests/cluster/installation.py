@@ -200,7 +200,7 @@ CLUSTER_OBJECTS = (("clusterrole", "jobflow-handler"), ("clusterrole", "jobflow-
                    ("clusterrole", "jobflow-admission"), ("clusterrole", "jobflow-dashboard"),
                    ("clusterrolebinding", "jobflow-handler"), ("clusterrolebinding", "jobflow-eventsource"),
                    ("clusterrolebinding", "jobflow-admission"), ("clusterrolebinding", "jobflow-dashboard"),
-                   ("priorityclass", "volcano-jobflow-started"))
+                   ("priorityclass", "volcano-jobflow-started"), ("priorityclass", "volcano-jobflow-at-risk"))
 """What a kustomize install leaves outside its namespace (besides the CRDs and the webhook registration)."""
 CRDS = ("jobflows.flow.volcano.sh", "jobtemplates.flow.volcano.sh", "jobflowtemplates.flow.volcano.sh")
 

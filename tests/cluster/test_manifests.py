@@ -86,7 +86,7 @@ def test_every_rendered_document_passes_a_server_side_dry_run(cluster: LocalClus
         ("ClusterRoleBinding", "jobflow-eventsource"), ("Deployment", "jobflow-eventsource"),
         ("Service", "jobflow-eventsource"), ("Role", "jobflow-eventsource-snapshot-key"),
         ("RoleBinding", "jobflow-eventsource-snapshot-key"),
-        ("PriorityClass", "volcano-jobflow-started"),
+        ("PriorityClass", "volcano-jobflow-started"), ("PriorityClass", "volcano-jobflow-at-risk"),
     }
     # A dry run does not create the install namespace, so what would live in it is tried in the test's instead.
     for doc in docs:

@@ -8,7 +8,7 @@ The queue of each test holds one gang at a time (4 CPU; each stage is two pods o
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from kubernetes import client
@@ -17,7 +17,7 @@ from kubernetes.client.rest import ApiException
 from devcluster.cluster import PRIORITY_CLASSES
 from devcluster.objects import install_priority_classes
 from devcluster.testing import LocalCluster
-from jobflow_core.queueing.line import PRIORITY_CLASS
+from jobflow_core.queueing.line import AT_RISK_PRIORITY_CLASS, PRIORITY_CLASS
 from jobflow_core.queueing.status import NO_PRIORITY_CLASS
 from jobflow_core.vocabulary.api import QUEUE
 from objects import apply, events_of, jobflow, vcjobs, wait_for_phase
@@ -239,3 +239,58 @@ def test_without_the_priorityclass_a_started_jobflow_says_so_once_and_its_next_v
     assert "priorityClassName" not in jobs["old-s2"]["spec"]  # one naming a missing class would get no pods
     warnings = [m for t, r, m in events_of(cluster, namespace, "old") if (t, r) == ("Warning", "PriorityClassMissing")]
     assert warnings == [NO_PRIORITY_CLASS]  # once, when its status first said so
+
+
+def with_deadline(name: str, deadline: datetime) -> str:
+    return chain(name).replace("spec: {flows:", f"spec: {{deadline: '{deadline.strftime('%Y-%m-%dT%H:%M:%SZ')}', "
+                                                "flows:")
+
+
+def template_timed(cluster: LocalCluster, namespace: str, name: str) -> bool:
+    status = cluster.custom.get_namespaced_custom_object("flow.volcano.sh", "v1alpha1", namespace, "jobtemplates",
+                                                         name).get("status") or {}
+    return bool(status.get("durationP50Seconds"))
+
+
+def test_a_jobflow_at_risk_of_missing_its_deadline_overtakes_the_line_and_meets_it(
+        cluster: LocalCluster, namespace: str, queue: str, engine) -> None:
+    """One gang at a time: "old" runs, three newer JobFlows wait in line, each about 10 s. A JobFlow due in 35 s
+    would start after all of them (about 40 s from now): it is at risk, goes ahead of the three and of old's second
+    stage (its vcjobs carry the at-risk PriorityClass, which Volcano orders first), and meets its deadline."""
+    apply(cluster, namespace, stage("s1", queue=queue, run_for="6s") + "---" + stage("s2", queue=queue,
+                                                                                     run_for="1s"))
+    apply(cluster, namespace, chain("warm"))  # the templates' statistics: what a forecast reads
+    wait_for_phase(cluster, namespace, "warm", "Succeed", timeout=180)
+    cluster.wait_until("the JobTemplates' statistics", lambda: all(
+        template_timed(cluster, namespace, name) for name in ("s1", "s2")), timeout=60)
+    apply(cluster, namespace, chain("old"))
+    cluster.wait_until("old-s1 Running", lambda: cluster.vcjob_phase(namespace, "old-s1") == "Running", timeout=180)
+    newer = [f"new-{i}" for i in range(3)]
+    apply(cluster, namespace, "---".join(chain(name) for name in newer))
+    cluster.wait_until("the newer JobFlows waiting in line", lambda: all(
+        (((jobflow(cluster, namespace, n) or {}).get("status") or {}).get("queue") or {}).get("state") == "Waiting"
+        for n in newer), timeout=60)
+
+    due = datetime.now(UTC) + timedelta(seconds=35)
+    apply(cluster, namespace, with_deadline("urgent", due))
+    urgent = wait_for_phase(cluster, namespace, "urgent", "Succeed", timeout=180)
+    jobs = vcjobs(cluster, namespace)
+    assert jobs["urgent-s1"]["spec"]["priorityClassName"] == AT_RISK_PRIORITY_CLASS
+    assert "new-0-s1" not in jobs or jobs["new-0-s1"]["metadata"]["creationTimestamp"] >= \
+        jobs["urgent-s1"]["metadata"]["creationTimestamp"]
+    if "old-s2" in jobs and "Running" in running_since(jobs["old-s2"]):  # old's second stage waited for it
+        assert running_since(jobs["urgent-s1"])["Running"] <= running_since(jobs["old-s2"])["Running"]
+    assert urgent["status"]["deadline"]["state"] == "Met", urgent["status"]["deadline"]
+    said = [(t, r) for t, r, _ in events_of(cluster, namespace, "urgent") if r.startswith("Deadline")]
+    assert said[0] == ("Warning", "DeadlineAtRisk") and said[-1] == ("Normal", "DeadlineMet")
+    assert said.count(("Warning", "DeadlineAtRisk")) <= 2, said  # once per change (at most: at risk, on time, ...)
+    for name in newer:  # held back, not starved: each still finishes
+        wait_for_phase(cluster, namespace, name, "Succeed", timeout=240)
+
+
+def running_since(job: dict) -> dict[str, str]:
+    """When a vcjob first entered each phase, from its conditions."""
+    found: dict[str, str] = {}
+    for condition in (job.get("status") or {}).get("conditions") or ():
+        found.setdefault(condition["status"], condition["lastTransitionTime"])
+    return found
