@@ -34,7 +34,8 @@ from collections.abc import Callable, Sequence
 from apiclient.rest import ApiError
 from handlers.kube import KubeApi
 from jobflow_core.planning.observation import Observation
-from jobflow_core.queueing.line import AT_RISK_PRIORITY_CLASS, PRIORITY_CLASS, InLine, QueueView, in_line
+from jobflow_core.queueing.line import (AT_RISK_PRIORITY_CLASS, PRIORITY_CLASS, InLine, QueueView, capability_of,
+                                        in_line, nodes_capacity)
 from jobflow_core.vocabulary import resources
 
 log = logging.getLogger("handlers.queues")
@@ -107,22 +108,13 @@ class QueueReader:
         except ApiError as error:
             log.info("Volcano queue %s cannot be read (%s)", name, error.status)
             queue = None
-        capability = ((queue or {}).get("spec") or {}).get("capability")
+        capability = capability_of(queue)
         if capability:
-            return resources.of_wire(capability), "capability"
+            return capability, "capability"
         try:
             nodes = self.kube.list_nodes()
         except ApiError as error:
             log.info("nodes cannot be read (%s): the capacity of queue %s is not known", error.status, name)
             return None, "unknown"
-        allocatable = [((node.get("status") or {}).get("allocatable") or {}) for node in nodes if _schedulable(node)]
-        if not allocatable:
-            return None, "unknown"
-        return resources.add(*(resources.of_wire(a) for a in allocatable)), "nodes' allocatable"
-
-
-def _schedulable(node: dict) -> bool:
-    if (node.get("spec") or {}).get("unschedulable"):
-        return False
-    conditions = (node.get("status") or {}).get("conditions") or []
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+        capacity = nodes_capacity(nodes)
+        return (capacity, "nodes' allocatable") if capacity else (None, "unknown")

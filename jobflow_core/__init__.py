@@ -135,6 +135,8 @@ Sharing a queue (:mod:`~jobflow_core.queueing`):
 * :mod:`~jobflow_core.queueing.deadline`: whether a JobFlow will succeed by its deadline (on time, at risk, missed,
   with hysteresis), and how an at-risk one is steered ahead.
 * :mod:`~jobflow_core.queueing.outlook`: when a JobFlow waiting in line is expected to start: the line played forward.
+* :mod:`~jobflow_core.queueing.whatif`: what a queue would make of a JobFlow not created yet: its place,
+  start, end, cost and deadline.
 
 Which JobFlow an event is about (:mod:`~jobflow_core.routing`):
 

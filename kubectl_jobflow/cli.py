@@ -270,6 +270,9 @@ def build_parser() -> argparse.ArgumentParser:
     _file(sub, required=True)
     sub.add_argument("--local", action="store_true", help="do not ask the cluster: only the JobTemplates of the "
                                                           "file exist, and no vcjobs")
+    sub.add_argument("--queue", action="store_true", help="also its place in its Volcano queue's line, expected "
+                                                          "start, end and cost, and its deadline, from today's queue "
+                                                          "and statistics (reads only)")
     _output(sub, DATA)
 
     sub = command(commands, "convert", ("convert", "run"), "Failed to convert",

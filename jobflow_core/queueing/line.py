@@ -126,6 +126,26 @@ class QueueView:
     line by it, and its vcjobs once started get :attr:`at_risk_priority_class`."""
 
 
+def capability_of(queue: Mapping[str, Any] | None) -> Resources | None:
+    """What a Volcano Queue (JSON, as read) caps itself at: its ``spec.capability``; None without one."""
+    capability = ((queue or {}).get("spec") or {}).get("capability")
+    return resources.of_wire(capability) if capability else None
+
+
+def nodes_capacity(nodes: Iterable[Mapping[str, Any]]) -> Resources | None:
+    """What the ready, schedulable (not cordoned) nodes (JSON, as listed) can hold together: a queue without a
+    capability holds at most that. None when no node is."""
+    allocatable = [(node.get("status") or {}).get("allocatable") or {} for node in nodes if _schedulable(node)]
+    return resources.add(*map(resources.of_wire, allocatable)) if allocatable else None
+
+
+def _schedulable(node: Mapping[str, Any]) -> bool:
+    if (node.get("spec") or {}).get("unschedulable"):
+        return False
+    conditions = (node.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+
 def line_key(*, created: datetime | None, name: str, namespace: str, at_risk: datetime | None = None) -> tuple:
     """The order of the line: creation time (plus :data:`OVERTAKE_SECONDS`; an at-risk JobFlow's deadline when that
     is earlier), then the name with its numbers compared as numbers, then namespace."""
