@@ -7,6 +7,7 @@ The queue of each test holds one gang at a time (4 CPU; each stage is two pods o
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
@@ -294,3 +295,39 @@ def running_since(job: dict) -> dict[str, str]:
     for condition in (job.get("status") or {}).get("conditions") or ():
         found.setdefault(condition["status"], condition["lastTransitionTime"])
     return found
+
+
+def test_the_what_if_expected_start_is_the_measured_one_within_a_stage(
+        cluster: LocalCluster, namespace: str, queue: str, engine, cli, tmp_path) -> None:
+    """``kubectl jobflow plan -f FILE --queue`` before the JobFlow exists: behind a running JobFlow and two waiting
+    ones (about 10 s each on a queue of one gang), it says when it will start; created right after, it starts then
+    (within one stage's time: Volcano's session period, kwok's pod start and the event path are not in the model)."""
+    apply(cluster, namespace, stage("s1", queue=queue, run_for="6s") + "---" + stage("s2", queue=queue,
+                                                                                     run_for="1s"))
+    apply(cluster, namespace, chain("warm"))
+    wait_for_phase(cluster, namespace, "warm", "Succeed", timeout=180)
+    cluster.wait_until("the JobTemplates' statistics", lambda: all(
+        template_timed(cluster, namespace, name) for name in ("s1", "s2")), timeout=60)
+    apply(cluster, namespace, chain("old"))
+    cluster.wait_until("old-s1 Running", lambda: cluster.vcjob_phase(namespace, "old-s1") == "Running", timeout=180)
+    apply(cluster, namespace, chain("new-0") + "---" + chain("new-1"))
+    cluster.wait_until("the newer JobFlows waiting in line, each with its expected run", lambda: all(
+        (((jobflow(cluster, namespace, n) or {}).get("status") or {}).get("queue") or {}).get("expectedSeconds")
+        for n in ("new-0", "new-1")), timeout=60)
+    path = tmp_path / "probe.yaml"
+    path.write_text(chain("probe"))
+
+    code, out, err = cli("plan", "-f", str(path), "--queue", "-n", namespace, "-o", "json")
+    assert code == 0, err
+    data = json.loads(out)
+    answer = (data[0] if isinstance(data, list) else data)["queue"]
+    assert jobflow(cluster, namespace, "probe") is None  # nothing was created
+    assert answer["position"] == 3 and answer["widestStage"]["exceeds"] == []
+    expected_start = seconds(answer["expectedStart"])
+    apply(cluster, namespace, chain("probe"))
+    wait_for_phase(cluster, namespace, "probe", "Succeed", timeout=240)
+    created = vcjobs(cluster, namespace)["probe-s1"]["metadata"]["creationTimestamp"]
+    measured = seconds(created)
+    stage_seconds = max(1, seconds(answer["expectedCompletion"]) - expected_start) / 2
+    print(f"what-if expected start {answer['expectedStart']}, measured {created}: {measured - expected_start:+.0f} s")
+    assert abs(measured - expected_start) <= max(10.0, 2 * stage_seconds), (answer, measured)
