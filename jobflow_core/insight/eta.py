@@ -19,8 +19,8 @@ The JobFlow's expected completion is the latest expected end (unknown if any is 
 back from the flow that ends last, each step to the target whose end its start waited for.
 
 **With a clock** (``now``, for a deadline: :mod:`jobflow_core.queueing.deadline`), nothing not begun starts before
-``now`` and nothing that runs ends before it: a flow that overran its estimate is expected to end any moment, and
-what follows it after that. The status's own forecast never passes one.
+``now`` (a vcjob Volcano still holds ``Pending`` has not begun) and nothing that runs ends before it: a flow that
+overran its estimate is expected to end any moment, and what follows it after that. The status's own forecast never passes one.
 """
 
 from collections.abc import Mapping
@@ -30,8 +30,12 @@ from math import ceil
 
 from jobflow_core.dag.graph import flow_graph
 from jobflow_core.flows.units import FlowNode
-from jobflow_core.models import AwaitedOutcome, Estimate, JobFlow
+from jobflow_core.models import AwaitedOutcome, Estimate, JobFlow, VcJobPhase
 from jobflow_core.vocabulary.phase import FlowOutcome
+
+
+WAITING = frozenset({VcJobPhase.NEW, VcJobPhase.PENDING})
+"""Phases of a vcjob that exists but has not begun to run."""
 
 
 @dataclass(frozen=True)
@@ -64,6 +68,8 @@ def forecast(jobflow: JobFlow, nodes: Mapping[str, FlowNode], outcomes: Mapping[
         targets = graph.targets(name) if not node.flow.final else [n for n in order if n not in finals]
         if begun:
             starts[name] = min(begun)
+            if now is not None and all(unit.job is None or unit.job.phase in WAITING for unit in node.units):
+                starts[name] = max(starts[name], now)  # created, but Volcano has not run it yet
         else:
             before = [t for t in targets if t in ends or t in unknown]
             if any(t in unknown for t in before):

@@ -90,7 +90,9 @@ class InLine:
     requests: Resources | None = None
     """What its first stages need (recorded while it waits); None: not known yet."""
     at_risk: datetime | None = None
-    """Its deadline, while it is at risk (not started, it then stands in line by it)."""
+    """Its deadline, while it is at risk (not started, it then stands in line by it); a JobFlow with a deadline that
+    was never reconciled counts as at risk (its first plan judges it within moments: were it at risk, a JobFlow
+    judged meanwhile would otherwise take its place ahead of it)."""
     seconds: int | None = None
     """While waiting: how long it is expected to run once started; None: not known."""
     expected_end: datetime | None = None
@@ -174,7 +176,8 @@ def in_line(raw: Mapping[str, Any]) -> InLine:
         or bool((raw.get("spec") or {}).get("suspend")) and not started,
         reserved=resources.of_wire(queue.get("reserved")),
         requests=resources.of_wire(requests) if requests is not None else None,
-        at_risk=_time(deadline.get("at")) if deadline.get("state") == "AtRisk" else None,
+        at_risk=_time(deadline.get("at")) if deadline.get("state") == "AtRisk"
+        else _time((raw.get("spec") or {}).get("deadline")) if not raw.get("status") else None,
         seconds=queue.get("expectedSeconds") if isinstance(queue.get("expectedSeconds"), int) else None,
         expected_end=_time(status.get("expectedCompletion")) if started else None,
     )

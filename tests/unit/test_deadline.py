@@ -368,3 +368,25 @@ def test_with_a_sink_the_change_to_at_risk_is_a_cloudevent_recorded_with_the_sta
                  jobs=[], now=T0 + timedelta(seconds=5), notify=True,
                  queues=full_queue(T0 + timedelta(minutes=10), held_at_risk=T0 + timedelta(minutes=4)))
     assert [n.id for n in again.status.notifications.pending] == [n.id for n in first.status.notifications.pending]
+
+
+def test_a_first_stage_volcano_still_holds_pending_has_not_begun_for_the_clock_forecast():
+    from scenario import vcjob
+    from jobflow_core.models import VcJobPhase
+    flow = chain(T0 + timedelta(seconds=180), status={"deadline": {"at": (T0 + timedelta(seconds=180)).isoformat(),
+                                                                   "state": "AtRisk"}})
+    for phase, state in ((VcJobPhase.PENDING, "AtRisk"), (VcJobPhase.RUNNING, "OnTime")):
+        # a: created at T0, 60 s; b: 60 s; margin: the longest flow, 60 s. At T0+20: Pending, it ends at T0+140
+        # at best (at risk: not a margin before T0+180); Running since T0, at T0+120 (on time by the margin).
+        job = vcjob(flow, "a", phase, created=T0)
+        result = plan(flow, templates=timed_templates(), jobs=[job], now=T0 + timedelta(seconds=20),
+                      queues=full_queue(T0))
+        assert result.status.deadline.state == state, phase
+
+
+def test_a_jobflow_with_a_deadline_never_reconciled_stands_in_line_as_at_risk():
+    raw = {"metadata": {"name": "x", "namespace": "d", "creationTimestamp": "2026-01-02T03:04:05Z"},
+           "spec": {"deadline": "2026-01-02T03:14:05Z"}}
+    assert in_line(raw).at_risk == DEADLINE
+    raw["status"] = {"deadline": {"at": "2026-01-02T03:14:05Z", "state": "OnTime"}}
+    assert in_line(raw).at_risk is None
