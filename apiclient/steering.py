@@ -88,7 +88,7 @@ def start_run(cluster: Cluster, namespace: str, name: str, parameters: dict[str,
     template = JobFlowTemplate.model_validate(found)
     start = Start(name=manual_run_name(template.name, now), cause=Cause.MANUAL, parameters=parameters)
     try:
-        manifest = run_manifest(template, start)
+        manifest = run_manifest(template, start, now=now)
     except UnknownParameter as error:
         raise Refused(str(error)) from None
     # A declared parameter with no default (admission refuses such a template, but one can be older than the

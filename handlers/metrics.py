@@ -55,7 +55,7 @@ SNAPSHOTS = Counter("jobflow_handler_snapshots_total",
                     "bad_signature, no_key, none", ["outcome"])
 DEADLINE_CHANGES = Counter("jobflow_handler_deadline_changes_total",
                            "JobFlows whose status.deadline.state changed (written), by the state they took: AtRisk, "
-                           "OnTime, Missed, Met", ["state"])
+                           "OnTime, Missed, Met, Unknown", ["state"])
 DEPENDENCY_LATENCY = Histogram("jobflow_dependency_latency_seconds",
                                "From a flow's last target ending to its vcjob being created",
                                buckets=LATENCY_BUCKETS)

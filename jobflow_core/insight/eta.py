@@ -19,8 +19,9 @@ The JobFlow's expected completion is the latest expected end (unknown if any is 
 back from the flow that ends last, each step to the target whose end its start waited for.
 
 **With a clock** (``now``, for a deadline: :mod:`jobflow_core.queueing.deadline`), nothing not begun starts before
-``now`` (a vcjob Volcano still holds ``Pending`` has not begun) and nothing that runs ends before it: a flow that
-overran its estimate is expected to end any moment, and what follows it after that. The status's own forecast never passes one.
+``now``, a flow that began counts from when Volcano first ran its vcjob (one it still holds ``Pending`` has not
+begun), and nothing that runs ends before ``now``: a flow that overran its estimate is expected to end any moment,
+and what follows it after that. The status's own forecast never passes one.
 """
 
 from collections.abc import Mapping
@@ -30,12 +31,9 @@ from math import ceil
 
 from jobflow_core.dag.graph import flow_graph
 from jobflow_core.flows.units import FlowNode
-from jobflow_core.models import AwaitedOutcome, Estimate, JobFlow, VcJobPhase
+from jobflow_core.insight.cost import ran_from
+from jobflow_core.models import AwaitedOutcome, Estimate, JobFlow, VcJob, VcJobPhase
 from jobflow_core.vocabulary.phase import FlowOutcome
-
-
-WAITING = frozenset({VcJobPhase.NEW, VcJobPhase.PENDING})
-"""Phases of a vcjob that exists but has not begun to run."""
 
 
 @dataclass(frozen=True)
@@ -68,8 +66,9 @@ def forecast(jobflow: JobFlow, nodes: Mapping[str, FlowNode], outcomes: Mapping[
         targets = graph.targets(name) if not node.flow.final else [n for n in order if n not in finals]
         if begun:
             starts[name] = min(begun)
-            if now is not None and all(unit.job is None or unit.job.phase in WAITING for unit in node.units):
-                starts[name] = max(starts[name], now)  # created, but Volcano has not run it yet
+            if now is not None:  # when it began to run; created but not run yet: not before now
+                ran = [t for t in (_ran(unit.job) for unit in node.units if unit.job is not None) if t]
+                starts[name] = min(ran) if ran else max(starts[name], now)
         else:
             before = [t for t in targets if t in ends or t in unknown]
             if any(t in unknown for t in before):
@@ -102,6 +101,13 @@ def forecast(jobflow: JobFlow, nodes: Mapping[str, FlowNode], outcomes: Mapping[
             path.append(current)
             current = waited_on.get(current)
     return Forecast(starts=starts, ends=ends, completion=completion, critical_path=tuple(reversed(path)))
+
+
+def _ran(job: VcJob) -> datetime | None:
+    """When the vcjob began to run: Volcano's first Running (its creation when it is past Pending and says no more);
+    None while it waits to be scheduled."""
+    return ran_from(job) or (None if job.phase in (VcJobPhase.NEW, VcJobPhase.PENDING)
+                             else job.metadata.creation_timestamp)
 
 
 def _not_expected(node: FlowNode, outcomes: Mapping[str, FlowOutcome | None]) -> bool:

@@ -279,8 +279,8 @@ def plan_observation(
     as :func:`~jobflow_core.planning.starts.flow_templates_needed` names them.
     """
     previous = observation.jobflow.status  # as the API server has it: what "changed" and every event are said against
-    estimates = _estimates(observation, templates)
-    at_risk = deadline.look(observation, estimates=estimates, queues=queues or {}, templates=templates)
+    early = _estimates(observation, templates) if observation.jobflow.spec.deadline else []
+    at_risk = deadline.look(observation, estimates=early, queues=queues or {}, templates=templates)
     queues = deadline.steer(queues, at_risk) if queues else queues
     recorded: list[Event] = []
     approvals: list[ApprovalRecord] = []
@@ -311,6 +311,7 @@ def plan_observation(
     skipped = list({decision.view.name: SkippedFlow(name=decision.view.name, job_name=decision.view.job_name,
                                                     reason=decision.reason, message=decision.message)
                     for decision in reversed(decisions) if decision.verdict is Verdict.SKIPPED}.values())[::-1]
+    estimates = _estimates(observation, templates)
     expected = forecast(observation.jobflow, {node.name: node for node in observation.nodes},
                         observation.outcomes.of, estimates_of(estimates))
     if any(outcome_of(entry) is None for entry in observation.awaits.values()):

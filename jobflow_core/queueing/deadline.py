@@ -37,6 +37,7 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import TYPE_CHECKING, Final
 
+from jobflow_core.dag.awaits import outcome_of
 from jobflow_core.flows.deadlines import recheck_seconds
 from jobflow_core.insight.eta import estimates_of, forecast
 from jobflow_core.models import DeadlineStatus, Estimate, JobFlow, JobFlowPhase, JobTemplate
@@ -96,13 +97,13 @@ class DeadlineRule:
 
 
 DEADLINE_RULES: Final = (
+    DeadlineRule("its deadline was missed before: a missed deadline stays missed",
+                 lambda r: r.previous is DeadlineState.MISSED, DeadlineState.MISSED),
     DeadlineRule("it succeeded by its deadline", lambda r: r.ended is not None and r.succeeded
                  and r.ended <= r.deadline, DeadlineState.MET),
     DeadlineRule("it ended after its deadline", lambda r: r.ended is not None and r.ended > r.deadline,
                  DeadlineState.MISSED),
     DeadlineRule("it failed before its deadline: nothing is left to steer", lambda r: r.ended is not None, None),
-    DeadlineRule("its deadline was missed before: a missed deadline stays missed",
-                 lambda r: r.previous is DeadlineState.MISSED, DeadlineState.MISSED),
     DeadlineRule("its deadline passed before it ended", lambda r: r.now >= r.deadline, DeadlineState.MISSED),
     DeadlineRule("no forecast: it stays as it was", lambda r: r.expected is None, None),
     DeadlineRule("at risk, and not yet expected to end a margin before its deadline",
@@ -152,14 +153,16 @@ def look(observation: "Observation", *, estimates: list[Estimate], queues: Mappi
     return assess(jobflow, nodes={node.name: node for node in observation.nodes}, outcomes=observation.outcomes.of,
                   estimates=estimates_of(estimates), now=observation.now, started=started, queues=queues,
                   stage=stage, waiting_needs=needs_of(written.requests) if written and not started else None,
-                  ended=ended, succeeded=succeeded)
+                  ended=ended, succeeded=succeeded,
+                  awaiting=any(outcome_of(entry) is None for entry in observation.awaits.values()))
 
 
 def assess(jobflow: JobFlow, *, nodes, outcomes: Mapping, estimates: Mapping[str, int | None], now: datetime | None,
            started: bool, queues: Mapping[str, QueueView], stage: Stage | None, waiting_needs: Resources | None,
-           ended: datetime | None = None, succeeded: bool = False) -> Assessment | None:
+           ended: datetime | None = None, succeeded: bool = False, awaiting: bool = False) -> Assessment | None:
     """The deadline's state for one plan (None: no ``spec.deadline``, or no clock). ``stage``: its first stage, and
-    ``waiting_needs`` what it recorded it needs while waiting (either says what it needs in line)."""
+    ``waiting_needs`` what it recorded it needs while waiting (either says what it needs in line); ``awaiting``:
+    another JobFlow's end is pending (:mod:`jobflow_core.dag.awaits`), which nobody forecasts."""
     deadline = jobflow.spec.deadline
     if deadline is None or now is None:
         return None
@@ -167,7 +170,9 @@ def assess(jobflow: JobFlow, *, nodes, outcomes: Mapping, estimates: Mapping[str
     previous = DeadlineState(written.state) if written and written.state in DeadlineState.__members__.values() \
         else None
     line_start = None
-    if not started and ended is None and stage is not None and stage.queue in queues:
+    if awaiting:
+        expected = None
+    elif not started and ended is None and stage is not None and stage.queue in queues:
         own = forecast(jobflow, nodes, outcomes, estimates, now=now).completion
         seconds = int((own - now).total_seconds()) if own is not None else None
         needs = waiting_needs if waiting_needs is not None else stage.needs
@@ -177,6 +182,8 @@ def assess(jobflow: JobFlow, *, nodes, outcomes: Mapping, estimates: Mapping[str
         expected = None if line_start is None or seconds is None else line_start + timedelta(seconds=seconds)
     else:
         expected = forecast(jobflow, nodes, outcomes, estimates, now=now).completion
+    if ended is not None:  # as the status writes it: whole seconds, so the next plan judges the same end
+        ended = ended.replace(microsecond=0)
     reading = Reading(deadline=deadline, now=now, previous=previous, expected=expected, ended=ended,
                       succeeded=succeeded, margin=margin(jobflow.metadata.creation_timestamp, deadline,
                                                          longest=max((v for v in estimates.values() if v), default=0)))

@@ -205,12 +205,13 @@ def counts_for(entry: InLine, *, asking: InLine) -> bool:
 def line_to_wire(entry: InLine) -> dict[str, Any]:
     """One JobFlow of the line as an event carries it (:mod:`jobflow_core.routing.snapshots`); :func:`line_of_wire`
     reads it back."""
-    return {"namespace": entry.namespace, "name": entry.name,
+    wire = {"namespace": entry.namespace, "name": entry.name,
             "created": entry.created.isoformat() if entry.created else None, "queue": entry.queue,
             "started": entry.started, "ended": entry.ended, "reserved": resources.to_wire(entry.reserved),
-            "requests": resources.to_wire(entry.requests) if entry.requests is not None else None,
-            "atRisk": entry.at_risk.isoformat() if entry.at_risk else None, "seconds": entry.seconds,
-            "expectedEnd": entry.expected_end.isoformat() if entry.expected_end else None}
+            "requests": resources.to_wire(entry.requests) if entry.requests is not None else None}
+    extra = {"atRisk": entry.at_risk.isoformat() if entry.at_risk else None, "seconds": entry.seconds,
+             "expectedEnd": entry.expected_end.isoformat() if entry.expected_end else None}
+    return wire | {key: value for key, value in extra.items() if value is not None}  # a snapshot has a size cap
 
 
 def line_of_wire(wire: Mapping[str, Any]) -> InLine:

@@ -3,7 +3,8 @@
 A JobFlow waiting for room (:mod:`jobflow_core.queueing.line`) can start only when the line ahead of it changes:
 a started JobFlow ends, goes or holds less (its reservation shrinks as stages end), or one ahead of it leaves the
 line without starting (deleted, suspended, ended, blocked). Each of those is a change of a JobFlow the engine
-watches, so the change itself wakes the waiting ones (:data:`WAKE_RULES`, first rule that holds wins): our event
+watches, so the change itself wakes the waiting ones (:data:`WAKE_RULES`, first rule that holds wins; two of them
+for deadlines, :mod:`jobflow_core.queueing.deadline`): our event
 source from its watch cache (``apiclient/watch_cache.py``), the handler after a status write that ended a JobFlow
 when no event source of ours is there to do it (Knative's ApiServerSource: ``handlers/dispatch.py``).
 
@@ -73,6 +74,20 @@ class WakeRule:
     """Only the JobFlows behind it in line gain; else every JobFlow waiting in that queue."""
 
 
+def _stands_later(before: InLine | None, after: InLine | None, queue: str) -> bool:
+    """Not started, it stands later in line than it did (it is no longer at risk): those it passes back count it
+    no more."""
+    return before is not None and after is not None and not before.started and not after.started \
+        and not after.ended and before.queue in (queue, None) and after.key > before.key
+
+
+def _left_risk(before: InLine | None, after: InLine | None, queue: str) -> bool:
+    """Started, it is no longer at risk: the at-risk JobFlows standing ahead of it stop counting what it holds
+    (:func:`~jobflow_core.queueing.line.holds_for`)."""
+    return before is not None and before.started and before.at_risk is not None and bool(held(before, queue)) \
+        and (after is None or after.at_risk is None)
+
+
 WAKE_RULES: Final = (
     WakeRule("what it holds in the queue shrank (it ended, went, or a stage ended and the next needs less): room for "
              "every JobFlow waiting there", lambda before, after, queue: _less(held(before, queue), held(after, queue)),
@@ -80,6 +95,10 @@ WAKE_RULES: Final = (
     WakeRule("what those behind it count it for shrank (it left the line, was reconciled for the first time, needs "
              "less, or started holding less than it asked)",
              lambda before, after, queue: _less(counted(before, queue), counted(after, queue)), True),
+    WakeRule("it stands later in line than before (no longer at risk): room for those it no longer stands ahead of",
+             _stands_later, True),
+    WakeRule("a started JobFlow is no longer at risk: room for the at-risk JobFlows ahead of it, which stop counting "
+             "what it holds", _left_risk, False),
 )
 
 

@@ -390,3 +390,73 @@ def test_a_jobflow_with_a_deadline_never_reconciled_stands_in_line_as_at_risk():
     assert in_line(raw).at_risk == DEADLINE
     raw["status"] = {"deadline": {"at": "2026-01-02T03:14:05Z", "state": "OnTime"}}
     assert in_line(raw).at_risk is None
+
+
+def test_while_another_jobflow_s_end_is_pending_there_is_no_forecast_and_nothing_is_said():
+    from jobflow_core import plan_observation
+    from jobflow_core.dag.awaits import Run, Seen
+    from jobflow_core.models import JobFlowPhase
+    from jobflow_core.planning.observation import observe
+    jf = jobflow(f"metadata: {{name: me, creationTimestamp: '{T0.isoformat()}'}}\n"
+                 "spec: {flows: [{name: a}, {name: b, dependsOn: {targets: [a]}}], dependsOn: {jobFlows: [{name: up}]},"
+                 f" deadline: '{(T0 + timedelta(minutes=3)).isoformat()}'}}")
+    running = Run("up", "uid-up", T0, JobFlowPhase.RUNNING, None, None, frozenset())
+    result = plan_observation(observe(jf, jobs=[], now=T0, awaited=Seen(jobflows={"up": running})),
+                              templates=timed_templates(), queues=full_queue(T0 + timedelta(minutes=10)))
+    assert result.status.deadline.state == "Unknown"
+    assert not [e for e in result.events if e.reason.startswith("Deadline")]
+
+
+def test_a_missed_deadline_stays_missed_even_when_a_later_look_sees_an_earlier_end():
+    """A recheck at the deadline that had not seen the last vcjob's end wrote Missed; the end, seen later, was
+    before it: the state never goes back (nor is Met said after Missed)."""
+    due = T0 + timedelta(seconds=90)
+    flow = chain(due, status={"jobStatusList": [{"name": "me-a", "state": "Completed"}],
+                              "deadline": {"at": due.isoformat(), "state": "Missed"}})
+    done_a = vcjob_of(flow, "a", created=T0)
+    done_b = vcjob_of(flow, "b", created=T0 + timedelta(seconds=45), changed=T0 + timedelta(seconds=80))
+    ended = plan(flow, templates=timed_templates(), jobs=[done_a, done_b], now=T0 + timedelta(seconds=101),
+                 queues={})
+    assert (ended.status.state.phase, ended.status.deadline.state) == ("Succeed", "Missed")
+    assert not [e for e in ended.events if e.reason.startswith("Deadline")]
+
+
+def vcjob_of(flow, name: str, **times):
+    from scenario import vcjob
+    from jobflow_core.models import VcJobPhase
+    return vcjob(flow, name, VcJobPhase.COMPLETED, **times)
+
+
+def test_a_run_started_by_hand_gets_its_deadline_after_its_creation():
+    """``kubectl jobflow run`` and the dashboard's Run now go through apiclient.steering.start_run."""
+    from apiclient.steering import start_run
+
+    class Cluster:
+        created: list[dict] = []
+
+        def find(self, api_type, namespace, name):
+            return {"apiVersion": "flow.volcano.sh/v1alpha1", "kind": "JobFlowTemplate",
+                    "metadata": {"name": name, "namespace": namespace, "uid": "u"},
+                    "spec": {"deadlineSeconds": 3600, "jobFlow": {"spec": {"flows": [{"name": "a"}]}}}}
+
+        def create(self, api_type, namespace, body):
+            self.created.append(body)
+            return body
+
+    cluster = Cluster()
+    start_run(cluster, "default", "nightly", {}, now=T0)
+    [run] = cluster.created
+    assert run["spec"]["deadline"] == "2026-01-02T04:04:05Z"
+
+
+def test_a_stage_counts_from_when_volcano_first_ran_it_not_from_its_creation():
+    from scenario import vcjob
+    from jobflow_core.models import VcJob, VcJobPhase
+    due = T0 + timedelta(seconds=180)
+    flow = chain(due, status={"deadline": {"at": due.isoformat(), "state": "AtRisk"}})
+    wire = vcjob(flow, "a", VcJobPhase.RUNNING, created=T0).to_wire()
+    wire["status"]["conditions"] = [{"status": "Pending", "lastTransitionTime": "2026-01-02T03:04:05Z"},
+                                    {"status": "Running", "lastTransitionTime": "2026-01-02T03:04:35Z"}]
+    result = plan(flow, templates=timed_templates(), jobs=[VcJob.model_validate(wire)],
+                  now=T0 + timedelta(seconds=40), queues=full_queue(T0))
+    assert result.status.deadline.state == "AtRisk"  # ran at T0+30: ends T0+150, not a margin (60 s) before

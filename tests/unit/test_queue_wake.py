@@ -16,10 +16,12 @@ T0 = datetime(2026, 11, 27, tzinfo=UTC)
 
 
 def entry(name: str, *, queue: str | None = "q", started: bool = False, ended: bool = False, reserved: int = 0,
-          requests: int | None = 8, at: int = 0) -> InLine:
+          requests: int | None = 8, at: int = 0, risk: int | None = None) -> InLine:
+    """``risk``: at risk, its deadline this many seconds after T0."""
     return InLine(namespace="ns", name=name, created=T0 + timedelta(seconds=at), queue=queue, started=started,
                   ended=ended, reserved={"cpu": reserved * 1000} if reserved else {},
-                  requests={"cpu": requests * 1000} if requests is not None else None)
+                  requests={"cpu": requests * 1000} if requests is not None else None,
+                  at_risk=T0 + timedelta(seconds=risk) if risk is not None else None)
 
 
 RUNNING = entry("run", started=True, reserved=16, at=0)
@@ -64,8 +66,15 @@ def test_a_first_reconcile_wakes_those_behind_it_in_every_queue() -> None:
     assert {key for room in rooms for key in to_wake(room, behind)} == {("ns", "a"), ("ns", "b")}
 
 
+def test_a_waiting_jobflow_no_longer_at_risk_wakes_those_it_stood_ahead_of() -> None:
+    risky = entry("r", at=3, risk=-3600)  # at risk: it stands ahead of w1..w3 (their creation + 1 h is later)
+    [room] = freed(risky, replace(risky, at_risk=None))
+    assert room == Freed("q", behind=risky)
+    assert to_wake(room, WAITERS) == [("ns", "w1"), ("ns", "w2"), ("ns", "w3")]
+
+
 def test_every_rule_is_named() -> None:
-    assert len({rule.when for rule in WAKE_RULES}) == len(WAKE_RULES) == 2
+    assert len({rule.when for rule in WAKE_RULES}) == len(WAKE_RULES) == 4
 
 
 QUEUES = st.sampled_from([None, "", "q", "q", "q", "p"])  # mostly one queue, so that changes matter
@@ -78,13 +87,14 @@ def lines(draw) -> tuple[list[InLine], InLine, InLine | None]:
         return entry(name, queue=draw(QUEUES), started=draw(st.booleans()),
                      ended=draw(st.sampled_from([False] * 3 + [True])),
                      reserved=draw(st.sampled_from([0, 4, 8, 16])), requests=draw(st.sampled_from([None, 4, 8, 16])),
-                     at=draw(st.integers(0, 3)))
+                     at=draw(st.integers(0, 3)), risk=draw(st.sampled_from([None, None, -3600, -3599])))
     line = [one(f"j{i}") for i in range(draw(st.integers(1, 6)))]
     changed = draw(st.sampled_from(line))
     arbitrary = replace(one(changed.name), created=changed.created)
     likely = [replace(changed, ended=True), replace(changed, reserved={"cpu": 4000}),
               replace(changed, queue="q", requests={"cpu": 4000}),
-              replace(changed, started=True, reserved={"cpu": 4000})]
+              replace(changed, started=True, reserved={"cpu": 4000}), replace(changed, at_risk=None),
+              replace(changed, at_risk=T0 - timedelta(seconds=3599))]
     after = draw(st.sampled_from([None, arbitrary, *likely]))  # what statuses say next, and anything at all
     return line, changed, after
 
@@ -100,7 +110,8 @@ def test_whoever_a_change_lets_start_is_woken_by_it(drawn, capacity: int) -> Non
 
     for waiter in (e for e in rest if waiting(e) and e.requests is not None):
         def starts(jobflows: list[InLine]) -> bool:
-            view = QueueView(name=waiter.queue, capacity={"cpu": capacity * 1000}, jobflows=tuple(jobflows))
+            view = QueueView(name=waiter.queue, capacity={"cpu": capacity * 1000}, jobflows=tuple(jobflows),
+                             at_risk=waiter.at_risk)
             return admit(view, namespace=waiter.namespace, name=waiter.name, created=waiter.created,
                          needs=waiter.requests).start
         if not starts(line) and starts(line_after):
