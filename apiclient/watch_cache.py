@@ -75,9 +75,10 @@ class WatchCache:
                     if any(ref.get("uid") == uid for ref in (job.get("metadata") or {}).get("ownerReferences") or ())]
             snapshot = {"jobflow": flow, "vcjobs": sorted(jobs, key=lambda job: job["metadata"]["name"])}
             asking = self._line[(namespace, jobflow)]
-            if not (asking.started or asking.ended):
-                snapshot["line"] = [line_to_wire(entry) for entry in self._line.values()
-                                    if counts_for(entry, asking=asking)]
+            line = [] if asking.ended else [line_to_wire(entry) for entry in self._line.values()
+                                            if counts_for(entry, asking=asking)]
+            if line or not (asking.started or asking.ended):  # started: only at-risk JobFlows that may hold it
+                snapshot["line"] = line
             return snapshot
 
     def written(self, flows: list[Any]) -> int:

@@ -59,9 +59,10 @@ class QueueReader:
         if not names:
             return {}
         capacities = {name: self._cached(f"queue/{name}", lambda: self._capacity(name)) for name in names}
-        if observation.started or observation.starts_nothing or \
-                all(capacity is None for capacity, _ in capacities.values()):
+        if observation.starts_nothing or all(capacity is None for capacity, _ in capacities.values()):
             line = ()  # none of these JobFlows can be held back
+        elif observation.started:
+            line = line or ()  # the at-risk JobFlows the event carries (never listed for it: a LIST per stage)
         elif line is None:
             line = tuple(in_line(raw) for raw in self._jobflows())
         priority = PRIORITY_CLASS if self._cached("priorityclass", lambda: self._installed(PRIORITY_CLASS)) else None

@@ -40,8 +40,9 @@ the API server refused its vcjob (e.g. Volcano's webhook)               blocked 
 its gang asks more than its Volcano queue can ever hold                 blocked   Unschedulable
 its JobFlow has not started, wants whole-flow admission, and a stage    blocked   Unschedulable
 of it asks more than its queue can ever hold (then not in line)
-its JobFlow has not started, and its queue has no room for it yet       wait
-(:mod:`jobflow_core.queueing.line`: started JobFlows and older ones first)
+its JobFlow has not started and its queue has no room for it yet, or   wait
+its JobFlow started and at-risk JobFlows that overtook it hold the queue
+(:mod:`jobflow_core.queueing.line`: started JobFlows and older ones first, at-risk deadlines ahead)
 otherwise                                                               start
 ======================================================================  ========  ====================
 
@@ -549,7 +550,8 @@ QUEUE_RULES: Final = (
               _never_fits),
     StartRule("its JobFlow wants whole-flow admission, and a stage of it asks more than its queue can ever hold",
               Verdict.BLOCKED, Reason.UNSCHEDULABLE, _stage_never_fits),
-    NO_ROOM := StartRule("its JobFlow has not started, and its queue has no room for it yet", Verdict.WAIT, None,
+    NO_ROOM := StartRule("its JobFlow has not started and its queue has no room for it yet, or its JobFlow started "
+                         "and at-risk JobFlows that overtook it hold the queue", Verdict.WAIT, None,
                          _no_room, lambda facts: RECHECK_SECONDS),
 )
 """The rules that read the flow's Volcano queue (:mod:`jobflow_core.queueing.line`); without a queue read, none

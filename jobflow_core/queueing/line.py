@@ -71,6 +71,8 @@ that old, none can (a deadline that passed is Missed, no longer at risk). An hou
 due within hours, and a busy queue of deadlines cannot hold an ordinary JobFlow back for more than the hour plus
 the runs of those it let ahead (docs/scheduling.md)."""
 WAITING: Final = "Waiting"
+HELD: Final = "Held"
+"""``status.queue.state`` of a started JobFlow whose next stages wait for at-risk JobFlows that overtook it."""
 ADMITTED: Final = "Admitted"
 
 
@@ -97,6 +99,8 @@ class InLine:
     """While waiting: how long it is expected to run once started; None: not known."""
     expected_end: datetime | None = None
     """Started: when it is expected to end (``status.expectedCompletion``); None: not known."""
+    held: bool = False
+    """Started, and its next stages wait while at-risk JobFlows that overtook it hold the queue (``Held``)."""
 
     @property
     def key(self) -> tuple:
@@ -180,6 +184,7 @@ def in_line(raw: Mapping[str, Any]) -> InLine:
         else _time((raw.get("spec") or {}).get("deadline")) if not raw.get("status") else None,
         seconds=queue.get("expectedSeconds") if isinstance(queue.get("expectedSeconds"), int) else None,
         expected_end=_time(status.get("expectedCompletion")) if started else None,
+        held=queue.get("state") == HELD,
     )
 
 
@@ -199,6 +204,8 @@ def counts_for(entry: InLine, *, asking: InLine) -> bool:
     leaves them out."""
     if entry.ended or entry.queue == "" or (entry.namespace, entry.name) == (asking.namespace, asking.name):
         return False
+    if asking.started:  # only what may hold its next stages: at-risk JobFlows' room (overtaken)
+        return entry.started and entry.at_risk is not None and bool(entry.reserved)
     return bool(entry.reserved) and entry.queue is not None if entry.started else entry.key < asking.plain_key
 
 
@@ -210,7 +217,8 @@ def line_to_wire(entry: InLine) -> dict[str, Any]:
             "started": entry.started, "ended": entry.ended, "reserved": resources.to_wire(entry.reserved),
             "requests": resources.to_wire(entry.requests) if entry.requests is not None else None}
     extra = {"atRisk": entry.at_risk.isoformat() if entry.at_risk else None, "seconds": entry.seconds,
-             "expectedEnd": entry.expected_end.isoformat() if entry.expected_end else None}
+             "expectedEnd": entry.expected_end.isoformat() if entry.expected_end else None,
+             "held": entry.held or None}
     return wire | {key: value for key, value in extra.items() if value is not None}  # a snapshot has a size cap
 
 
@@ -222,7 +230,7 @@ def line_of_wire(wire: Mapping[str, Any]) -> InLine:
                   reserved=resources.of_wire(wire.get("reserved")),
                   requests=resources.of_wire(requests) if requests is not None else None,
                   at_risk=_time(wire.get("atRisk")), seconds=wire.get("seconds"),
-                  expected_end=_time(wire.get("expectedEnd")))
+                  expected_end=_time(wire.get("expectedEnd")), held=bool(wire.get("held")))
 
 
 @dataclass(frozen=True)
@@ -360,6 +368,27 @@ def unschedulable(jobflow: JobFlow, *, templates: Mapping[str, JobTemplate],
     return messages
 
 
+def overtaken(view: QueueView, *, namespace: str, name: str, created: datetime | None,
+              needs: Resources) -> Admission:
+    """For a started JobFlow not at risk about to create vcjobs needing ``needs``: whether they wait, because
+    at-risk JobFlows that stand ahead of it (they overtook it: :func:`holds_for`) hold the queue. They would take the
+    room those JobFlows' next stages need at their stage boundaries (a vcjob that exists takes freed room before one
+    that does not, whatever the priorities). Only their room is counted: started JobFlows never wait for each other
+    (Volcano orders their vcjobs)."""
+    me = line_key(created=created, name=name, namespace=namespace)
+    ahead = [j for j in view.jobflows if j.started and not j.ended and j.at_risk is not None and j.reserved
+             and j.queue == view.name and j.key < me and (j.namespace, j.name) != (namespace, name)]
+    held = resources.add(*(resources.at_most(j.reserved, view.capacity) for j in ahead)) if view.capacity else {}
+    if view.capacity is None or view.at_risk is not None or not ahead \
+            or not resources.exceeding(resources.add(held, resources.at_most(needs, view.capacity)), view.capacity):
+        return Admission(True, 0, "starts now", view.name, needs)
+    return Admission(False, 1, (
+        f'its next stages wait for room in Volcano queue "{view.name}": {len(ahead)} JobFlow'
+        f'{"" if len(ahead) == 1 else "s"} at risk of missing their deadline hold {resources.describe(held)} of '
+        f"{resources.describe(view.capacity)} ({view.capacity_source}); they need {resources.describe(needs)}"),
+        view.name, needs)
+
+
 def first_stages_admission(observation: "Observation", starting: list[dict[str, Any]], *,
                            queues: Mapping[str, QueueView],
                            templates: Mapping[str, JobTemplate] | None = None) -> Admission | None:
@@ -367,9 +396,17 @@ def first_stages_admission(observation: "Observation", starting: list[dict[str, 
     join has room for them (the first queue that has not, when one has not); None when the question does not
     arise. With ``wholeFlowAdmission`` they need room for the widest stage on their queue too, and a stage the
     queue can never hold blocks the JobFlow (``unschedulable``) rather than keeping it first in line for ever."""
-    if observation.started or not queues or not starting:
+    if not queues or not starting:
         return None
     jobflow = observation.jobflow
+    if observation.started:
+        gangs: dict[str, list[Resources]] = {}
+        for manifest in starting:
+            gangs.setdefault(queue_of(manifest["spec"]), []).append(resources.gang_requests(manifest["spec"]))
+        held = [overtaken(queues[name], namespace=jobflow.namespace, name=jobflow.name,
+                          created=jobflow.metadata.creation_timestamp, needs=resources.add(*needs))
+                for name, needs in gangs.items() if name in queues]
+        return next((answer for answer in held if not answer.start), None)
     levels = stages(jobflow, templates or {}) if jobflow.spec.whole_flow_admission else []
     for stage in levels:
         why = stage.never_fits(queues.get(stage.queue))

@@ -5,6 +5,9 @@
 * **Admitted**: a JobFlow that started: what the gangs of its unfinished vcjobs, and of those this plan creates,
   request (``reserved``), which JobFlows behind it leave free; with ``wholeFlowAdmission``, at least its widest stage
   until it ends. The queue is the one its vcjobs join; without any, the one recorded before.
+* **Held**: a started JobFlow whose next stages wait while at-risk JobFlows that overtook it hold the queue
+  (:func:`jobflow_core.queueing.line.overtaken`): it reserves what those stages need, so that JobFlows behind it
+  still count it, and is woken like a waiting one.
 * **none**: a JobFlow that has not started and is not waiting for room (blocked for another reason) holds no place
   in line; one whose vcjobs request nothing (and whose queue has nothing to say) has no ``status.queue`` at all.
 
@@ -23,7 +26,7 @@ from typing import TYPE_CHECKING, Final
 
 from jobflow_core.flows.vcjobs import gang_of
 from jobflow_core.models import JobFlowPhase, QueueStatus, VcJobPhase
-from jobflow_core.queueing.line import (ADMITTED, DEFAULT_QUEUE, PRIORITY_CLASS, WAITING, Admission, QueueView,
+from jobflow_core.queueing.line import (ADMITTED, DEFAULT_QUEUE, HELD, PRIORITY_CLASS, WAITING, Admission, QueueView,
                                         never_fits, queue_of, reserved_of)
 from jobflow_core.vocabulary import resources
 from jobflow_core.vocabulary.kube_events import Event, EventType, Reason
@@ -76,6 +79,11 @@ def queue_status(observation: Observation, decisions: Sequence[FlowDecision], *,
     for, as upstream's). ``held``: :func:`held_of` the decisions."""
     previous = observation.previous.queue
     admission = held
+    if admission is not None and observation.started:  # overtaken by at-risk JobFlows: keeps its room behind them
+        live = [gang_of(job) for job in observation.owned if not is_final(job.phase)]
+        return QueueStatus(name=admission.queue, state=HELD,
+                           reserved=resources.to_wire(reserved_of([*live, admission.needs])) or None,
+                           message=admission.message)
     if admission is not None:
         return QueueStatus(name=admission.queue, state=WAITING, position=admission.position,
                            requests=resources.to_wire(admission.needs) or None, message=admission.message)

@@ -29,8 +29,9 @@ from jobflow_core.vocabulary.resources import Resources
 
 
 def waiting(entry: InLine | None) -> bool:
-    """Whether ``entry`` stands in a queue's line waiting for room: reconciled into a queue, not started, not ended."""
-    return entry is not None and bool(entry.queue) and not entry.started and not entry.ended
+    """Whether ``entry`` stands in a queue's line waiting for room: reconciled into a queue, not ended, and not
+    started or, started, its next stages held (``Held``)."""
+    return entry is not None and bool(entry.queue) and (not entry.started or entry.held) and not entry.ended
 
 
 ELSEWHERE: Final = "\0every other queue"

@@ -460,3 +460,28 @@ def test_a_stage_counts_from_when_volcano_first_ran_it_not_from_its_creation():
     result = plan(flow, templates=timed_templates(), jobs=[VcJob.model_validate(wire)],
                   now=T0 + timedelta(seconds=40), queues=full_queue(T0))
     assert result.status.deadline.state == "AtRisk"  # ran at T0+30: ends T0+150, not a margin (60 s) before
+
+
+def test_a_started_jobflow_overtaken_by_at_risk_ones_holds_its_next_stage_and_keeps_its_room():
+    from scenario import vcjob
+    from jobflow_core.models import VcJobPhase
+    flow = jobflow(f"metadata: {{name: other, creationTimestamp: '{T0.isoformat()}'}}\n"
+                   "spec: {flows: [{name: a}, {name: b, dependsOn: {targets: [a]}}]}",
+                   status={"jobStatusList": [{"name": "other-a", "state": "Running"}],
+                           "queue": {"name": "gpu", "state": "Admitted", "reserved": {"cpu": "8"}}})
+    done = vcjob(flow, "a", VcJobPhase.COMPLETED, created=T0)
+    risky = tuple(entry(f"r{i}", T0 + timedelta(minutes=1), started=True, at_risk=DEADLINE) for i in range(4))
+    view = {"gpu": QueueView(name="gpu", capacity={"cpu": 32000}, jobflows=risky)}
+    held = plan(flow, templates=timed_templates(), jobs=[done], now=T0 + timedelta(minutes=2), queues=view)
+    assert held.creates == [] and held.status.state.reason == "WaitingForQueue"
+    assert held.status.queue.state == "Held" and held.status.queue.reserved == {"cpu": "8"}
+    assert "4 JobFlows at risk of missing their deadline hold 32 CPU" in held.status.queue.message
+    assert in_line({"metadata": {"name": "other", "namespace": "default"}, "status": held.status.to_wire()}).held
+    # Three at risk leave room for it; at-risk ones that did not overtake it (created after it, due more than the
+    # hour after its creation) never hold it.
+    far = T0 + timedelta(hours=2)
+    for line in (risky[:3], tuple(entry(f"e{i}", T0 + timedelta(minutes=1), started=True, at_risk=far)
+                                  for i in range(4))):
+        view = {"gpu": QueueView(name="gpu", capacity={"cpu": 32000}, jobflows=line)}
+        goes = plan(flow, templates=timed_templates(), jobs=[done], now=T0 + timedelta(minutes=2), queues=view)
+        assert [c.manifest["metadata"]["name"] for c in goes.creates] == ["other-b"]

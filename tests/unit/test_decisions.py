@@ -159,7 +159,8 @@ ROWS = {
         lambda: decision_of(A_THEN_B, "a", templates={"a": GANG_OF_8_CPU}, queues=QUEUE_OF_4_CPU),
     "its JobFlow wants whole-flow admission, and a stage of it asks more than its queue can ever hold":
         lambda: decision_of(WIDE_MIDDLE, "a", templates=dict.fromkeys("abc", GANG_OF_8_CPU), queues=QUEUE_OF_12_CPU),
-    "its JobFlow has not started, and its queue has no room for it yet":
+    "its JobFlow has not started and its queue has no room for it yet, or its JobFlow started and at-risk JobFlows "
+    "that overtook it hold the queue":
         lambda: decision_of(A_THEN_B, "a", templates={"a": GANG_OF_8_CPU}, queues=QUEUE_FULL),
     "otherwise":
         lambda: decision_of(A_THEN_B, "b", vcjob(A_THEN_B, "a", P.COMPLETED)),

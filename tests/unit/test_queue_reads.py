@@ -152,4 +152,4 @@ def test_a_snapshot_carries_only_the_jobflows_its_admission_can_count(kube):
     flow("younger", 4)
     line = snapshot_of(kube, "new")["line"]
     assert sorted(entry["name"] for entry in line) == ["older", "running"]
-    assert "line" not in snapshot_of(kube, "running")  # started: nothing holds it back
+    assert "line" not in snapshot_of(kube, "running")  # started: nothing holds it back (no JobFlow at risk)
