@@ -103,6 +103,11 @@ def forecast(jobflow: JobFlow, nodes: Mapping[str, FlowNode], outcomes: Mapping[
     return Forecast(starts=starts, ends=ends, completion=completion, critical_path=tuple(reversed(path)))
 
 
+def began(node: FlowNode) -> bool:
+    """Whether Volcano ran a vcjob of the flow (created and still ``Pending`` is not begun)."""
+    return any(_ran(unit.job) for unit in node.units if unit.job is not None)
+
+
 def _ran(job: VcJob) -> datetime | None:
     """When the vcjob began to run: Volcano's first Running (its creation when it is past Pending and says no more);
     None while it waits to be scheduled."""

@@ -11,7 +11,7 @@ state written before, the JobFlow's end, ``now`` and its expected completion:
 
 **Hysteresis.** An ``AtRisk`` JobFlow goes back to ``OnTime`` only once it is expected to end at least
 :func:`margin` before its deadline (a tenth of the time from creation to deadline, between 5 s and 10 min, and at
-least its longest flow's estimate). Between
+least a turn, its longest flow's estimate, for each stage of its critical path not begun yet). Between
 two changes of the JobFlow or of the line ahead of it (a vcjob created or ended, a JobFlow ahead started or gone)
 its expected completion only moves later as time passes, so the state moves at most one way (``OnTime`` ->
 ``AtRisk`` -> ``Missed``); back to ``OnTime`` only at a change that brings the completion forward by the margin.
@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Final
 
 from jobflow_core.dag.awaits import outcome_of
 from jobflow_core.flows.deadlines import recheck_seconds
-from jobflow_core.insight.eta import estimates_of, forecast
+from jobflow_core.insight.eta import began, estimates_of, forecast
 from jobflow_core.models import DeadlineStatus, Estimate, JobFlow, JobFlowPhase, JobTemplate
 from jobflow_core.queueing.line import InLine, QueueView, Stage, stages
 from jobflow_core.queueing.outlook import expected_start
@@ -64,13 +64,14 @@ MIN_MARGIN: Final = timedelta(seconds=5)
 MAX_MARGIN: Final = timedelta(minutes=10)
 
 
-def margin(created: datetime | None, deadline: datetime, *, longest: int = 0) -> timedelta:
+def margin(created: datetime | None, deadline: datetime, *, longest: int = 0, turns: int = 1) -> timedelta:
     """How far before its deadline an at-risk JobFlow must be expected to end to be on time again: a tenth of its
-    window (5 s to 10 min), and at least its longest flow's estimate (``longest``, seconds). Its forecast assumes
-    each stage starts the moment the one before ends; back on time, its next stages lose the at-risk PriorityClass
-    and may wait a turn in Volcano's queue, so it must have a stage's time to spare."""
+    window (5 s to 10 min), and at least a turn for each stage of its critical path not begun yet (``turns`` times its
+    longest flow's estimate, ``longest`` seconds). Its forecast starts each stage the moment the one before ends;
+    back on time, its stages lose the at-risk PriorityClass and the room steering kept, and each may wait a turn
+    behind other JobFlows' vcjobs: on time means on time even then."""
     window = deadline - created if created is not None else MAX_MARGIN * 10
-    return max(min(MAX_MARGIN, max(MIN_MARGIN, window / 10)), timedelta(seconds=longest))
+    return max(min(MAX_MARGIN, max(MIN_MARGIN, window / 10)), timedelta(seconds=longest * turns))
 
 
 @dataclass(frozen=True)
@@ -170,10 +171,11 @@ def assess(jobflow: JobFlow, *, nodes, outcomes: Mapping, estimates: Mapping[str
     previous = DeadlineState(written.state) if written and written.state in DeadlineState.__members__.values() \
         else None
     line_start = None
+    clock = forecast(jobflow, nodes, outcomes, estimates, now=now)
     if awaiting:
         expected = None
     elif not started and ended is None and stage is not None and stage.queue in queues:
-        own = forecast(jobflow, nodes, outcomes, estimates, now=now).completion
+        own = clock.completion
         seconds = int((own - now).total_seconds()) if own is not None else None
         needs = waiting_needs if waiting_needs is not None else stage.needs
         me = InLine(namespace=jobflow.namespace, name=jobflow.name, created=jobflow.metadata.creation_timestamp,
@@ -181,12 +183,14 @@ def assess(jobflow: JobFlow, *, nodes, outcomes: Mapping, estimates: Mapping[str
         line_start = expected_start(queues[stage.queue], me, needs=needs, seconds=seconds, now=now)
         expected = None if line_start is None or seconds is None else line_start + timedelta(seconds=seconds)
     else:
-        expected = forecast(jobflow, nodes, outcomes, estimates, now=now).completion
+        expected = clock.completion
     if ended is not None:  # as the status writes it: whole seconds, so the next plan judges the same end
         ended = ended.replace(microsecond=0)
     reading = Reading(deadline=deadline, now=now, previous=previous, expected=expected, ended=ended,
-                      succeeded=succeeded, margin=margin(jobflow.metadata.creation_timestamp, deadline,
-                                                         longest=max((v for v in estimates.values() if v), default=0)))
+                      succeeded=succeeded, margin=margin(
+                          jobflow.metadata.creation_timestamp, deadline,
+                          longest=max((v for v in estimates.values() if v), default=0),
+                          turns=sum(1 for name in clock.critical_path if name in nodes and not began(nodes[name]))))
     rule, state = judge(reading)
     return Assessment(deadline=deadline, state=state, rule=rule, expected=expected, line_start=line_start)
 

@@ -51,11 +51,12 @@ def test_every_rule_has_an_example_that_it_decides(rule):
     assert judge(example) == (rule, state)
 
 
-def test_the_margin_is_a_tenth_of_the_window_between_5_s_and_10_min_and_at_least_the_longest_flow():
+def test_the_margin_is_a_tenth_of_the_window_between_5_s_and_10_min_and_at_least_a_turn_per_stage_to_come():
     assert margin(T0, T0 + timedelta(seconds=20)) == timedelta(seconds=5)
     assert margin(T0, T0 + timedelta(minutes=30)) == timedelta(minutes=3)
     assert margin(T0, T0 + timedelta(hours=6)) == timedelta(minutes=10)
     assert margin(T0, T0 + timedelta(seconds=20), longest=12) == timedelta(seconds=12)
+    assert margin(T0, T0 + timedelta(seconds=20), longest=12, turns=3) == timedelta(seconds=36)
 
 
 ORDER = {S.ON_TIME: 0, S.AT_RISK: 1, S.MISSED: 2}
