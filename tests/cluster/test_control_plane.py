@@ -202,9 +202,11 @@ def test_the_cluster_has_the_priorityclass_docs_scheduling_tells_operators_to_in
 
     from devcluster.cluster import CONFIG, PRIORITY_CLASSES
 
-    wanted = yaml.safe_load(PRIORITY_CLASSES.read_text())
-    installed = client.SchedulingV1Api(cluster.api).read_priority_class(wanted["metadata"]["name"])
-    assert (installed.value, installed.preemption_policy) == (1000, "Never") and not installed.global_default
+    wanted = {doc["metadata"]["name"]: doc for doc in yaml.safe_load_all(PRIORITY_CLASSES.read_text()) if doc}
+    assert sorted(wanted) == ["volcano-jobflow-at-risk", "volcano-jobflow-started"]
+    for name, value in (("volcano-jobflow-started", 1000), ("volcano-jobflow-at-risk", 2000)):
+        installed = client.SchedulingV1Api(cluster.api).read_priority_class(name)
+        assert (installed.value, installed.preemption_policy) == (value, "Never") and not installed.global_default
     plugins = [p["name"] for tier in yaml.safe_load((CONFIG / "volcano-scheduler.conf").read_text())["tiers"]
                for p in tier["plugins"]]
     assert "priority" in plugins  # what orders a queue's vcjobs by it

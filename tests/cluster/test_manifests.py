@@ -150,7 +150,7 @@ def test_kubectl_get_jf_shows_status_progress_queue_position_and_age(cluster: Lo
     else:
         pytest.fail(f"kubectl get jf --watch never showed shown Running 3/5 in {attempt} watches; rows: {rows}")
 
-    assert header == ["NAME", "STATUS", "PROGRESS", "QUEUE", "POSITION", "AGE"]
+    assert header == ["NAME", "STATUS", "PROGRESS", "QUEUE", "POSITION", "DEADLINE", "AGE"]
 
 
 # ---------------------------------------------------------------------------------------------------------------

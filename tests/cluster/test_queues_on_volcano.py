@@ -283,8 +283,9 @@ def test_a_jobflow_at_risk_of_missing_its_deadline_overtakes_the_line_and_meets_
         assert running_since(jobs["urgent-s1"])["Running"] <= running_since(jobs["old-s2"])["Running"]
     assert urgent["status"]["deadline"]["state"] == "Met", urgent["status"]["deadline"]
     said = [(t, r) for t, r, _ in events_of(cluster, namespace, "urgent") if r.startswith("Deadline")]
-    assert said[0] == ("Warning", "DeadlineAtRisk") and said[-1] == ("Normal", "DeadlineMet")
-    assert said.count(("Warning", "DeadlineAtRisk")) <= 2, said  # once per change (at most: at risk, on time, ...)
+    # Events have one-second times: at risk, then (admitted, with its stages' turns to spare) on time may share one.
+    assert ("Warning", "DeadlineAtRisk") in said and ("Normal", "DeadlineMet") in said, said
+    assert said.count(("Warning", "DeadlineAtRisk")) <= 2 and said.count(("Normal", "DeadlineMet")) == 1, said
     for name in newer:  # held back, not starved: each still finishes
         wait_for_phase(cluster, namespace, name, "Succeed", timeout=240)
 
