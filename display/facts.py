@@ -25,6 +25,7 @@ from jobflow_core.flows.children import ChildJob, as_job
 from jobflow_core.flows.units import FlowNode
 from jobflow_core.insight.cost import total
 from jobflow_core.models import (
+    format_time,
     AwaitedJobFlow,
     Cost,
     DeadlineStatus,
@@ -320,8 +321,8 @@ def queue_line(queue: QueueStatus) -> str:
 def deadline_line(deadline: DeadlineStatus) -> str:
     """``Deadline 2026-11-29T06:00:00Z: AtRisk: expected to succeed at ...`` (the state, and what it said when it took
     it)."""
-    at = deadline.at.strftime("%Y-%m-%dT%H:%M:%SZ")
-    return f"Deadline {at}: {deadline.state}" + (f": {deadline.message}" if deadline.message else "")
+    line = f"Deadline {format_time(deadline.at)}: {deadline.state}"
+    return line + (f": {deadline.message}" if deadline.message else "")
 
 
 def awaited_line(entry: AwaitedJobFlow) -> str:

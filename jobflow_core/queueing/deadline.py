@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Final
 from jobflow_core.dag.awaits import outcome_of
 from jobflow_core.flows.deadlines import recheck_seconds
 from jobflow_core.insight.eta import began, estimates_of, forecast
-from jobflow_core.models import DeadlineStatus, Estimate, JobFlow, JobFlowPhase, JobTemplate
+from jobflow_core.models import DeadlineStatus, Estimate, JobFlow, JobFlowPhase, JobTemplate, format_time
 from jobflow_core.queueing.line import InLine, QueueView, Stage, stages
 from jobflow_core.queueing.outlook import expected_start
 from jobflow_core.vocabulary import resources
@@ -210,7 +210,7 @@ def deadline_status(assessment: Assessment | None, written: DeadlineStatus | Non
     """``status.deadline``: the state, and since when and why, kept as written while the state stays (a status
     changes only when something happens)."""
     if assessment is None:
-        return written if written is not None else None
+        return written
     if written is not None and written.state == assessment.state.value and written.at == assessment.deadline:
         return written
     return DeadlineStatus(at=assessment.deadline, state=assessment.state.value, since=now,
@@ -221,17 +221,17 @@ def _message(assessment: Assessment) -> str:
     at, expected = assessment.deadline, assessment.expected
     where = " from its place in its queue's line" if assessment.line_start is not None else ""
     if assessment.state is DeadlineState.AT_RISK and expected is not None:
-        return (f"expected to succeed at {_time(expected)}{where}, {_span(expected - at)} after its deadline "
-                f"{_time(at)}: it goes ahead in its queue's line and its next vcjobs get PriorityClass "
+        return (f"expected to succeed at {format_time(expected)}{where}, {_span(expected - at)} after its deadline "
+                f"{format_time(at)}: it goes ahead in its queue's line and its next vcjobs get PriorityClass "
                 "volcano-jobflow-at-risk")
     if assessment.state is DeadlineState.ON_TIME and expected is not None:
-        return (f"expected to succeed at {_time(expected)}{where}, {_span(at - expected)} before its deadline "
-                f"{_time(at)}")
+        return (f"expected to succeed at {format_time(expected)}{where}, {_span(at - expected)} before its deadline "
+                f"{format_time(at)}")
     if assessment.state is DeadlineState.MISSED:
-        return f"its deadline {_time(at)} passed before it succeeded ({assessment.rule.when})"
+        return f"its deadline {format_time(at)} passed before it succeeded ({assessment.rule.when})"
     if assessment.state is DeadlineState.MET:
-        return f"succeeded by its deadline {_time(at)}"
-    return f"{assessment.rule.when} (deadline {_time(at)})"
+        return f"succeeded by its deadline {format_time(at)}"
+    return f"{assessment.rule.when} (deadline {format_time(at)})"
 
 
 EVENTS: Final = {
@@ -263,10 +263,6 @@ def pending(jobflow: JobFlow, *, now: datetime | None, phase: JobFlowPhase | Non
         return None
     window = (deadline - created).total_seconds() if created is not None else 300
     return recheck_seconds(max(1, int(window)))
-
-
-def _time(value: datetime) -> str:
-    return value.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _span(delta: timedelta) -> str:
